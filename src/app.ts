@@ -1,0 +1,48 @@
+import 'reflect-metadata';
+import fastify, { type FastifyInstance } from 'fastify';
+import type { DataSource } from 'typeorm';
+import { ApiKey } from './auth/api-key.entity';
+import { ApiKeyService } from './auth/api-key.service';
+import { createAuthHook } from './auth/auth.hook';
+import type { Config } from './config';
+import { AppError } from './errors/error-catalogue';
+import { sendRestError } from './errors/rest-error.handler';
+import { graphqlPlugin } from './graphql/graphql.plugin';
+import { petController } from './pets/pet.controller';
+import { Pet } from './pets/pet.entity';
+import { PetResolver } from './pets/pet.resolver';
+import { PetService } from './pets/pet.service';
+
+/** What the app is built from. */
+export interface AppDependencies {
+  config: Pick<Config, 'logLevel'>;
+  /** An initialised DataSource whose migrations have run. */
+  dataSource: DataSource;
+}
+
+/**
+ * Builds the HTTP app (does not listen): GraphQL at `/graphql` and the REST contract at
+ * `/v1`, both over one PetResolver and one auth hook. Closing the app stops Apollo; the
+ * DataSource belongs to the caller.
+ *
+ * @returns a ready Fastify instance; call `listen()` or `inject()` on it.
+ */
+export async function buildApp({ config, dataSource }: AppDependencies): Promise<FastifyInstance> {
+  const app = fastify({
+    logger: { level: config.logLevel, redact: ['req.headers.authorization'] },
+  });
+
+  const petResolver = new PetResolver(new PetService(dataSource.getRepository(Pet)));
+  const authenticate = createAuthHook(new ApiKeyService(dataSource.getRepository(ApiKey)));
+
+  // Both surfaces take JSON bodies only; anything else is 415 UNSUPPORTED_MEDIA_TYPE.
+  app.removeContentTypeParser('text/plain');
+  app.setErrorHandler(sendRestError);
+  app.setNotFoundHandler(async (request) => {
+    throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
+  });
+  await app.register(petController, { prefix: '/v1', petResolver, authenticate });
+  await app.register(graphqlPlugin, { petResolver, authenticate });
+  await app.ready();
+  return app;
+}

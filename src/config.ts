@@ -1,0 +1,82 @@
+import path from 'node:path';
+import { cleanEnv, host, makeValidator, port, str } from 'envalid';
+
+/** Where the data lives: MySQL (production) or the embedded SQLite file (default). */
+export type DatabaseConfig =
+  | { readonly type: 'mysql'; readonly url: string }
+  /** `path` is a file path, or `':memory:'` for a throw-away database. */
+  | { readonly type: 'sqlite'; readonly path: string };
+
+/** Validated, frozen service configuration. */
+export interface Config {
+  /** TCP port the HTTP server listens on (1-65535). */
+  readonly port: number;
+  /** Interface the HTTP server binds to. */
+  readonly host: string;
+  readonly nodeEnv: 'development' | 'test' | 'production';
+  /** pino level name. */
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly database: DatabaseConfig;
+}
+
+/** Raised when the environment holds bad values; the message names every bad key. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Where the embedded database lives when DATABASE_URL is absent (relative to the working directory). */
+export const EMBEDDED_DATABASE_PATH = path.join('data', 'petstore.sqlite');
+
+const mysqlUrl = makeValidator<string>((input) => {
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    throw new Error('must be a URL such as mysql://user:pass@host:3306/db');
+  }
+  if (url.protocol !== 'mysql:') throw new Error('must use the mysql:// scheme');
+  if (url.pathname.length <= 1) throw new Error('must name a database, as in mysql://user:pass@host:3306/db');
+  return input;
+});
+
+/**
+ * Reads and validates the configuration (see README, "Configuration").
+ *
+ * @param env - the environment to read, normally `process.env`: PORT (default 3000), HOST
+ *   (default 127.0.0.1), DATABASE_URL (mysql://…; absent → embedded SQLite under ./data/),
+ *   NODE_ENV (development | test | production, default development), LOG_LEVEL (default info).
+ * @returns a frozen {@link Config}.
+ * @throws ConfigError naming every bad key at once.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  const clean = cleanEnv(
+    env,
+    {
+      PORT: port({ default: 3000 }),
+      HOST: host({ default: '127.0.0.1' }),
+      DATABASE_URL: mysqlUrl({ default: undefined }),
+      NODE_ENV: str({ choices: ['development', 'test', 'production'] as const, default: 'development' }),
+      LOG_LEVEL: str({
+        choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
+        default: 'info',
+      }),
+    },
+    {
+      reporter: ({ errors }) => {
+        const bad = Object.entries(errors).map(([key, error]) => `${key}: ${(error as Error).message}`);
+        if (bad.length > 0) throw new ConfigError(`Invalid configuration: ${bad.join('; ')}`);
+      },
+    },
+  );
+  return Object.freeze({
+    port: clean.PORT,
+    host: clean.HOST,
+    nodeEnv: clean.NODE_ENV,
+    logLevel: clean.LOG_LEVEL,
+    database: Object.freeze(
+      clean.DATABASE_URL
+        ? { type: 'mysql' as const, url: clean.DATABASE_URL }
+        : { type: 'sqlite' as const, path: path.resolve(EMBEDDED_DATABASE_PATH) },
+    ),
+  });
+}

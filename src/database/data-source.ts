@@ -1,0 +1,43 @@
+import 'reflect-metadata';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { DataSource } from 'typeorm';
+import { ApiKey } from '../auth/api-key.entity';
+import type { DatabaseConfig } from '../config';
+import { Pet } from '../pets/pet.entity';
+import { CreatePetAndApiKey1763769600000 } from './migrations/1763769600000-create-pet-and-api-key';
+
+/** Every entity and migration, listed explicitly (no globs: they break between src/ and dist/). */
+export const ENTITIES = [Pet, ApiKey];
+export const MIGRATIONS = [CreatePetAndApiKey1763769600000];
+
+/**
+ * Builds (does not connect) the TypeORM DataSource for a database configuration. The schema
+ * is only ever changed by migrations (`synchronize` is off on every driver).
+ *
+ * @param database - MySQL URL, or SQLite file path / `':memory:'` (sql.js, persisted to the
+ *   file after every write when a path is given).
+ * @returns an uninitialised DataSource; call `initialize()` then `runMigrations()`.
+ */
+export function createDataSource(database: DatabaseConfig): DataSource {
+  const common = { entities: ENTITIES, migrations: MIGRATIONS, synchronize: false, logging: false } as const;
+  if (database.type === 'mysql') {
+    return new DataSource({
+      ...common,
+      type: 'mysql',
+      url: database.url,
+      charset: 'utf8mb4_unicode_ci',
+      // BIGINT arrives as an exact decimal string; int64Transformer converts it without rounding.
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      timezone: 'Z',
+    });
+  }
+  const inMemory = database.path === ':memory:';
+  if (!inMemory) mkdirSync(path.dirname(database.path), { recursive: true });
+  return new DataSource({
+    ...common,
+    type: 'sqljs',
+    ...(inMemory ? {} : { location: database.path, autoSave: true }),
+  });
+}

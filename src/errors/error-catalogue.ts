@@ -1,0 +1,89 @@
+/**
+ * The one error catalogue (spec "Errors"): every code either surface can send, with its HTTP
+ * status. REST sends `{ code, message, status }`; GraphQL sends the same `code` in
+ * `extensions.code`. Codes follow Apollo Server's names where Apollo has one.
+ */
+export const ERROR_CATALOGUE = {
+  /** The request itself could not be read: malformed JSON, empty JSON body. */
+  BAD_REQUEST: { status: 400, message: 'The request could not be parsed.' },
+  /** The request was read but holds missing, unknown or invalid values. */
+  BAD_USER_INPUT: { status: 400, message: 'The request holds invalid values.' },
+  /** GraphQL only: the document is not valid GraphQL syntax. */
+  GRAPHQL_PARSE_FAILED: { status: 400, message: 'The GraphQL document could not be parsed.' },
+  /** GraphQL only: the document does not validate against the schema. */
+  GRAPHQL_VALIDATION_FAILED: { status: 400, message: 'The GraphQL document is not valid for this schema.' },
+  /** GraphQL only: the operation to run could not be chosen from the document. */
+  OPERATION_RESOLUTION_FAILURE: { status: 400, message: 'The operation to run could not be determined.' },
+  UNAUTHENTICATED: { status: 401, message: 'A valid API key is required: send Authorization: Bearer <API_KEY>.' },
+  NOT_FOUND: { status: 404, message: 'The requested resource does not exist.' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'The method is not allowed for this resource.' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The request body must be application/json.' },
+  INTERNAL_SERVER_ERROR: { status: 500, message: 'An unexpected error occurred.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+/** A code of {@link ERROR_CATALOGUE}. */
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+/** The spec's Error body. */
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  status: number;
+}
+
+/**
+ * An error the client is meant to see. Thrown by the service, resolvers and hooks; each
+ * surface only translates it (REST: {@link ErrorBody}; GraphQL: `extensions.code`).
+ *
+ * @param code - a catalogue code; the HTTP status follows from it.
+ * @param message - human-readable text; defaults to the catalogue's message. Never holds
+ *   internals (SQL, stack, key material).
+ * @param headers - HTTP headers the response must carry (e.g. `WWW-Authenticate`, `Allow`).
+ */
+export class AppError extends Error {
+  override readonly name = 'AppError';
+  readonly status: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string = ERROR_CATALOGUE[code].message,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+    this.status = ERROR_CATALOGUE[code].status;
+  }
+
+  /** The REST body for this error (spec "Error"). */
+  toBody(): ErrorBody {
+    return { code: this.code, message: this.message, status: this.status };
+  }
+}
+
+const CODE_FOR_STATUS: Readonly<Record<number, ErrorCode>> = {
+  400: 'BAD_REQUEST',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+};
+
+/**
+ * Turns anything thrown into an {@link AppError}. Framework errors that are the client's
+ * fault (Fastify's 4xx errors: bad JSON, too large, wrong media type) keep their status;
+ * everything else becomes INTERNAL_SERVER_ERROR with the catalogue's generic message, so
+ * no SQL, stack or internal detail reaches a client.
+ *
+ * @param error - any thrown value.
+ * @returns the AppError to send, and whether it was unexpected (and so worth logging).
+ */
+export function toAppError(error: unknown): { appError: AppError; unexpected: boolean } {
+  if (error instanceof AppError) return { appError: error, unexpected: false };
+  const status = (error as { statusCode?: unknown } | null)?.statusCode;
+  if (typeof status === 'number' && CODE_FOR_STATUS[status]) {
+    // Fastify's own messages for these are safe and useful ("Body is not valid JSON…").
+    const message = (error as Error).message || undefined;
+    return { appError: new AppError(CODE_FOR_STATUS[status], message), unexpected: false };
+  }
+  return { appError: new AppError('INTERNAL_SERVER_ERROR'), unexpected: true };
+}

@@ -1,0 +1,45 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { unwrapResolverError } from '@apollo/server/errors';
+import type { GraphQLFormattedError } from 'graphql';
+import { AppError, ERROR_CATALOGUE, type ErrorCode, toAppError } from './error-catalogue';
+
+function isCatalogued(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && code !== 'INTERNAL_SERVER_ERROR' && Object.hasOwn(ERROR_CATALOGUE, code);
+}
+
+/**
+ * Apollo `formatError`: every GraphQL error leaves with `extensions.code` from the catalogue
+ * and nothing else in `extensions` (no stack trace, no exception details).
+ * - AppError thrown by a resolver → its code and message;
+ * - Apollo's own catalogued errors (parse, validation, variable coercion) → kept;
+ * - anything else → INTERNAL_SERVER_ERROR with a generic message; the original is passed to
+ *   `logUnexpected` so operators still see it.
+ */
+export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => void) {
+  return function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+    const { locations, path } = formatted;
+    const original = unwrapResolverError(error);
+    if (original instanceof AppError) {
+      return { message: original.message, locations, path, extensions: { code: original.code } };
+    }
+    const code = formatted.extensions?.code;
+    if (isCatalogued(code)) return { message: formatted.message, locations, path, extensions: { code } };
+    logUnexpected(original);
+    const internal: ErrorCode = 'INTERNAL_SERVER_ERROR';
+    return { message: ERROR_CATALOGUE[internal].message, locations, path, extensions: { code: internal } };
+  };
+}
+
+/**
+ * Fastify error handler of the GraphQL route, for errors raised before Apollo runs (the auth
+ * hook, an unreadable body): the HTTP status from the catalogue, and a GraphQL response body
+ * `{ errors: [{ message, extensions: { code } }] }`.
+ */
+export function sendGraphqlError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { appError, unexpected } = toAppError(error);
+  if (unexpected) request.log.error({ err: error }, 'unexpected error');
+  return reply
+    .code(appError.status)
+    .headers(appError.headers)
+    .send({ errors: [{ message: appError.message, extensions: { code: appError.code } }] });
+}

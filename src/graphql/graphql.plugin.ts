@@ -1,0 +1,39 @@
+import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { fastifyApolloHandler } from '@as-integrations/fastify';
+import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
+import { createGraphqlErrorFormatter, sendGraphqlError } from '../errors/graphql-error.formatter';
+import { rejectOtherMethods } from '../http/method-not-allowed';
+import type { PetResolver } from '../pets/pet.resolver';
+import { buildPetStoreSchema } from './schema';
+
+/** What the GraphQL surface needs. */
+export interface GraphqlPluginOptions {
+  petResolver: PetResolver;
+  authenticate: onRequestAsyncHookHandler;
+}
+
+/**
+ * Serves GraphQL at `/graphql` (GET and POST) through Apollo Server. Every request passes
+ * the shared auth hook first; errors before Apollo runs get a GraphQL-shaped body, errors
+ * inside it are formatted from the catalogue. Apollo stops when the Fastify app closes.
+ */
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petResolver, authenticate }) => {
+  const apollo = new ApolloServer({
+    schema: await buildPetStoreSchema(petResolver),
+    formatError: createGraphqlErrorFormatter((error) => app.log.error({ err: error }, 'unexpected GraphQL error')),
+    includeStacktraceInErrorResponses: false,
+    plugins: [ApolloServerPluginLandingPageDisabled()],
+  });
+  await apollo.start();
+  app.addHook('onClose', () => apollo.stop());
+
+  app.setErrorHandler(sendGraphqlError);
+  app.route({
+    method: ['GET', 'POST'],
+    url: '/graphql',
+    onRequest: authenticate,
+    handler: fastifyApolloHandler(apollo),
+  });
+  rejectOtherMethods(app, '/graphql', ['GET', 'POST']);
+};

@@ -1,0 +1,22 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '../errors/error-catalogue';
+
+/**
+ * Answers every other method on a known path with 405 METHOD_NOT_ALLOWED and an `Allow`
+ * header (RFC 9110 §15.5.6). Needs no API key: the set of methods is public.
+ *
+ * @param app - the Fastify scope whose error handler renders the error.
+ * @param url - the route path, as registered for the allowed methods.
+ * @param allowed - the methods the path serves (HEAD is implied by GET).
+ */
+export function rejectOtherMethods(app: FastifyInstance, url: string, allowed: readonly string[]): void {
+  const allow = allowed.includes('GET') ? [...allowed, 'HEAD'] : [...allowed];
+  const header = allow.sort().join(', ');
+  app.route({
+    method: app.supportedMethods.filter((method) => !allow.includes(method)),
+    url,
+    handler: async (request) => {
+      throw new AppError('METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${header}.`, { Allow: header });
+    },
+  });
+}

@@ -1,0 +1,33 @@
+import { SafeIntResolver } from 'graphql-scalars';
+import { Field, ID, ObjectType } from 'type-graphql';
+import { Column, Entity, Index, Generated, PrimaryColumn } from 'typeorm';
+import { int64Transformer } from '../database/int64';
+import { PetStatus } from './pet-status.enum';
+
+/**
+ * An animal of the store (spec "Pet"): the TypeORM entity of table `pet` and the GraphQL
+ * `Pet` type. Over REST it is sent as is: `{ id, name, categoryId, status }`, all four
+ * always present (status is never null: it defaults to `available`).
+ */
+@ObjectType({ description: 'An animal of the store.' })
+@Entity({ name: 'pet' })
+@Index('idx_pet_status_id', ['status', 'id'])
+export class Pet {
+  /** Assigned by the database on creation; int64 kept within ±(2^53-1). */
+  @Field(() => ID, { description: 'Unique identifier assigned on creation (an int64, sent as a string).' })
+  @PrimaryColumn({ type: 'bigint', transformer: int64Transformer })
+  @Generated('increment')
+  id!: number;
+
+  @Field({ description: 'The animal\'s name (1 to 100 characters, not blank).' })
+  @Column({ type: 'varchar', length: 100 })
+  name!: string;
+
+  @Field(() => SafeIntResolver, { description: 'Identifier of the category the animal belongs to.' })
+  @Column({ name: 'category_id', type: 'bigint', transformer: int64Transformer })
+  categoryId!: number;
+
+  @Field(() => PetStatus, { description: 'Availability of the animal.' })
+  @Column({ type: 'varchar', length: 16 })
+  status!: PetStatus;
+}

@@ -1,0 +1,69 @@
+import { SafeIntResolver } from 'graphql-scalars';
+import { IsDefined, IsEnum, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateBy, buildMessage } from 'class-validator';
+import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
+import { PetStatus } from './pet-status.enum';
+import { PET_LIMITS } from './pet.limits';
+
+const REQUIRED = { message: '$property is required' };
+const STATUS_MESSAGE = { message: `$property must be one of: ${Object.values(PetStatus).join(', ')}` };
+
+/** A decimal string naming a positive identifier no larger than 2^53-1 (no sign, no leading zero). */
+function IsIdentifier() {
+  return ValidateBy({
+    name: 'isIdentifier',
+    validator: {
+      validate: (value: unknown) =>
+        typeof value === 'string' && /^[1-9][0-9]{0,15}$/.test(value) && Number(value) <= PET_LIMITS.maxInt64,
+      defaultMessage: buildMessage((each) => `${each}$property must be a positive integer no larger than ${PET_LIMITS.maxInt64}`),
+    },
+  });
+}
+
+/** Body of createPet (spec "NewPet"). `status` defaults to `available` when omitted. */
+@InputType({ description: 'A new animal to add.' })
+export class NewPetInput {
+  @Field({ description: `The animal's name: 1 to ${PET_LIMITS.nameMaxLength} characters, not blank.` })
+  @IsDefined(REQUIRED)
+  @IsString()
+  @Matches(/\S/, { message: '$property must not be blank' })
+  @MaxLength(PET_LIMITS.nameMaxLength)
+  name!: string;
+
+  @Field(() => SafeIntResolver, { description: 'Identifier of the category (a positive integer).' })
+  @IsDefined(REQUIRED)
+  @IsInt()
+  @Min(1)
+  @Max(PET_LIMITS.maxInt64)
+  categoryId!: number;
+
+  @Field(() => PetStatus, { description: 'Availability; `available` when omitted.' })
+  @IsEnum(PetStatus, STATUS_MESSAGE)
+  status: PetStatus = PetStatus.available;
+}
+
+/** Arguments of listPets (spec "listPets"). */
+@ArgsType()
+export class ListPetsArgs {
+  @Field(() => Int, {
+    nullable: true,
+    description: `Maximum number of animals returned (${PET_LIMITS.listMin} to ${PET_LIMITS.listMax}).`,
+  })
+  @IsInt()
+  @Min(PET_LIMITS.listMin)
+  @Max(PET_LIMITS.listMax)
+  limit: number = PET_LIMITS.listDefault;
+
+  @Field(() => PetStatus, { nullable: true, description: 'Only animals with this status.' })
+  @IsOptional()
+  @IsEnum(PetStatus, STATUS_MESSAGE)
+  status?: PetStatus;
+}
+
+/** Arguments of getPet (spec "getPet"). */
+@ArgsType()
+export class PetIdArgs {
+  @Field(() => ID, { description: 'Identifier of the animal.' })
+  @IsDefined(REQUIRED)
+  @IsIdentifier()
+  id!: string;
+}

@@ -1,0 +1,59 @@
+import { Arg, Args, Mutation, Query, Resolver } from 'type-graphql';
+import { validateInput } from '../validation/validate-input';
+import { Pet } from './pet.entity';
+import { ListPetsArgs, NewPetInput, PetIdArgs } from './pet.inputs';
+import { GET_PET_DEPRECATION } from './pet.limits';
+import { PetService } from './pet.service';
+
+/**
+ * The one code path for pets: GraphQL calls these methods through type-graphql, and the
+ * REST controller calls the same methods directly. Each method validates its input against
+ * the input class's rules, so both surfaces apply the same rules.
+ */
+@Resolver(() => Pet)
+export class PetResolver {
+  constructor(private readonly petService: PetService) {}
+
+  /**
+   * listPets (spec "listPets").
+   *
+   * @param args - `limit` (1-100, default 20) and optional `status`.
+   * @returns up to `limit` pets in ascending id order.
+   * @throws AppError BAD_USER_INPUT for an out-of-range limit or an unknown status.
+   */
+  @Query(() => [Pet], { description: 'Lists animals in ascending id order, optionally by status.' })
+  async pets(@Args(() => ListPetsArgs) args: ListPetsArgs): Promise<Pet[]> {
+    const { limit, status } = await validateInput(ListPetsArgs, args);
+    return this.petService.list({ limit, status });
+  }
+
+  /**
+   * getPet (spec "getPet", deprecated).
+   *
+   * @param args - `id`, a positive integer as a decimal string.
+   * @returns the pet, or null when it does not exist (REST turns null into 404).
+   * @throws AppError BAD_USER_INPUT for an id that is not a positive safe integer.
+   */
+  @Query(() => Pet, {
+    nullable: true,
+    description: 'Returns one animal by identifier, or null when it does not exist.',
+    deprecationReason: GET_PET_DEPRECATION.graphqlReason,
+  })
+  async pet(@Args(() => PetIdArgs) args: PetIdArgs): Promise<Pet | null> {
+    const { id } = await validateInput(PetIdArgs, args);
+    return this.petService.findById(Number(id));
+  }
+
+  /**
+   * createPet (spec "createPet").
+   *
+   * @param input - the NewPet fields; `status` defaults to `available`.
+   * @returns the stored pet with its assigned id.
+   * @throws AppError BAD_USER_INPUT for missing, unknown or invalid fields.
+   */
+  @Mutation(() => Pet, { description: 'Adds a new animal.' })
+  async createPet(@Arg('input', () => NewPetInput) input: NewPetInput): Promise<Pet> {
+    const { name, categoryId, status } = await validateInput(NewPetInput, input);
+    return this.petService.create({ name, categoryId, status });
+  }
+}

@@ -1,0 +1,55 @@
+import type { Repository } from 'typeorm';
+import type { PetStatus } from './pet-status.enum';
+import { Pet } from './pet.entity';
+
+/** What the service needs to add an animal; already validated. */
+export interface NewPet {
+  name: string;
+  categoryId: number;
+  status: PetStatus;
+}
+
+/**
+ * Pet persistence and queries (spec "listPets", "createPet", "getPet"). Knows neither
+ * GraphQL nor HTTP; inputs arrive validated by the resolver.
+ */
+export class PetService {
+  /** @param pets - the TypeORM repository of {@link Pet}. */
+  constructor(private readonly pets: Repository<Pet>) {}
+
+  /**
+   * Lists animals in ascending id order.
+   *
+   * @param options.limit - at most this many rows (1-100).
+   * @param options.status - only rows with this status, when given.
+   * @returns up to `limit` pets, ordered by id ascending.
+   */
+  list(options: { limit: number; status?: PetStatus }): Promise<Pet[]> {
+    return this.pets.find({
+      where: options.status ? { status: options.status } : {},
+      order: { id: 'ASC' },
+      take: options.limit,
+    });
+  }
+
+  /**
+   * @param id - a positive identifier.
+   * @returns the pet, or null when none has that id.
+   */
+  findById(id: number): Promise<Pet | null> {
+    return this.pets.findOneBy({ id });
+  }
+
+  /**
+   * Stores a new animal with one INSERT (no reload).
+   *
+   * @param newPet - validated values.
+   * @returns the stored pet with its assigned id.
+   */
+  async create(newPet: NewPet): Promise<Pet> {
+    const pet = this.pets.create(newPet);
+    const result = await this.pets.insert(pet);
+    pet.id = Number(result.identifiers[0].id);
+    return pet;
+  }
+}

@@ -1,0 +1,49 @@
+import { ValidationError, validate } from 'class-validator';
+import { AppError } from '../errors/error-catalogue';
+
+/**
+ * One message per property: "is required" when the value is missing, otherwise the first
+ * rule, in source order, that the value breaks. class-validator checks `@IsDefined` first
+ * and then runs a property's other decorators bottom-up, so that rule is the last one
+ * in `constraints`.
+ */
+function describe(errors: ValidationError[], prefix = ''): string[] {
+  return errors.flatMap((error) => {
+    const property = `${prefix}${error.property}`;
+    const constraints = error.constraints ?? {};
+    const first = constraints.isDefined ?? Object.values(constraints).at(-1);
+    // class-validator phrases messages with the bare property; keep nested paths readable.
+    const own = first === undefined ? [] : [first.startsWith(error.property) ? property + first.slice(error.property.length) : first];
+    return [...own, ...describe(error.children ?? [], `${property}.`)];
+  });
+}
+
+/**
+ * Builds an instance of an input class from plain values and checks it against the class's
+ * class-validator rules. The rules are declared once, on the input classes; both surfaces
+ * reach them through the resolvers, which call this.
+ *
+ * Unknown properties are rejected (not stripped), so `{ "id": 7, … }` is a 400, not a
+ * silently ignored field. Property initialisers on the class supply defaults for absent keys.
+ *
+ * @param type - the input class (`@InputType`/`@ArgsType` with class-validator decorators).
+ * @param values - plain values (a GraphQL args object, or a parsed REST body or query).
+ * @returns a validated instance of `type`.
+ * @throws AppError BAD_USER_INPUT listing every violation, when a rule fails.
+ */
+export async function validateInput<T extends object>(type: new () => T, values: object): Promise<T> {
+  const input = new type();
+  for (const [key, value] of Object.entries(values)) {
+    if (value !== undefined) (input as Record<string, unknown>)[key] = value;
+  }
+  const errors = await validate(input, {
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    forbidUnknownValues: true,
+    validationError: { target: false, value: false },
+  });
+  if (errors.length > 0) {
+    throw new AppError('BAD_USER_INPUT', `Invalid input: ${describe(errors).join('; ')}.`);
+  }
+  return input;
+}

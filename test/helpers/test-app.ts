@@ -1,0 +1,115 @@
+import type { FastifyInstance } from 'fastify';
+import type { DataSource } from 'typeorm';
+import { buildApp } from '../../src/app';
+import { ApiKey } from '../../src/auth/api-key.entity';
+import { ApiKeyService } from '../../src/auth/api-key.service';
+import type { DatabaseConfig } from '../../src/config';
+import { openDatabase } from '../../src/database/open-database';
+import { Pet } from '../../src/pets/pet.entity';
+import { createTestDatabase } from './test-database';
+
+/** A running app on a free port, over a real database of its own. */
+export interface TestApp {
+  /** e.g. http://127.0.0.1:41234 */
+  url: string;
+  /** A valid API key, created through the service. */
+  apiKey: string;
+  app: FastifyInstance;
+  dataSource: DataSource;
+  apiKeys: ApiKeyService;
+  /** Deletes every pet (keys stay). */
+  clearPets: () => Promise<void>;
+  close: () => Promise<void>;
+}
+
+/**
+ * Builds the real app on a real database and listens on 127.0.0.1 on a free port.
+ *
+ * @param options.database - open this database instead of a fresh test one (it is then not dropped).
+ * @param options.createKey - create an API key (default true).
+ */
+export async function startTestApp(options: { database?: DatabaseConfig; createKey?: boolean } = {}): Promise<TestApp> {
+  const owned = options.database ? null : await createTestDatabase();
+  const dataSource = await openDatabase(options.database ?? owned!.database);
+  const app = await buildApp({ config: { logLevel: 'silent' }, dataSource });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey));
+  const apiKey = options.createKey === false ? '' : (await apiKeys.create('test')).key;
+  return {
+    url,
+    apiKey,
+    app,
+    dataSource,
+    apiKeys,
+    clearPets: async () => {
+      await dataSource.getRepository(Pet).clear();
+    },
+    close: async () => {
+      await app.close();
+      await dataSource.destroy();
+      await owned?.drop();
+    },
+  };
+}
+
+/** A parsed HTTP response. */
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON, or the raw text when the body is not JSON. */
+  body: any;
+}
+
+/**
+ * Sends one HTTP request with Node's fetch.
+ *
+ * @param init.body - an object is sent as JSON; a string is sent as is.
+ * @param init.apiKey - sent as `Authorization: Bearer …` unless null.
+ */
+export async function request(
+  target: TestApp,
+  method: string,
+  path: string,
+  init: { body?: unknown; apiKey?: string | null; headers?: Record<string, string> } = {},
+): Promise<HttpResult> {
+  const headers: Record<string, string> = { ...init.headers };
+  const apiKey = init.apiKey === undefined ? target.apiKey : init.apiKey;
+  if (apiKey !== null) headers.authorization ??= `Bearer ${apiKey}`;
+  let body: string | undefined;
+  if (typeof init.body === 'string') body = init.body;
+  else if (init.body !== undefined) {
+    body = JSON.stringify(init.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(target.url + path, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON: keep the text for the assertion to show
+  }
+  return { status: response.status, headers: response.headers, body: parsed };
+}
+
+/** POSTs a GraphQL operation to /graphql. */
+export function graphql(
+  target: TestApp,
+  query: string,
+  variables?: Record<string, unknown>,
+  init: { apiKey?: string | null } = {},
+): Promise<HttpResult> {
+  return request(target, 'POST', '/graphql', { body: { query, variables }, apiKey: init.apiKey });
+}
+
+/** Stores a pet through the REST API and returns it. */
+export async function createPet(target: TestApp, overrides: Record<string, unknown> = {}): Promise<any> {
+  const result = await request(target, 'POST', '/v1/pets', { body: { name: 'Rex', categoryId: 1, ...overrides } });
+  if (result.status !== 201) throw new Error(`createPet failed: ${result.status} ${JSON.stringify(result.body)}`);
+  return result.body;
+}
+
+/** Counts pets straight from the database. */
+export function countPets(target: TestApp): Promise<number> {
+  return target.dataSource.getRepository(Pet).count();
+}

@@ -1,0 +1,38 @@
+import { randomBytes } from 'node:crypto';
+import { createConnection } from 'mysql2/promise';
+import type { DatabaseConfig } from '../../src/config';
+
+/** Set to run the suite on MySQL/MariaDB, e.g. mysql://root@127.0.0.1:3306/test. */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
+
+/** The driver this run is meant to use; a test checks that the app really uses it. */
+export const EXPECTED_DRIVER = TEST_DATABASE_URL ? 'mysql' : 'sqljs';
+
+/**
+ * A database of its own for one test file, so files never see each other's rows: a fresh
+ * in-memory SQLite by default; with TEST_DATABASE_URL, a new database on that server,
+ * dropped by `drop()`. Fails (never skips) when the server cannot be reached.
+ */
+export async function createTestDatabase(): Promise<{ database: DatabaseConfig; drop: () => Promise<void> }> {
+  if (!TEST_DATABASE_URL) return { database: { type: 'sqlite', path: ':memory:' }, drop: async () => undefined };
+  const name = `petstore_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = await createConnection(TEST_DATABASE_URL);
+  try {
+    await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return {
+    database: { type: 'mysql', url: url.toString() },
+    drop: async () => {
+      const connection = await createConnection(TEST_DATABASE_URL);
+      try {
+        await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
+      } finally {
+        await connection.end();
+      }
+    },
+  };
+}
