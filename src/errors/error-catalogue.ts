@@ -14,6 +14,10 @@ export const ERROR_CATALOGUE = {
   GRAPHQL_VALIDATION_FAILED: { status: 400, message: 'The GraphQL document is not valid for this schema.' },
   /** GraphQL only: the operation to run could not be chosen from the document. */
   OPERATION_RESOLUTION_FAILURE: { status: 400, message: 'The operation to run could not be determined.' },
+  /** GraphQL only, automatic persisted queries: the client should resend the full query (HTTP 200 by that protocol). */
+  PERSISTED_QUERY_NOT_FOUND: { status: 200, message: 'Persisted query not found: send the full query.' },
+  /** GraphQL only, automatic persisted queries are not supported for this request (HTTP 200 by that protocol). */
+  PERSISTED_QUERY_NOT_SUPPORTED: { status: 200, message: 'Persisted queries are not supported.' },
   UNAUTHENTICATED: { status: 401, message: 'A valid API key is required: send Authorization: Bearer <API_KEY>.' },
   NOT_FOUND: { status: 404, message: 'The requested resource does not exist.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'The method is not allowed for this resource.' },

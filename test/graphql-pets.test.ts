@@ -1,0 +1,168 @@
+import { countPets, createPet, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+beforeEach(() => t.clearPets());
+
+const PET_FIELDS = 'id name categoryId status';
+const LIST = `query List($limit: Int, $status: PetStatus) { pets(limit: $limit, status: $status) { ${PET_FIELDS} } }`;
+const GET = `query Get($id: ID!) { pet(id: $id) { ${PET_FIELDS} } }`;
+const CREATE = `mutation Create($input: NewPetInput!) { createPet(input: $input) { ${PET_FIELDS} } }`;
+
+/** The one error of a GraphQL response, checked to carry only a catalogue code. */
+function onlyError(body: any): { message: string; code: string } {
+  expect(body.errors).toHaveLength(1);
+  const [error] = body.errors;
+  expect(Object.keys(error.extensions)).toEqual(['code']);
+  expect(JSON.stringify(error)).not.toMatch(/stacktrace|at .*\.(ts|js):\d+|SELECT|INSERT/i);
+  return { message: error.message, code: error.extensions.code };
+}
+
+describe('createPet', () => {
+  test('when the input is valid, then the Pet with an ID string and a SafeInt categoryId', async () => {
+    const result = await graphql(t, CREATE, { input: { name: 'Rex', categoryId: 3, status: 'pending' } });
+    expect(result.status).toBe(200);
+    expect(result.body.errors).toBeUndefined();
+    expect(result.body.data.createPet).toEqual({ id: expect.stringMatching(/^[1-9][0-9]*$/), name: 'Rex', categoryId: 3, status: 'pending' });
+  });
+
+  test('when status is omitted, then it is available', async () => {
+    const result = await graphql(t, CREATE, { input: { name: 'Tom', categoryId: 2 } });
+    expect(result.body.data.createPet.status).toBe('available');
+  });
+
+  test.each([
+    ['a missing categoryId', { name: 'Rex' }],
+    ['categoryId as a string', { name: 'Rex', categoryId: '7' }],
+    ['categoryId 1.5', { name: 'Rex', categoryId: 1.5 }],
+    ['categoryId beyond 2^53-1', { name: 'Rex', categoryId: 9007199254740992 }],
+    ['an unknown status', { name: 'Rex', categoryId: 1, status: 'lost' }],
+    ['status null', { name: 'Rex', categoryId: 1, status: null }],
+    ['a client-chosen id', { id: '5', name: 'Rex', categoryId: 1 }],
+    ['name not a string', { name: 42, categoryId: 1 }],
+  ])('when the variables hold %s, then HTTP 400 and BAD_USER_INPUT, nothing stored', async (_case, input) => {
+    const result = await graphql(t, CREATE, { input });
+    expect(result.status).toBe(400);
+    expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');
+    expect(await countPets(t)).toBe(0);
+  });
+
+  test.each([
+    ['a blank name', { name: '  ', categoryId: 1 }],
+    ['a name of 101 characters', { name: 'x'.repeat(101), categoryId: 1 }],
+    ['categoryId 0', { name: 'Rex', categoryId: 0 }],
+  ])('when the input has %s, then BAD_USER_INPUT from the shared rules, nothing stored', async (_case, input) => {
+    const result = await graphql(t, CREATE, { input });
+    expect(result.status).toBe(200); // GraphQL over HTTP: execution errors travel in a 200
+    expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');
+    expect(result.body.data).toBeNull();
+    expect(await countPets(t)).toBe(0);
+  });
+});
+
+describe('pets', () => {
+  test('when no limit is given, then 20 pets at most, ascending id', async () => {
+    for (let i = 0; i < 21; i++) await createPet(t, { name: `Pet ${i}` });
+    const result = await graphql(t, LIST);
+    const ids = result.body.data.pets.map((pet: { id: string }) => Number(pet.id));
+    expect(ids).toHaveLength(20);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+  });
+
+  test('when status is given, then only those pets', async () => {
+    await createPet(t, { status: 'sold' });
+    const pending = await createPet(t, { status: 'pending' });
+    const result = await graphql(t, LIST, { status: 'pending' });
+    expect(result.body.data.pets).toEqual([{ ...pending, id: String(pending.id) }]);
+  });
+
+  test.each([0, 101, -5])('when limit is %s, then BAD_USER_INPUT', async (limit) => {
+    const result = await graphql(t, LIST, { limit });
+    expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');
+  });
+
+  test('when the status filter is unknown, then HTTP 400 BAD_USER_INPUT', async () => {
+    const result = await graphql(t, LIST, { status: 'lost' });
+    expect(result.status).toBe(400);
+    expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');
+  });
+});
+
+describe('pet (deprecated)', () => {
+  test('when the pet exists, then it is returned', async () => {
+    const pet = await createPet(t, { name: 'Kitty' });
+    const result = await graphql(t, GET, { id: String(pet.id) });
+    expect(result.body.data.pet).toEqual({ ...pet, id: String(pet.id) });
+  });
+
+  test('when the id is an Int literal, then it is accepted as an ID', async () => {
+    const pet = await createPet(t);
+    const result = await graphql(t, `{ pet(id: ${pet.id}) { id } }`);
+    expect(result.body.data.pet).toEqual({ id: String(pet.id) });
+  });
+
+  test('when the pet does not exist, then null without an error', async () => {
+    const result = await graphql(t, GET, { id: '987654321' });
+    expect(result.body).toEqual({ data: { pet: null } });
+  });
+
+  test.each(['abc', '0', '-1', '9007199254740992'])('when the id is %s, then BAD_USER_INPUT', async (id) => {
+    const result = await graphql(t, GET, { id });
+    expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');
+  });
+
+  test('when the schema is introspected, then the field is deprecated naming pets(status:) and 2030-12-05', async () => {
+    const result = await graphql(t, '{ __type(name: "Query") { fields(includeDeprecated: true) { name isDeprecated deprecationReason } } }');
+    const field = result.body.data.__type.fields.find((f: { name: string }) => f.name === 'pet');
+    expect(field.isDeprecated).toBe(true);
+    expect(field.deprecationReason).toContain('pets(status:)');
+    expect(field.deprecationReason).toContain('2030-12-05');
+  });
+});
+
+describe('authentication and transport', () => {
+  test.each([
+    ['no key', null],
+    ['an unknown key', 'pst_nope'],
+  ])('when the request has %s, then HTTP 401 with UNAUTHENTICATED and WWW-Authenticate', async (_case, apiKey) => {
+    const result = await graphql(t, CREATE, { input: { name: 'Rex', categoryId: 1 } }, { apiKey });
+    expect(result.status).toBe(401);
+    expect(result.headers.get('www-authenticate')).toMatch(/^Bearer realm="pet-store"/);
+    expect(onlyError(result.body).code).toBe('UNAUTHENTICATED');
+    expect(await countPets(t)).toBe(0);
+  });
+
+  test('when a query is sent with GET, then it runs', async () => {
+    await createPet(t);
+    const result = await request(t, 'GET', `/graphql?query=${encodeURIComponent('{ pets { name } }')}`, {
+      headers: { 'apollo-require-preflight': 'true' },
+    });
+    expect(result.status).toBe(200);
+    expect(result.body.data.pets).toEqual([{ name: 'Rex' }]);
+  });
+
+  test('when a mutation is sent with GET, then it is refused and nothing is stored', async () => {
+    const query = encodeURIComponent('mutation { createPet(input: { name: "Rex", categoryId: 1 }) { id } }');
+    const result = await request(t, 'GET', `/graphql?query=${query}`, { headers: { 'apollo-require-preflight': 'true' } });
+    expect(result.status).toBe(405);
+    expect(await countPets(t)).toBe(0);
+  });
+
+  test.each([
+    ['a syntax error', '{ pets { id ', 'GRAPHQL_PARSE_FAILED'],
+    ['an unknown field', '{ pets { colour } }', 'GRAPHQL_VALIDATION_FAILED'],
+  ])('when the document has %s, then HTTP 400 with %s', async (_case, query, code) => {
+    const result = await graphql(t, query);
+    expect(result.status).toBe(400);
+    expect(onlyError(result.body).code).toBe(code);
+  });
+
+  test('when the body is not JSON, then HTTP 400 with BAD_REQUEST in a GraphQL error', async () => {
+    const result = await request(t, 'POST', '/graphql', { body: '{"query":', headers: { 'content-type': 'application/json' } });
+    expect(result.status).toBe(400);
+    expect(onlyError(result.body).code).toBe('BAD_REQUEST');
+  });
+});
