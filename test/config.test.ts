@@ -1,0 +1,54 @@
+import path from 'node:path';
+import { ConfigError, EMBEDDED_DATABASE_PATH, loadConfig } from '../src/config';
+
+describe('loadConfig', () => {
+  test('when nothing is set, then the embedded defaults', () => {
+    expect(loadConfig({})).toEqual({
+      port: 3000,
+      host: '127.0.0.1',
+      nodeEnv: 'development',
+      logLevel: 'info',
+      database: { type: 'sqlite', path: path.resolve(EMBEDDED_DATABASE_PATH) },
+    });
+  });
+
+  test('when every key is set, then each is used', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: 'mysql://user:pass@db:3306/petstore',
+    });
+    expect(config).toEqual({
+      port: 8080,
+      host: '0.0.0.0',
+      nodeEnv: 'production',
+      logLevel: 'warn',
+      database: { type: 'mysql', url: 'mysql://user:pass@db:3306/petstore' },
+    });
+  });
+
+  test('when read, then the configuration is frozen', () => {
+    const config = loadConfig({});
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.database)).toBe(true);
+  });
+
+  test.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['NODE_ENV', 'staging'],
+    ['LOG_LEVEL', 'loud'],
+    ['DATABASE_URL', 'not a url'],
+    ['DATABASE_URL', 'postgres://db:5432/x'],
+    ['DATABASE_URL', 'mysql://db:3306'],
+  ])('when %s is %p, then ConfigError naming it', (key, value) => {
+    expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`${key}: `));
+  });
+
+  test('when several keys are bad, then one error names them all', () => {
+    expect(() => loadConfig({ PORT: 'x', NODE_ENV: 'y', LOG_LEVEL: 'z' })).toThrow(/PORT: .*NODE_ENV: .*LOG_LEVEL: /);
+  });
+});

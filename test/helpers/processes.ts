@@ -1,0 +1,63 @@
+import { type ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/** Path of a built entry point under dist/ (built by `npm test` before jest runs). */
+export function built(relative: string): string {
+  const file = path.join(ROOT, 'dist', relative);
+  if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` (npm test does it)`);
+  return file;
+}
+
+/** The environment of a child process: this one's minus the database settings, plus `env`. */
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const { DATABASE_URL: _d, TEST_DATABASE_URL: _t, PORT: _p, ...rest } = process.env;
+  return { ...rest, NODE_ENV: 'test', LOG_LEVEL: 'warn', ...env };
+}
+
+/** Runs a built script to completion; never throws on a non-zero exit. */
+export function runNode(script: string, args: string[], options: { cwd: string; env?: Record<string, string> }) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, [script, ...args], { cwd: options.cwd, env: childEnv(options.env ?? {}) }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** Starts a built script in the background; collects its output. */
+export function startNode(script: string, options: { cwd: string; env?: Record<string, string> }) {
+  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [script], { cwd: options.cwd, env: childEnv(options.env ?? {}) });
+  const output = { stdout: '', stderr: '' };
+  child.stdout.on('data', (chunk) => (output.stdout += chunk));
+  child.stderr.on('data', (chunk) => (output.stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output, exited };
+}
+
+/** A TCP port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+/** Polls `url` until it answers (any status) or `timeoutMs` passes. */
+export async function waitForHttp(url: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await fetch(url);
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
