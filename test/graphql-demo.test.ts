@@ -1,0 +1,31 @@
+import { built, runNode } from './helpers/processes';
+import { startTestApp, type TestApp } from './helpers/test-app';
+
+describe('npm run demo:graphql (graphql-request client)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  test('when run against the server, then every operation succeeds through a real GraphQL client', async () => {
+    const result = await runNode(built('src/cli/graphql-demo.cli.js'), [], {
+      cwd: process.cwd(),
+      env: { API_KEY: t.apiKey, GRAPHQL_URL: `${t.url}/graphql` },
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('"name": "Biscuit"');
+    expect(result.stdout).toMatch(/pets\(status: pending\)\n\{\n {2}"pets": \[\n {4}\{\n {6}"id": "\d+",\n {6}"name": "Biscuit",\n {6}"status": "pending"/);
+    expect(result.stdout).toMatch(/pet\(id: "\d+"\)  # deprecated\n\{\n {2}"pet": \{/);
+  });
+
+  test('when the key is wrong, then it exits 1 with the server\'s message', async () => {
+    const result = await runNode(built('src/cli/graphql-demo.cli.js'), [], {
+      cwd: process.cwd(),
+      env: { API_KEY: 'pst_wrong', GRAPHQL_URL: `${t.url}/graphql` },
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('Invalid or revoked API key');
+  });
+});
