@@ -1,0 +1,52 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ERROR_CATALOGUE } from '../src/errors/error-catalogue';
+import { built, freePort, startNode, waitForHttp } from './helpers/processes';
+
+const README = path.resolve(__dirname, '..', 'README.md');
+
+/** The first ```bash block after `heading`. */
+async function bashBlockAfter(heading: string): Promise<string> {
+  const text = await readFile(README, 'utf8');
+  const start = text.indexOf(`\n${heading}\n`);
+  expect(start).toBeGreaterThan(-1);
+  const match = /```bash\n([\s\S]*?)```/.exec(text.slice(start));
+  return match![1];
+}
+
+describe('README', () => {
+  test('when the "Try it" examples are run verbatim against a fresh server, then each gives the documented answer', async () => {
+    const cwd = await mkdtemp(path.join(tmpdir(), 'readme-'));
+    const port = await freePort();
+    const server = startNode(built('src/main.js'), { cwd, env: { PORT: String(port), NODE_ENV: 'development' } });
+    try {
+      await waitForHttp(`http://127.0.0.1:${port}/v1/pets`);
+      const script = (await bashBlockAfter('## Try it')).replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`);
+      const output = await new Promise<string>((resolve, reject) =>
+        execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
+      );
+      expect(output).toMatch(/HTTP\/1\.1 201 Created[\s\S]*location: \/v1\/pets\/1[\s\S]*\{"id":1,"name":"Rex","categoryId":1,"status":"available"\}/i);
+      expect(output).toContain('[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]');
+      expect(output).toMatch(/deprecation: @1795305600\r?\nsunset: Thu, 05 Dec 2030 00:00:00 GMT\r?\nlink: <\/v1\/pets>; rel="successor-version"/i);
+      expect(output).toContain('{"data":{"pets":[{"id":"1","name":"Rex","categoryId":1,"status":"available"}]}}');
+      expect(output).toContain('{"data":{"createPet":{"id":"2","status":"pending"}}}');
+      expect(output).toContain('"code":"BAD_USER_INPUT"');
+      expect(output).toMatch(/HTTP\/1\.1 401 Unauthorized[\s\S]*"code":"UNAUTHENTICATED"/);
+      expect(output).toContain('{"code":"NOT_FOUND","message":"No pet has id 999999.","status":404}');
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+  });
+
+  test('when the Errors table is read, then it lists exactly the catalogue, with the same statuses', async () => {
+    const text = await readFile(README, 'utf8');
+    const section = text.slice(text.indexOf('\n## Errors\n'), text.indexOf('\n## API keys\n'));
+    const rows = [...section.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)].map(([, code, status]) => [code, Number(status)]);
+    expect(Object.fromEntries(rows)).toEqual(
+      Object.fromEntries(Object.entries(ERROR_CATALOGUE).map(([code, { status }]) => [code, status])),
+    );
+  });
+});
