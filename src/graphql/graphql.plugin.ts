@@ -23,6 +23,8 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     schema: await buildPetStoreSchema(petResolver),
     formatError: createGraphqlErrorFormatter((error) => app.log.error({ err: error }, 'unexpected GraphQL error')),
     includeStacktraceInErrorResponses: false,
+    // Every caller has passed the auth hook, so introspection is for authenticated callers only.
+    introspection: true,
     plugins: [ApolloServerPluginLandingPageDisabled()],
   });
   await apollo.start();

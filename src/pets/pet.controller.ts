@@ -3,7 +3,7 @@ import { AppError } from '../errors/error-catalogue';
 import { sendRestError } from '../errors/rest-error.handler';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import type { ListPetsArgs, NewPetInput } from './pet.inputs';
-import { GET_PET_DEPRECATION } from './pet.limits';
+import { GET_PET_DEPRECATION } from './get-pet.deprecation';
 import type { PetResolver } from './pet.resolver';
 
 /** What the REST surface needs. */

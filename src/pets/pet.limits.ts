@@ -9,15 +9,3 @@ export const PET_LIMITS = Object.freeze({
   /** Largest identifier accepted: integers beyond it cannot be represented exactly in JSON clients. */
   maxInt64: Number.MAX_SAFE_INTEGER,
 });
-
-/** The deprecation of getPet / `pet(id:)` (spec "getPet (deprecated)", "Versioning"). */
-export const GET_PET_DEPRECATION = Object.freeze({
-  /** When this gateway first flagged the operation deprecated (RFC 9745 `Deprecation`). */
-  deprecatedAt: new Date('2026-11-22T00:00:00Z'),
-  /** Removal date (RFC 8594 `Sunset`). */
-  sunsetAt: new Date('2030-12-05T00:00:00Z'),
-  /** The replacement operation over REST. */
-  successorPath: '/v1/pets',
-  /** Reason shown in the GraphQL schema. */
-  graphqlReason: 'Use `pets(status:)` instead. This field will be removed on 2030-12-05.',
-});

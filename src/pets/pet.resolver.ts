@@ -2,7 +2,7 @@ import { Arg, Args, Mutation, Query, Resolver } from 'type-graphql';
 import { validateInput } from '../validation/validate-input';
 import { Pet } from './pet.entity';
 import { ListPetsArgs, NewPetInput, PetIdArgs } from './pet.inputs';
-import { GET_PET_DEPRECATION } from './pet.limits';
+import { GET_PET_DEPRECATION } from './get-pet.deprecation';
 import { PetService } from './pet.service';
 
 /**

@@ -1,4 +1,5 @@
 import type { Repository } from 'typeorm';
+import { toSafeInteger } from '../database/int64';
 import type { PetStatus } from './pet-status.enum';
 import { Pet } from './pet.entity';
 
@@ -49,7 +50,7 @@ export class PetService {
   async create(newPet: NewPet): Promise<Pet> {
     const pet = this.pets.create(newPet);
     const result = await this.pets.insert(pet);
-    pet.id = Number(result.identifiers[0].id);
+    pet.id = toSafeInteger(result.identifiers[0].id);
     return pet;
   }
 }
