@@ -1,0 +1,31 @@
+# syntax=docker/dockerfile:1
+
+# ---- build: compile TypeScript into dist/ --------------------------------------------
+# NODE_ENV is deliberately left unset here: with NODE_ENV=production, `npm ci` would skip
+# the devDependencies (typescript, @types/*) that the build needs.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ormconfig.ts ./
+COPY src ./src
+RUN npm run build
+
+# ---- runtime: production dependencies and the compiled output only ----------------------
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+# data/ is only used by the embedded SQLite fallback (no DATABASE_URL); it must be writable
+# by the unprivileged user. Everything else stays root-owned and read-only to the app.
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+ENV HOST=0.0.0.0 PORT=3000
+EXPOSE 3000
+# No curl in the slim image: use Node's global fetch. Every route needs an API key, so an
+# unauthenticated request answers 401; any answer below 500 means the server is up.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/v1/pets', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.status < 500 ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "dist/src/main.js"]

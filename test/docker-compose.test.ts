@@ -1,0 +1,246 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+
+const ROOT = path.resolve(__dirname, '..');
+
+// ---------------------------------------------------------------------------------------
+// docker-compose.yml
+// ---------------------------------------------------------------------------------------
+
+interface Healthcheck {
+  test?: string | string[];
+  interval?: string;
+  timeout?: string;
+  retries?: number;
+  start_period?: string;
+}
+
+interface ComposeService {
+  image?: string;
+  build?: string | { context?: string };
+  environment?: Record<string, string | number | null> | string[];
+  ports?: Array<string | number | { target?: number | string; published?: number | string }>;
+  volumes?: Array<string | { type?: string; source?: string; target?: string }>;
+  depends_on?: string[] | Record<string, { condition?: string }>;
+  healthcheck?: Healthcheck;
+}
+
+interface ComposeFile {
+  version?: unknown;
+  services?: Record<string, ComposeService>;
+  volumes?: Record<string, unknown>;
+}
+
+/** Both environment syntaxes (map and `KEY=value` list) as one map of strings. */
+function environmentOf(service: ComposeService): Record<string, string> {
+  const env = service.environment ?? {};
+  if (Array.isArray(env)) {
+    return Object.fromEntries(
+      env.map((entry) => {
+        const at = entry.indexOf('=');
+        return at < 0 ? [entry, ''] : [entry.slice(0, at), entry.slice(at + 1)];
+      }),
+    );
+  }
+  return Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value == null ? '' : String(value)]));
+}
+
+/** Published → container port pairs, from short (`"3000:3000"`, `"127.0.0.1:3000:3000/tcp"`) or long syntax. */
+function portsOf(service: ComposeService): Array<{ published: string; target: string }> {
+  return (service.ports ?? []).map((entry) => {
+    if (typeof entry === 'object') return { published: String(entry.published ?? ''), target: String(entry.target ?? '') };
+    const parts = String(entry).replace(/\/(tcp|udp)$/, '').split(':');
+    const target = parts[parts.length - 1];
+    return { published: parts.length > 1 ? parts[parts.length - 2] : '', target };
+  });
+}
+
+/** The named volumes a service mounts (bind mounts and anonymous volumes excluded). */
+function namedVolumesOf(service: ComposeService): Array<{ source: string; target: string }> {
+  return (service.volumes ?? []).flatMap((entry) => {
+    if (typeof entry === 'object') {
+      return entry.type === undefined || entry.type === 'volume' ? [{ source: entry.source ?? '', target: entry.target ?? '' }] : [];
+    }
+    const [source, target] = entry.split(':');
+    return target !== undefined && !/^[./~]/.test(source) ? [{ source, target }] : [];
+  });
+}
+
+/** The healthcheck's command, or [] when there is none or it is disabled. */
+function healthcheckCommand(service: ComposeService): string[] {
+  const test = service.healthcheck?.test;
+  if (test === undefined) return [];
+  const command = typeof test === 'string' ? ['CMD-SHELL', test] : test;
+  return command.length > 1 && command[0] !== 'NONE' ? command : [];
+}
+
+describe('docker-compose.yml', () => {
+  const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8')) as ComposeFile;
+  const services = compose.services ?? {};
+  const mysql = services.mysql ?? {};
+  const app = services.app ?? {};
+  const mysqlEnv = environmentOf(mysql);
+  const appEnv = environmentOf(app);
+
+  test('when read, then it declares the mysql and app services and no obsolete version key', () => {
+    expect(Object.keys(services).sort()).toEqual(['app', 'mysql']);
+    expect(compose).not.toHaveProperty('version');
+  });
+
+  test('when the mysql service is read, then its image is mysql:8.4', () => {
+    expect(mysql.image).toMatch(/^mysql:8\.4(\b|$)/);
+  });
+
+  test('when the mysql service is read, then it creates the database, user and password the app needs', () => {
+    for (const key of ['MYSQL_DATABASE', 'MYSQL_USER', 'MYSQL_PASSWORD', 'MYSQL_ROOT_PASSWORD']) {
+      expect({ key, value: mysqlEnv[key] ?? '' }).toEqual({ key, value: expect.stringMatching(/.+/) });
+    }
+  });
+
+  test('when the mysql service is read, then it has a healthcheck that pings the server', () => {
+    expect(healthcheckCommand(mysql).join(' ')).toMatch(/mysqladmin ping|mysql .*SELECT 1/);
+  });
+
+  test('when the mysql service is read, then /var/lib/mysql is a named volume declared at the top level', () => {
+    const dataVolume = namedVolumesOf(mysql).find((volume) => volume.target === '/var/lib/mysql');
+    expect(dataVolume).toBeDefined();
+    expect(Object.keys(compose.volumes ?? {})).toContain(dataVolume?.source);
+  });
+
+  test('when the app service is read, then it is built from the repository root', () => {
+    const context = typeof app.build === 'string' ? app.build : app.build?.context;
+    expect(context).toMatch(/^\.\/?$/);
+  });
+
+  test('when the app DATABASE_URL is parsed, then it is a mysql:// URL to the mysql service with its credentials and database', () => {
+    const url = new URL(appEnv.DATABASE_URL ?? '');
+    expect(url.protocol).toBe('mysql:');
+    expect(Object.keys(services)).toContain(url.hostname);
+    expect(url.hostname).toBe('mysql');
+    expect({
+      user: decodeURIComponent(url.username),
+      password: decodeURIComponent(url.password),
+      database: decodeURIComponent(url.pathname.slice(1)),
+    }).toEqual({ user: mysqlEnv.MYSQL_USER, password: mysqlEnv.MYSQL_PASSWORD, database: mysqlEnv.MYSQL_DATABASE });
+  });
+
+  test('when the app environment is read, then it runs in production, listening on all interfaces', () => {
+    expect(appEnv.NODE_ENV).toBe('production');
+    expect(appEnv.HOST).toBe('0.0.0.0');
+    expect(appEnv.PORT).toMatch(/^[1-9][0-9]*$/);
+  });
+
+  test('when the app dependencies are read, then it waits for mysql to be healthy', () => {
+    expect(Array.isArray(app.depends_on)).toBe(false);
+    expect((app.depends_on as Record<string, { condition?: string }> | undefined)?.mysql?.condition).toBe('service_healthy');
+  });
+
+  test('when the app ports are read, then the port from its PORT env is published', () => {
+    const port = appEnv.PORT;
+    expect(portsOf(app)).toContainEqual({ published: port, target: port });
+  });
+
+  test('when the app service is read, then it has a healthcheck against its HTTP port', () => {
+    expect(healthcheckCommand(app).join(' ')).toMatch(/fetch\(.*127\.0\.0\.1:.*\/v1\/pets/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// Dockerfile
+// ---------------------------------------------------------------------------------------
+
+interface Instruction {
+  keyword: string;
+  args: string;
+}
+
+/** Instructions in order: comments dropped, `\` line continuations joined. */
+function instructionsOf(text: string): Instruction[] {
+  const logical = text
+    .split('\n')
+    .filter((line) => !/^\s*#/.test(line))
+    .join('\n')
+    .replace(/\\\r?\n/g, ' ')
+    .split('\n');
+  return logical
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0)
+    .map((line) => {
+      const [keyword, ...rest] = line.split(/\s+/);
+      return { keyword: keyword.toUpperCase(), args: rest.join(' ') };
+    });
+}
+
+/** The stages: each starts at a FROM. */
+function stagesOf(instructions: Instruction[]): Instruction[][] {
+  const stages: Instruction[][] = [];
+  for (const instruction of instructions) {
+    if (instruction.keyword === 'FROM') stages.push([]);
+    stages[stages.length - 1]?.push(instruction);
+  }
+  return stages;
+}
+
+/** `ENV A=1 B=2` and the legacy `ENV A 1` form, as a map. */
+function envOf(stage: Instruction[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const { args } of stage.filter((i) => i.keyword === 'ENV')) {
+    if (args.includes('=')) {
+      for (const match of args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|\S*)/g)) env[match[1]] = match[2].replace(/^"|"$/g, '');
+    } else {
+      const [key, ...value] = args.split(/\s+/);
+      env[key] = value.join(' ');
+    }
+  }
+  return env;
+}
+
+describe('Dockerfile', () => {
+  const instructions = instructionsOf(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'));
+  const stages = stagesOf(instructions);
+  const final = stages[stages.length - 1] ?? [];
+  const last = (keyword: string) => [...final].reverse().find((i) => i.keyword === keyword);
+
+  test('when read, then it is a multi-stage build with at least two FROM lines', () => {
+    expect(instructions.filter((i) => i.keyword === 'FROM').length).toBeGreaterThanOrEqual(2);
+  });
+
+  test('when the final stage is read, then it copies the compiled output from an earlier stage', () => {
+    expect(final.filter((i) => i.keyword === 'COPY').map((i) => i.args)).toContainEqual(expect.stringMatching(/--from=\S+\s+\S*dist\b/));
+  });
+
+  test('when the final stage is read, then it runs as a user that is not root', () => {
+    const user = last('USER');
+    expect(user).toBeDefined();
+    expect(user?.args.split(':')[0]).not.toMatch(/^(root|0)$/);
+  });
+
+  test('when the final stage is read, then NODE_ENV=production is set', () => {
+    expect(envOf(final).NODE_ENV).toBe('production');
+  });
+
+  test('when the build stage is read, then NODE_ENV=production is not set, so npm ci installs the dev dependencies', () => {
+    const build = stages[0] ?? [];
+    expect(build.some((i) => i.keyword === 'RUN' && /npm (run )?build/.test(i.args))).toBe(true);
+    expect(envOf(build).NODE_ENV).not.toBe('production');
+  });
+
+  test('when the final stage is read, then it has a HEALTHCHECK', () => {
+    const healthcheck = last('HEALTHCHECK');
+    expect(healthcheck?.args).toMatch(/\bCMD\b/);
+    expect(healthcheck?.args).not.toMatch(/^NONE\b/i);
+  });
+
+  test('when the CMD is read, then it runs dist/src/main.js, the compiled src/main.ts', () => {
+    const cmd = last('CMD');
+    expect(cmd).toBeDefined();
+    const argv = (cmd?.args.startsWith('[') ? JSON.parse(cmd.args) : cmd?.args.split(/\s+/)) as string[];
+    expect(argv).toEqual(['node', 'dist/src/main.js']);
+    const { compilerOptions } = JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8')) as {
+      compilerOptions: { outDir: string; rootDir: string };
+    };
+    const source = path.join(compilerOptions.rootDir, path.relative(compilerOptions.outDir, argv[1])).replace(/\.js$/, '.ts');
+    expect(path.normalize(source)).toBe(path.normalize('src/main.ts'));
+  });
+});
