@@ -8,6 +8,7 @@ import type { Config } from './config';
 import { AppError } from './errors/error-catalogue';
 import { sendRestError } from './errors/rest-error.handler';
 import { graphqlPlugin } from './graphql/graphql.plugin';
+import { describeWithOpenapi, serveOpenapi } from './openapi/openapi.plugin';
 import { petController } from './pets/pet.controller';
 import { Pet } from './pets/pet.entity';
 import { PetResolver } from './pets/pet.resolver';
@@ -15,14 +16,15 @@ import { PetService } from './pets/pet.service';
 
 /** What the app is built from. */
 export interface AppDependencies {
-  config: Pick<Config, 'logLevel'>;
+  config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'>;
   /** An initialised DataSource whose migrations have run. */
   dataSource: DataSource;
 }
 
 /**
  * Builds the HTTP app (does not listen): GraphQL at `/graphql` and the REST contract at
- * `/v1`, both over one PetResolver and one auth hook. Closing the app stops Apollo; the
+ * `/v1`, both over one PetResolver and one auth hook, plus the OpenAPI document
+ * (`/v1/openapi.json`, `.yaml`) and Swagger UI (`/docs`). Closing the app stops Apollo; the
  * DataSource belongs to the caller.
  *
  * @returns a ready Fastify instance; call `listen()` or `inject()` on it.
@@ -41,8 +43,10 @@ export async function buildApp({ config, dataSource }: AppDependencies): Promise
   app.setNotFoundHandler(async (request) => {
     throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
   });
+  await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: '/v1', petResolver, authenticate });
   await app.register(graphqlPlugin, { petResolver, authenticate });
+  await serveOpenapi(app);
   await app.ready();
   return app;
 }

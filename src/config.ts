@@ -17,6 +17,9 @@ export interface Config {
   /** pino level name. */
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly database: DatabaseConfig;
+  /** Public base addresses listed as OpenAPI servers (spec "Versioning"); each ends in /v1. */
+  readonly publicBaseUrl?: string;
+  readonly stagingBaseUrl?: string;
 }
 
 /** Raised when the environment holds bad values; the message names every bad key. */
@@ -39,12 +42,26 @@ const mysqlUrl = makeValidator<string>((input) => {
   return input;
 });
 
+const baseUrl = makeValidator<string>((input) => {
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    throw new Error('must be an absolute URL such as https://api.example.com/v1');
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || !url.pathname.replace(/\/$/, '').endsWith('/v1')) {
+    throw new Error('must be an http(s) URL whose path ends in /v1');
+  }
+  return input.replace(/\/$/, '');
+});
+
 /**
  * Reads and validates the configuration (see README, "Configuration").
  *
  * @param env - the environment to read, normally `process.env`: PORT (default 3000), HOST
  *   (default 127.0.0.1), DATABASE_URL (mysql://…; absent → embedded SQLite under ./data/),
- *   NODE_ENV (development | test | production, default development), LOG_LEVEL (default info).
+ *   NODE_ENV (development | test | production, default development), LOG_LEVEL (default info),
+ *   PUBLIC_BASE_URL and STAGING_BASE_URL (optional, http(s) URLs ending in /v1).
  * @returns a frozen {@link Config}.
  * @throws ConfigError naming every bad key at once.
  */
@@ -60,6 +77,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
         choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
         default: 'info',
       }),
+      PUBLIC_BASE_URL: baseUrl({ default: undefined }),
+      STAGING_BASE_URL: baseUrl({ default: undefined }),
     },
     {
       reporter: ({ errors }) => {
@@ -78,5 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
         ? { type: 'mysql' as const, url: clean.DATABASE_URL }
         : { type: 'sqlite' as const, path: path.resolve(EMBEDDED_DATABASE_PATH) },
     ),
+    ...(clean.PUBLIC_BASE_URL && { publicBaseUrl: clean.PUBLIC_BASE_URL }),
+    ...(clean.STAGING_BASE_URL && { stagingBaseUrl: clean.STAGING_BASE_URL }),
   });
 }

@@ -15,6 +15,7 @@ export function rejectOtherMethods(app: FastifyInstance, url: string, allowed: r
   app.route({
     method: app.supportedMethods.filter((method) => !allow.includes(method)),
     url,
+    schema: { hide: true },
     handler: async (request) => {
       throw new AppError('METHOD_NOT_ALLOWED', `${request.method} is not allowed here; use ${header}.`, { Allow: header });
     },

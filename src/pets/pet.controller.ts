@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHo
 import { AppError } from '../errors/error-catalogue';
 import { sendRestError } from '../errors/rest-error.handler';
 import { rejectOtherMethods } from '../http/method-not-allowed';
+import { HEADERS, LIST_PETS_QUERY, PET_ID_PARAMS, errorResponses } from '../openapi/openapi.schemas';
 import type { ListPetsArgs, NewPetInput } from './pet.inputs';
 import { GET_PET_DEPRECATION } from './get-pet.deprecation';
 import type { PetResolver } from './pet.resolver';
@@ -12,12 +13,18 @@ export interface PetControllerOptions {
   authenticate: onRequestAsyncHookHandler;
 }
 
-const DEPRECATION_HEADERS = {
+const DEPRECATION_HEADERS: Record<string, string> = {
   // RFC 9745: an RFC 9651 date, i.e. "@" and Unix seconds.
   Deprecation: `@${Math.floor(GET_PET_DEPRECATION.deprecatedAt.getTime() / 1000)}`,
   // RFC 8594: an HTTP-date.
   Sunset: GET_PET_DEPRECATION.sunsetAt.toUTCString(),
   Link: `<${GET_PET_DEPRECATION.successorPath}>; rel="successor-version"`,
+};
+
+const DEPRECATION_HEADER_SCHEMAS = {
+  Deprecation: { type: 'string', description: 'RFC 9745: deprecated since this date (`@` Unix seconds).' },
+  Sunset: { type: 'string', description: 'RFC 8594: removed on Thu, 05 Dec 2030 00:00:00 GMT.' },
+  Link: { type: 'string', description: 'The replacement: `</v1/pets>; rel="successor-version"`.' },
 };
 
 /** Query values are strings; a decimal integer is passed on as a number so the input rules can judge it. */
@@ -36,15 +43,50 @@ function isJsonObject(body: unknown): body is Record<string, unknown> {
  */
 export const petController: FastifyPluginAsync<PetControllerOptions> = async (app, { petResolver, authenticate }) => {
   app.setErrorHandler(sendRestError);
+  // Route schemas document the contract and serialise responses; input is validated once,
+  // by the resolvers' rules, so Fastify's own validation is switched off here.
+  app.setValidatorCompiler(() => () => true);
 
-  app.get('/pets', { onRequest: authenticate }, async (request) => {
+  app.get('/pets', {
+    onRequest: authenticate,
+    schema: {
+      operationId: 'listPets',
+      summary: 'List animals, optionally by status',
+      description: 'Ascending id order. Unknown query parameters are refused.',
+      tags: ['pets'],
+      querystring: LIST_PETS_QUERY,
+      response: {
+        200: { description: 'A JSON array of Pet.', $ref: 'Pets#' },
+        ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'INTERNAL_SERVER_ERROR']),
+      },
+    },
+  }, async (request) => {
     const query = Object.fromEntries(
       Object.entries(request.query as Record<string, unknown>).map(([key, value]) => [key, fromQueryValue(value)]),
     );
     return petResolver.pets(query as unknown as ListPetsArgs);
   });
 
-  app.post('/pets', { onRequest: authenticate }, async (request, reply) => {
+  app.post('/pets', {
+    onRequest: authenticate,
+    schema: {
+      operationId: 'createPet',
+      summary: 'Add a new animal',
+      tags: ['pets'],
+      body: { $ref: 'NewPet#' },
+      response: {
+        201: { description: 'Animal added.', headers: HEADERS.LOCATION, $ref: 'Pet#' },
+        ...errorResponses([
+          'BAD_REQUEST',
+          'BAD_USER_INPUT',
+          'UNAUTHENTICATED',
+          'PAYLOAD_TOO_LARGE',
+          'UNSUPPORTED_MEDIA_TYPE',
+          'INTERNAL_SERVER_ERROR',
+        ]),
+      },
+    },
+  }, async (request, reply) => {
     if (!isJsonObject(request.body)) {
       throw new AppError('BAD_USER_INPUT', 'Invalid input: the request body must be a JSON object (NewPet).');
     }
@@ -56,6 +98,18 @@ export const petController: FastifyPluginAsync<PetControllerOptions> = async (ap
     '/pets/:petId',
     {
       onRequest: authenticate,
+      schema: {
+        operationId: 'getPet',
+        summary: 'Return one animal by identifier (deprecated: use listPets with status)',
+        description: 'Deprecated; removed on 2030-12-05. Every answer carries Deprecation, Sunset and Link headers.',
+        tags: ['pets'],
+        deprecated: true,
+        params: PET_ID_PARAMS,
+        response: {
+          200: { description: 'The Pet.', headers: DEPRECATION_HEADER_SCHEMAS, $ref: 'Pet#' },
+          ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND', 'INTERNAL_SERVER_ERROR'], DEPRECATION_HEADER_SCHEMAS),
+        },
+      },
       // Set on every answer of this route, errors included.
       onSend: async (_request: FastifyRequest, reply: FastifyReply) => {
         reply.headers(DEPRECATION_HEADERS);

@@ -1,5 +1,6 @@
 import { SafeIntResolver } from 'graphql-scalars';
 import { IsDefined, IsEnum, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateBy, buildMessage } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
 import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
 import { PetStatus } from './pet-status.enum';
 import { PET_LIMITS } from './pet.limits';
@@ -7,9 +8,15 @@ import { PET_LIMITS } from './pet.limits';
 const REQUIRED = { message: '$property is required' };
 const STATUS_MESSAGE = { message: `$property must be one of: ${Object.values(PetStatus).join(', ')}` };
 
-/** A decimal string naming a positive identifier no larger than 2^53-1 (no sign, no leading zero). */
-function IsIdentifier() {
-  return ValidateBy({
+/** How an identifier looks over REST (OpenAPI): spec "Pet.id", int64 kept within the safe range. */
+export const IDENTIFIER_SCHEMA = Object.freeze({ type: 'integer', format: 'int64', minimum: 1, maximum: PET_LIMITS.maxInt64 });
+
+/**
+ * A decimal string naming a positive identifier no larger than 2^53-1 (no sign, no leading
+ * zero); documented in OpenAPI as {@link IDENTIFIER_SCHEMA}.
+ */
+function IsIdentifier(): PropertyDecorator {
+  const rule = ValidateBy({
     name: 'isIdentifier',
     validator: {
       validate: (value: unknown) =>
@@ -17,6 +24,11 @@ function IsIdentifier() {
       defaultMessage: buildMessage((each) => `${each}$property must be a positive integer no larger than ${PET_LIMITS.maxInt64}`),
     },
   });
+  const schema = JSONSchema({ ...IDENTIFIER_SCHEMA });
+  return (target, property) => {
+    rule(target, property);
+    schema(target, property as string);
+  };
 }
 
 /** Body of createPet (spec "NewPet"). `status` defaults to `available` when omitted. */
@@ -34,6 +46,7 @@ export class NewPetInput {
   @IsInt()
   @Min(1)
   @Max(PET_LIMITS.maxInt64)
+  @JSONSchema({ format: 'int64' })
   categoryId!: number;
 
   @Field(() => PetStatus, { description: 'Availability; `available` when omitted.' })

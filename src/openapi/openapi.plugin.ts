@@ -1,0 +1,67 @@
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../config';
+import { SHARED_SCHEMAS } from './openapi.schemas';
+
+/** Where the document and the docs are served. */
+export const OPENAPI_PATHS = Object.freeze({ json: '/v1/openapi.json', yaml: '/v1/openapi.yaml', docs: '/docs' });
+
+/**
+ * Makes the OpenAPI 3.1 document of `/v1` from the routes themselves (@fastify/swagger reads
+ * each route's schema; the schemas come from openapi.schemas.ts). Call before the routes are
+ * registered; then {@link serveOpenapi} publishes it.
+ *
+ * @param config.publicBaseUrl, config.stagingBaseUrl - listed as servers after this server (`/v1`).
+ */
+export async function describeWithOpenapi(
+  app: FastifyInstance,
+  config: Pick<Config, 'publicBaseUrl' | 'stagingBaseUrl'>,
+): Promise<void> {
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Pet Store',
+        version: '1.0.0',
+        description:
+          'Manage the animals of a pet store. Every operation needs an API key: `Authorization: Bearer <API_KEY>`. ' +
+          'Another method on a known path answers 405 with `Allow`; an unknown path answers 404. Errors use the Error schema.',
+      },
+      servers: [
+        { url: '/v1', description: 'This server' },
+        ...(config.publicBaseUrl ? [{ url: config.publicBaseUrl, description: 'Production' }] : []),
+        ...(config.stagingBaseUrl ? [{ url: config.stagingBaseUrl, description: 'Staging' }] : []),
+      ],
+      tags: [{ name: 'pets', description: 'The animals of the store.' }],
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key, created with `npm run apikey -- create <name>`.' },
+        },
+      },
+      security: [{ bearerAuth: [] }],
+    },
+    refResolver: {
+      // Name shared schemas after their $id in components.schemas (Pet, NewPet, Error…).
+      buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`),
+    },
+  });
+}
+
+/**
+ * Serves the document at `/v1/openapi.json` and `/v1/openapi.yaml`, and Swagger UI (from the
+ * swagger-ui-dist package, no CDN) at `/docs`. None of them needs an API key: they describe
+ * the API and hold no data.
+ */
+export async function serveOpenapi(app: FastifyInstance): Promise<void> {
+  app.get(OPENAPI_PATHS.json, { schema: { hide: true } }, async () => app.swagger());
+  app.get(OPENAPI_PATHS.yaml, { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('application/yaml; charset=utf-8').send(app.swagger({ yaml: true })),
+  );
+  await app.register(fastifySwaggerUi, {
+    routePrefix: OPENAPI_PATHS.docs,
+    uiConfig: { validatorUrl: null, tryItOutEnabled: true, displayRequestDuration: true },
+    staticCSP: true,
+  });
+}

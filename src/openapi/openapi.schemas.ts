@@ -1,0 +1,97 @@
+import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
+import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-catalogue';
+import { IDENTIFIER_SCHEMA, ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
+
+/**
+ * JSON Schemas of the REST contract, derived from the code that enforces it (no second
+ * hand-written copy): inputs from the class-validator rules of the input classes, defaults
+ * from their property initialisers, the Pet from NewPet plus its id, the Error from the
+ * error catalogue. The routes carry them; @fastify/swagger turns them into the OpenAPI
+ * document, and Fastify serialises responses with them.
+ */
+type Schema = Record<string, any>;
+
+const fromRules: Record<string, Schema> = validationMetadatasToSchemas();
+
+/** The schema of an input class as the validator applies it: defaults filled, unknown properties refused. */
+function inputSchema(type: new () => object): Schema {
+  const schema = structuredClone(fromRules[type.name]);
+  const defaults = new type() as Record<string, unknown>;
+  for (const [name, property] of Object.entries<Schema>(schema.properties)) {
+    // @IsDefined adds `not: {type: null}`, which `type` already says.
+    if (property.type && property.not?.type === 'null') delete property.not;
+    if (defaults[name] !== undefined) property.default = defaults[name];
+  }
+  // A property with a default may be left out.
+  schema.required = (schema.required ?? []).filter((name: string) => defaults[name] === undefined);
+  if (schema.required.length === 0) delete schema.required;
+  // validateInput() refuses unknown properties (forbidNonWhitelisted).
+  schema.additionalProperties = false;
+  return schema;
+}
+
+const newPet = inputSchema(NewPetInput);
+
+/** Shared schemas, registered with `app.addSchema` and listed in `components.schemas`. */
+export const SHARED_SCHEMAS: Schema[] = [
+  { $id: 'NewPet', description: 'A new animal (spec "NewPet").', ...newPet },
+  {
+    $id: 'Pet',
+    description: 'An animal of the store (spec "Pet"): every field of NewPet plus the id; all four are always sent.',
+    type: 'object',
+    properties: {
+      id: { ...IDENTIFIER_SCHEMA, description: 'Assigned by the service on creation.' },
+      ...Object.fromEntries(Object.entries<Schema>(newPet.properties).map(([name, { default: _, ...rest }]) => [name, rest])),
+    },
+    required: ['id', ...Object.keys(newPet.properties)],
+    additionalProperties: false,
+  },
+  { $id: 'Pets', description: 'A JSON array of Pet.', type: 'array', items: { $ref: 'Pet#' } },
+  {
+    $id: 'Error',
+    description: 'Every error response (spec "Error").',
+    type: 'object',
+    properties: {
+      code: { type: 'string', enum: Object.keys(ERROR_CATALOGUE), description: 'Machine-readable error code.' },
+      message: { type: 'string', description: 'Human-readable description.' },
+      status: { type: 'integer', description: 'The HTTP status code of the response.' },
+    },
+    required: ['code', 'message', 'status'],
+    additionalProperties: false,
+  },
+];
+
+/** Query string of listPets. */
+export const LIST_PETS_QUERY = inputSchema(ListPetsArgs);
+
+/** Path parameters of getPet: the REST name `petId` for PetIdArgs.id. */
+export const PET_ID_PARAMS: Schema = {
+  type: 'object',
+  properties: { petId: { ...inputSchema(PetIdArgs).properties.id, description: 'Identifier of the animal.' } },
+  required: ['petId'],
+};
+
+/** Response headers, by name, for the route schemas. */
+export const HEADERS = {
+  WWW_AUTHENTICATE: { 'WWW-Authenticate': { type: 'string', description: 'RFC 6750 Bearer challenge.' } },
+  LOCATION: { Location: { type: 'string', description: 'Path of the created Pet, /v1/pets/{id}.' } },
+} as const;
+
+/**
+ * Error responses of a route, one per HTTP status, from the catalogue.
+ *
+ * @param codes - the catalogue codes the route can answer.
+ * @param headers - extra response headers sent with every one of them (e.g. deprecation headers).
+ * @returns a Fastify `schema.response` fragment: `{ [status]: { description, headers?, $ref: 'Error#' } }`.
+ */
+export function errorResponses(codes: ErrorCode[], headers: Record<string, Schema> = {}): Record<number, Schema> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) byStatus.set(ERROR_CATALOGUE[code].status, [...(byStatus.get(ERROR_CATALOGUE[code].status) ?? []), code]);
+  return Object.fromEntries(
+    [...byStatus].map(([status, sameStatus]) => {
+      const allHeaders = { ...(status === 401 ? HEADERS.WWW_AUTHENTICATE : {}), ...headers };
+      const description = sameStatus.map((code) => `${code}: ${ERROR_CATALOGUE[code].message}`).join(' ');
+      return [status, { description, ...(Object.keys(allHeaders).length > 0 && { headers: allHeaders }), $ref: 'Error#' }];
+    }),
+  );
+}
