@@ -6,6 +6,7 @@ import { ApiKeyService } from '../../src/auth/api-key.service';
 import type { DatabaseConfig } from '../../src/config';
 import { openDatabase } from '../../src/database/open-database';
 import { Pet } from '../../src/pets/pet.entity';
+import { assertMatchesOpenapi } from './openapi-validator';
 import { createTestDatabase } from './test-database';
 
 /** A running app on a free port, over a real database of its own. */
@@ -61,7 +62,8 @@ export interface HttpResult {
 }
 
 /**
- * Sends one HTTP request with Node's fetch.
+ * Sends one HTTP request with Node's fetch. Every answer from a documented REST operation
+ * is checked against contract/openapi.json (the call throws when it does not match).
  *
  * @param init.body - an object is sent as JSON; a string is sent as is.
  * @param init.apiKey - sent as `Authorization: Bearer …` unless null.
@@ -89,7 +91,9 @@ export async function request(
   } catch {
     // not JSON: keep the text for the assertion to show
   }
-  return { status: response.status, headers: response.headers, body: parsed };
+  const result = { status: response.status, headers: response.headers, body: parsed };
+  assertMatchesOpenapi(method, path, result);
+  return result;
 }
 
 /** POSTs a GraphQL operation to /graphql. */
