@@ -5,6 +5,7 @@ import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
 import { createGraphqlErrorFormatter, sendGraphqlError } from '../errors/graphql-error.formatter';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import type { PetResolver } from '../pets/pet.resolver';
+import { registerPlayground } from './playground';
 import { buildPetStoreSchema } from './schema';
 
 /** What the GraphQL surface needs. */
@@ -17,6 +18,9 @@ export interface GraphqlPluginOptions {
  * Serves GraphQL at `/graphql` (GET and POST) through Apollo Server. Every request passes
  * the shared auth hook first; errors before Apollo runs get a GraphQL-shaped body, errors
  * inside it are formatted from the catalogue. Apollo stops when the Fastify app closes.
+ * A browser visiting `GET /graphql` (Accept prefers text/html, no `query` parameter) gets the
+ * GraphiQL playground instead, without an API key (see `./playground`); the GraphQL requests
+ * the playground sends are ordinary requests and pass the auth hook.
  */
 export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petResolver, authenticate }) => {
   const apollo = new ApolloServer({
@@ -30,11 +34,17 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
   await apollo.start();
   app.addHook('onClose', () => apollo.stop());
 
+  const servePlaygroundToBrowsers = await registerPlayground(app);
+
   app.setErrorHandler(sendGraphqlError);
   app.route({
     method: ['GET', 'POST'],
     url: '/graphql',
-    onRequest: authenticate,
+    // HEAD would reach Apollo, which has no answer for it: it gets 405 like any other method.
+    exposeHeadRoute: false,
+    schema: { hide: true },
+    // The playground first: it answers browsers' page visits without a key and leaves every other request to the auth hook.
+    onRequest: [servePlaygroundToBrowsers, authenticate],
     handler: fastifyApolloHandler(apollo),
   });
   rejectOtherMethods(app, '/graphql', ['GET', 'POST']);
