@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { EXPECTED_DRIVER } from './helpers/test-database';
 import { countPets, createPet, request, startTestApp, type TestApp } from './helpers/test-app';
 
@@ -72,6 +73,13 @@ describe('POST /v1/pets (createPet)', () => {
     ['status in another case', '{"name":"Rex","categoryId":1,"status":"Available"}'],
     ['status null', '{"name":"Rex","categoryId":1,"status":null}'],
     ['client-chosen id', '{"id":5,"name":"Rex","categoryId":1}'],
+    ['a __proto__ key', '{"name":"Rex","categoryId":1,"__proto__":{"x":1}}'],
+    ['a constructor key', '{"name":"Rex","categoryId":1,"constructor":{"prototype":{"x":1}}}'],
+    ['a key named after an Object method', '{"name":"Rex","categoryId":1,"hasOwnProperty":1}'],
+    ['categoryId with a fraction JSON.parse would round away', '{"name":"Rex","categoryId":9007199254740991.4}'],
+    ['categoryId 1.0000000000000001', '{"name":"Rex","categoryId":1.0000000000000001}'],
+    ['a name with a control character', '{"name":"Re\\u0000x","categoryId":1}'],
+    ['a name with an unpaired surrogate', '{"name":"\\ud800","categoryId":1}'],
     ['unknown field', '{"name":"Rex","categoryId":1,"colour":"brown"}'],
     ['an array', '[{"name":"Rex","categoryId":1}]'],
     ['a string', '"Rex"'],
@@ -92,7 +100,6 @@ describe('POST /v1/pets (createPet)', () => {
   test.each([
     ['malformed JSON', '{"name": "Rex",'],
     ['an empty JSON body', ''],
-    ['a __proto__ key', '{"name":"Rex","categoryId":1,"__proto__":{"x":1}}'],
   ])('when the body is %s, then 400 BAD_REQUEST and nothing is stored', async (_case, body) => {
     const result = await request(t, 'POST', '/v1/pets', { body, headers: { 'content-type': 'application/json' } });
     expectError(result, 400, 'BAD_REQUEST');
@@ -156,6 +163,10 @@ describe('GET /v1/pets (listPets)', () => {
     ['limit=1e1'],
     ['limit=99999999999999999999'],
     ['limit=1&limit=2'],
+    ['limit=010'],
+    ['isPrototypeOf=1'],
+    ['__proto__=1'],
+    ['constructor=1'],
     ['status=lost'],
     ['status=SOLD'],
     ['status='],
@@ -246,13 +257,42 @@ describe('HTTP semantics', () => {
     ['PATCH', '/v1/pets/1', 'GET, HEAD'],
     ['POST', '/v1/pets/1', 'GET, HEAD'],
     ['DELETE', '/v1/pets/1', 'GET, HEAD'],
-    ['PUT', '/graphql', 'GET, HEAD, POST'],
+    ['PUT', '/graphql', 'GET, POST'],
+    ['HEAD', '/graphql', 'GET, POST'],
+    ['OPTIONS', '/v1/pets', 'GET, HEAD, POST'],
   ])('when %s %s, then 405 METHOD_NOT_ALLOWED with Allow: %s', async (method, path, allow) => {
     const result = await request(t, method, path);
     expect(result.status).toBe(405);
     expect(result.headers.get('allow')).toBe(allow);
-    if (path.startsWith('/v1')) expectError(result, 405, 'METHOD_NOT_ALLOWED');
+    if (method === 'HEAD') expect(result.body).toBeUndefined(); // HEAD answers carry no body
+    else if (path.startsWith('/v1')) expectError(result, 405, 'METHOD_NOT_ALLOWED');
     else expect(result.body.errors[0].extensions).toEqual({ code: 'METHOD_NOT_ALLOWED' });
+  });
+
+  test('when the body is larger than 1 MiB, then 413 PAYLOAD_TOO_LARGE and nothing is stored', async () => {
+    const body = JSON.stringify({ name: 'x'.repeat(1024 * 1024), categoryId: 1 });
+    expectError(await request(t, 'POST', '/v1/pets', { body, headers: { 'content-type': 'application/json' } }), 413, 'PAYLOAD_TOO_LARGE');
+    expect(await countPets(t)).toBe(0);
+  });
+
+  test('when the URL cannot be decoded, then 400 BAD_REQUEST in the Error shape', async () => {
+    expectError(await request(t, 'GET', '/v1/pe%E0%A4%Ats'), 400, 'BAD_REQUEST');
+  });
+
+  test.each([
+    ['a malformed Content-Length', 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'BAD_REQUEST'],
+    ['headers over 16 KiB', `GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`, 431, 'REQUEST_HEADER_FIELDS_TOO_LARGE'],
+  ])('when Node cannot parse the request (%s), then %s in the Error shape', async (_case, raw, status, code) => {
+    const { port } = new URL(t.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const socket = connect(Number(port), '127.0.0.1', () => socket.end(raw));
+      socket.on('data', (chunk) => (text += chunk));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ code, message: expect.any(String), status });
   });
 
   test.each(['/', '/v1', '/v1/pet', '/v2/pets', '/v1/pets/1/owner', '/store/orders'])(

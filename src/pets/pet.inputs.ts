@@ -34,10 +34,14 @@ function IsIdentifier(): PropertyDecorator {
 /** Body of createPet (spec "NewPet"). `status` defaults to `available` when omitted. */
 @InputType({ description: 'A new animal to add.' })
 export class NewPetInput {
-  @Field({ description: `The animal's name: 1 to ${PET_LIMITS.nameMaxLength} characters, not blank.` })
+  @Field({ description: `The animal's name: 1 to ${PET_LIMITS.nameMaxLength} characters, not blank, no control characters.` })
   @IsDefined(REQUIRED)
   @IsString()
-  @Matches(/\S/, { message: '$property must not be blank' })
+  // Not blank; no control characters; well-formed Unicode (no unpaired surrogate, which
+  // each database would store differently). One pattern, so OpenAPI states the same rule.
+  @Matches(/^[^\p{Cc}\p{Cs}]*[^\s\p{Cc}\p{Cs}][^\p{Cc}\p{Cs}]*$/u, {
+    message: '$property must have a non-space character and no control characters or unpaired surrogates',
+  })
   @MaxLength(PET_LIMITS.nameMaxLength)
   name!: string;
 

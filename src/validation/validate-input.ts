@@ -1,4 +1,4 @@
-import { ValidationError, validate } from 'class-validator';
+import { ValidationError, getMetadataStorage, validate } from 'class-validator';
 import { AppError } from '../errors/error-catalogue';
 
 /**
@@ -32,6 +32,17 @@ function describe(errors: ValidationError[], prefix = ''): string[] {
  * @throws AppError BAD_USER_INPUT listing every violation, when a rule fails.
  */
 export async function validateInput<T extends object>(type: new () => T, values: object): Promise<T> {
+  // Only the class's declared properties are copied: a key such as `__proto__`, `constructor`
+  // or `hasOwnProperty` is refused here, before it can touch the instance.
+  const declared = new Set(
+    getMetadataStorage()
+      .getTargetValidationMetadatas(type, '', true, false)
+      .map((metadata) => metadata.propertyName),
+  );
+  const unknown = Object.keys(values).filter((key) => !declared.has(key));
+  if (unknown.length > 0) {
+    throw new AppError('BAD_USER_INPUT', `Invalid input: ${unknown.map((key) => `property ${key} should not exist`).join('; ')}.`);
+  }
   const input = new type();
   for (const [key, value] of Object.entries(values)) {
     if (value !== undefined) (input as Record<string, unknown>)[key] = value;
