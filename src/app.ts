@@ -6,8 +6,9 @@ import { ApiKeyService } from './auth/api-key.service';
 import { createAuthHook } from './auth/auth.hook';
 import type { Config } from './config';
 import { AppError } from './errors/error-catalogue';
-import { sendRestError } from './errors/rest-error.handler';
+import { answerClientError, sendRestError } from './errors/rest-error.handler';
 import { graphqlPlugin } from './graphql/graphql.plugin';
+import { parseJsonExactly } from './http/json-body.parser';
 import { describeWithOpenapi, serveOpenapi } from './openapi/openapi.plugin';
 import { petController } from './pets/pet.controller';
 import { Pet } from './pets/pet.entity';
@@ -32,13 +33,18 @@ export interface AppDependencies {
 export async function buildApp({ config, dataSource }: AppDependencies): Promise<FastifyInstance> {
   const app = fastify({
     logger: { level: config.logLevel, redact: ['req.headers.authorization'] },
+    // Requests Fastify or Node reject before routing (a bad URL, a malformed header) still
+    // get the spec's Error body.
+    frameworkErrors: (error, request, reply) => sendRestError(error, request, reply),
+    clientErrorHandler: answerClientError,
   });
 
   const petResolver = new PetResolver(new PetService(dataSource.getRepository(Pet)));
   const authenticate = createAuthHook(new ApiKeyService(dataSource.getRepository(ApiKey)));
 
-  // Both surfaces take JSON bodies only; anything else is 415 UNSUPPORTED_MEDIA_TYPE.
+  // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.
   app.removeContentTypeParser('text/plain');
+  parseJsonExactly(app);
   app.setErrorHandler(sendRestError);
   app.setNotFoundHandler(async (request) => {
     throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);

@@ -160,6 +160,42 @@ describe('authentication and transport', () => {
     expect(onlyError(result.body).code).toBe(code);
   });
 
+  test.each<[string, string, Record<string, string>, number, string]>([
+    ['a mutation over GET', `/graphql?query=${encodeURIComponent('mutation { createPet(input: {name: "R", categoryId: 1}) { id } }')}`, { 'apollo-require-preflight': '1' }, 405, 'METHOD_NOT_ALLOWED'],
+    ['an Accept header without JSON', `/graphql?query=${encodeURIComponent('{ pets { id } }')}`, { 'apollo-require-preflight': '1', accept: 'text/csv' }, 406, 'NOT_ACCEPTABLE'],
+    ['a GET without the CSRF preflight header', `/graphql?query=${encodeURIComponent('{ pets { id } }')}`, {}, 400, 'BAD_REQUEST'],
+  ])('when Apollo refuses %s, then the HTTP status and extensions.code agree with the catalogue', async (_case, path, headers, status, code) => {
+    const result = await request(t, 'GET', path, { headers });
+    expect(result.status).toBe(status);
+    expect(onlyError(result.body).code).toBe(code);
+  });
+
+  test('when an automatic persisted query hash does not match its query, then 400 BAD_REQUEST', async () => {
+    const result = await request(t, 'POST', '/graphql', {
+      body: { query: '{ pets { id } }', extensions: { persistedQuery: { version: 1, sha256Hash: 'f'.repeat(64) } } },
+    });
+    expect(result.status).toBe(400);
+    expect(onlyError(result.body).code).toBe('BAD_REQUEST');
+  });
+
+  test('when the key has been revoked, then HTTP 401 UNAUTHENTICATED', async () => {
+    const { apiKey, key } = await t.apiKeys.create('revoked-graphql');
+    await t.apiKeys.revoke(apiKey.id);
+    const result = await graphql(t, '{ pets { id } }', undefined, { apiKey: key });
+    expect(result.status).toBe(401);
+    expect(onlyError(result.body).code).toBe('UNAUTHENTICATED');
+  });
+
+  test('when a variable holds a number JSON.parse would round, then BAD_USER_INPUT and nothing is stored', async () => {
+    const result = await request(t, 'POST', '/graphql', {
+      body: '{"query":"mutation($c: SafeInt!) { createPet(input: {name: \\"R\\", categoryId: $c}) { id } }","variables":{"c":9007199254740991.4}}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(result.status).toBe(400);
+    expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');
+    expect(await countPets(t)).toBe(0);
+  });
+
   test('when the body is not JSON, then HTTP 400 with BAD_REQUEST in a GraphQL error', async () => {
     const result = await request(t, 'POST', '/graphql', { body: '{"query":', headers: { 'content-type': 'application/json' } });
     expect(result.status).toBe(400);

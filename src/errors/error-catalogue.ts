@@ -21,8 +21,11 @@ export const ERROR_CATALOGUE = {
   UNAUTHENTICATED: { status: 401, message: 'A valid API key is required: send Authorization: Bearer <API_KEY>.' },
   NOT_FOUND: { status: 404, message: 'The requested resource does not exist.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'The method is not allowed for this resource.' },
+  /** GraphQL only: no acceptable response type (Accept names neither JSON type). */
+  NOT_ACCEPTABLE: { status: 406, message: 'The server cannot answer in a type the Accept header allows.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The request body must be application/json.' },
+  REQUEST_HEADER_FIELDS_TOO_LARGE: { status: 431, message: 'The request headers are too large.' },
   INTERNAL_SERVER_ERROR: { status: 500, message: 'An unexpected error occurred.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
@@ -64,17 +67,18 @@ export class AppError extends Error {
   }
 }
 
-const CODE_FOR_STATUS: Readonly<Record<number, ErrorCode>> = {
-  400: 'BAD_REQUEST',
-  404: 'NOT_FOUND',
-  405: 'METHOD_NOT_ALLOWED',
-  413: 'PAYLOAD_TOO_LARGE',
-  415: 'UNSUPPORTED_MEDIA_TYPE',
-};
+/**
+ * The catalogue's general code for an HTTP error status: the first code listed with that
+ * status (BAD_REQUEST for 400), or undefined when the catalogue has none.
+ */
+export function codeForStatus(status: number): ErrorCode | undefined {
+  if (status < 400) return undefined;
+  return (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).find((code) => ERROR_CATALOGUE[code].status === status);
+}
 
 /**
  * Turns anything thrown into an {@link AppError}. Framework errors that are the client's
- * fault (Fastify's 4xx errors: bad JSON, too large, wrong media type) keep their status;
+ * fault (Fastify's 4xx errors: bad JSON or URL, too large, wrong media type) keep their status;
  * everything else becomes INTERNAL_SERVER_ERROR with the catalogue's generic message, so
  * no SQL, stack or internal detail reaches a client.
  *
@@ -84,10 +88,11 @@ const CODE_FOR_STATUS: Readonly<Record<number, ErrorCode>> = {
 export function toAppError(error: unknown): { appError: AppError; unexpected: boolean } {
   if (error instanceof AppError) return { appError: error, unexpected: false };
   const status = (error as { statusCode?: unknown } | null)?.statusCode;
-  if (typeof status === 'number' && CODE_FOR_STATUS[status]) {
+  const code = typeof status === 'number' && status < 500 ? codeForStatus(status) : undefined;
+  if (code) {
     // Fastify's own messages for these are safe and useful ("Body is not valid JSON…").
     const message = (error as Error).message || undefined;
-    return { appError: new AppError(CODE_FOR_STATUS[status], message), unexpected: false };
+    return { appError: new AppError(code, message), unexpected: false };
   }
   return { appError: new AppError('INTERNAL_SERVER_ERROR'), unexpected: true };
 }

@@ -1,17 +1,25 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { unwrapResolverError } from '@apollo/server/errors';
 import type { GraphQLFormattedError } from 'graphql';
-import { AppError, ERROR_CATALOGUE, type ErrorCode, toAppError } from './error-catalogue';
+import { AppError, ERROR_CATALOGUE, type ErrorCode, codeForStatus, toAppError } from './error-catalogue';
 
 function isCatalogued(code: unknown): code is ErrorCode {
   return typeof code === 'string' && code !== 'INTERNAL_SERVER_ERROR' && Object.hasOwn(ERROR_CATALOGUE, code);
+}
+
+/** The HTTP status Apollo will answer with for this error, when it set one. */
+function httpStatusOf(error: unknown): number | undefined {
+  const status = (error as { extensions?: { http?: { status?: unknown } } } | null)?.extensions?.http?.status;
+  return typeof status === 'number' ? status : undefined;
 }
 
 /**
  * Apollo `formatError`: every GraphQL error leaves with `extensions.code` from the catalogue
  * and nothing else in `extensions` (no stack trace, no exception details).
  * - AppError thrown by a resolver → its code and message;
- * - Apollo's own catalogued errors (parse, validation, variable coercion) → kept;
+ * - Apollo's own errors → their code when the catalogue gives it the HTTP status Apollo sends;
+ *   otherwise the catalogue's code for that status (a GET mutation, answered 405, says
+ *   METHOD_NOT_ALLOWED), so code and status never disagree;
  * - anything else → INTERNAL_SERVER_ERROR with a generic message; the original is passed to
  *   `logUnexpected` so operators still see it.
  */
@@ -23,7 +31,14 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
       return { message: original.message, locations, path, extensions: { code: original.code } };
     }
     const code = formatted.extensions?.code;
-    if (isCatalogued(code)) return { message: formatted.message, locations, path, extensions: { code } };
+    const status = httpStatusOf(error);
+    if (isCatalogued(code) && (status === undefined || ERROR_CATALOGUE[code].status === status)) {
+      return { message: formatted.message, locations, path, extensions: { code } };
+    }
+    const byStatus = status === undefined ? undefined : codeForStatus(status);
+    if (byStatus && byStatus !== 'INTERNAL_SERVER_ERROR') {
+      return { message: formatted.message, locations, path, extensions: { code: byStatus } };
+    }
     logUnexpected(original);
     const internal: ErrorCode = 'INTERNAL_SERVER_ERROR';
     return { message: ERROR_CATALOGUE[internal].message, locations, path, extensions: { code: internal } };

@@ -1,5 +1,6 @@
+import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { toAppError } from './error-catalogue';
+import { AppError, toAppError } from './error-catalogue';
 
 /**
  * Fastify error handler of the REST surface: sends the spec's Error body
@@ -10,4 +11,25 @@ export function sendRestError(error: unknown, request: FastifyRequest, reply: Fa
   const { appError, unexpected } = toAppError(error);
   if (unexpected) request.log.error({ err: error }, 'unexpected error');
   return reply.code(appError.status).headers(appError.headers).send(appError.toBody());
+}
+
+/**
+ * Node's `clientError` handler (Fastify's `clientErrorHandler` option): a request Node cannot
+ * even parse (a malformed header or Content-Length, headers over the size limit) still gets
+ * the spec's Error body, then the connection closes.
+ *
+ * @param error - Node's parser error; `code` HPE_HEADER_OVERFLOW means the headers were too large.
+ * @param socket - the client connection, answered with a raw HTTP/1.1 response.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable) return;
+  const appError = error.code === 'HPE_HEADER_OVERFLOW' ? new AppError('REQUEST_HEADER_FIELDS_TOO_LARGE') : new AppError('BAD_REQUEST');
+  const body = JSON.stringify(appError.toBody());
+  socket.end(
+    `HTTP/1.1 ${appError.status} ${appError.status === 400 ? 'Bad Request' : 'Request Header Fields Too Large'}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
 }

@@ -7,13 +7,12 @@ import { AppError } from '../errors/error-catalogue';
  *
  * @param app - the Fastify scope whose error handler renders the error.
  * @param url - the route path, as registered for the allowed methods.
- * @param allowed - the methods the path serves (HEAD is implied by GET).
+ * @param allowed - every method the path serves, HEAD included where it is served.
  */
 export function rejectOtherMethods(app: FastifyInstance, url: string, allowed: readonly string[]): void {
-  const allow = allowed.includes('GET') ? [...allowed, 'HEAD'] : [...allowed];
-  const header = allow.sort().join(', ');
+  const header = [...allowed].sort().join(', ');
   app.route({
-    method: app.supportedMethods.filter((method) => !allow.includes(method)),
+    method: app.supportedMethods.filter((method) => !allowed.includes(method)),
     url,
     schema: { hide: true },
     handler: async (request) => {

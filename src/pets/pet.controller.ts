@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { AppError } from '../errors/error-catalogue';
-import { sendRestError } from '../errors/rest-error.handler';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import { HEADERS, LIST_PETS_QUERY, PET_ID_PARAMS, errorResponses } from '../openapi/openapi.schemas';
 import type { ListPetsArgs, NewPetInput } from './pet.inputs';
@@ -27,9 +26,13 @@ const DEPRECATION_HEADER_SCHEMAS = {
   Link: { type: 'string', description: 'The replacement: `</v1/pets>; rel="successor-version"`.' },
 };
 
-/** Query values are strings; a decimal integer is passed on as a number so the input rules can judge it. */
+/**
+ * Query values are strings; an integer written plainly (no sign, no leading zero, as petId)
+ * is passed on as a number so the input rules can judge it. Anything else stays a string
+ * and fails the rules.
+ */
 function fromQueryValue(value: unknown): unknown {
-  return typeof value === 'string' && /^-?[0-9]+$/.test(value) ? Number(value) : value;
+  return typeof value === 'string' && /^(0|[1-9][0-9]*)$/.test(value) ? Number(value) : value;
 }
 
 function isJsonObject(body: unknown): body is Record<string, unknown> {
@@ -39,16 +42,23 @@ function isJsonObject(body: unknown): body is Record<string, unknown> {
 /**
  * The REST facade at `/v1` (spec "Endpoints"). Each handler only translates: query string,
  * path and body in; the PetResolver method (the same one GraphQL calls) does the work;
- * its result or AppError out as the spec's JSON. Every route runs the shared auth hook.
+ * its result or AppError out as the spec's JSON. The shared auth hook guards the whole scope
+ * of the operations, so a route added there cannot be left public by mistake; only the 405
+ * answers for other methods sit outside it.
  */
 export const petController: FastifyPluginAsync<PetControllerOptions> = async (app, { petResolver, authenticate }) => {
-  app.setErrorHandler(sendRestError);
+  await app.register(petOperations, { petResolver, authenticate });
+  rejectOtherMethods(app, '/pets', ['GET', 'HEAD', 'POST']);
+  rejectOtherMethods(app, '/pets/:petId', ['GET', 'HEAD']);
+};
+
+const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { petResolver, authenticate }) => {
+  app.addHook('onRequest', authenticate);
   // Route schemas document the contract and serialise responses; input is validated once,
   // by the resolvers' rules, so Fastify's own validation is switched off here.
   app.setValidatorCompiler(() => () => true);
 
   app.get('/pets', {
-    onRequest: authenticate,
     schema: {
       operationId: 'listPets',
       summary: 'List animals, optionally by status',
@@ -68,7 +78,6 @@ export const petController: FastifyPluginAsync<PetControllerOptions> = async (ap
   });
 
   app.post('/pets', {
-    onRequest: authenticate,
     schema: {
       operationId: 'createPet',
       summary: 'Add a new animal',
@@ -97,7 +106,6 @@ export const petController: FastifyPluginAsync<PetControllerOptions> = async (ap
   app.get<{ Params: { petId: string } }>(
     '/pets/:petId',
     {
-      onRequest: authenticate,
       schema: {
         operationId: 'getPet',
         summary: 'Return one animal by identifier (deprecated: use listPets with status)',
@@ -121,7 +129,4 @@ export const petController: FastifyPluginAsync<PetControllerOptions> = async (ap
       return pet;
     },
   );
-
-  rejectOtherMethods(app, '/pets', ['GET', 'POST']);
-  rejectOtherMethods(app, '/pets/:petId', ['GET']);
 };
