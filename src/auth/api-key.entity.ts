@@ -1,4 +1,4 @@
-import { Column, CreateDateColumn, Entity, Generated, PrimaryColumn } from 'typeorm';
+import { Column, CreateDateColumn, Entity, Generated, Index, PrimaryColumn } from 'typeorm';
 import { int64Transformer } from '../database/int64';
 
 /**
@@ -6,6 +6,7 @@ import { int64Transformer } from '../database/int64';
  * itself is shown once, when created.
  */
 @Entity({ name: 'api_key' })
+@Index('uq_api_key_key_hash', ['keyHash'], { unique: true })
 export class ApiKey {
   @PrimaryColumn({ type: 'bigint', transformer: int64Transformer })
   @Generated('increment')
@@ -23,10 +24,10 @@ export class ApiKey {
   @Column({ name: 'key_hint', type: 'varchar', length: 8 })
   keyHint!: string;
 
-  @CreateDateColumn({ name: 'created_at', type: 'datetime' })
+  @CreateDateColumn({ name: 'created_at', type: 'datetime', precision: 6 })
   createdAt!: Date;
 
   /** Set when revoked; a revoked key no longer authenticates. */
-  @Column({ name: 'revoked_at', type: 'datetime', nullable: true })
+  @Column({ name: 'revoked_at', type: 'datetime', precision: 6, nullable: true })
   revokedAt!: Date | null;
 }

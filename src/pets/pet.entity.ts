@@ -3,6 +3,7 @@ import { Field, ID, ObjectType } from 'type-graphql';
 import { Column, Entity, Index, Generated, PrimaryColumn } from 'typeorm';
 import { int64Transformer } from '../database/int64';
 import { PetStatus } from './pet-status.enum';
+import { PET_LIMITS } from './pet.limits';
 
 /**
  * An animal of the store (spec "Pet"): the TypeORM entity of table `pet` and the GraphQL
@@ -20,7 +21,7 @@ export class Pet {
   id!: number;
 
   @Field({ description: 'The animal\'s name (1 to 100 characters, not blank).' })
-  @Column({ type: 'varchar', length: 100 })
+  @Column({ type: 'varchar', length: PET_LIMITS.nameMaxLength })
   name!: string;
 
   @Field(() => SafeIntResolver, { description: 'Identifier of the category the animal belongs to.' })

@@ -22,7 +22,7 @@ export class CreatePetAndApiKey1763769600000 implements MigrationInterface {
       await queryRunner.query(`CREATE TABLE api_key (
         id BIGINT NOT NULL AUTO_INCREMENT,
         name VARCHAR(100) NOT NULL,
-        key_hash CHAR(64) NOT NULL,
+        key_hash VARCHAR(64) NOT NULL,
         key_hint VARCHAR(8) NOT NULL,
         created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
         revoked_at DATETIME(6) NULL,
@@ -40,7 +40,7 @@ export class CreatePetAndApiKey1763769600000 implements MigrationInterface {
       await queryRunner.query(`CREATE TABLE api_key (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         name VARCHAR(100) NOT NULL,
-        key_hash CHAR(64) NOT NULL,
+        key_hash VARCHAR(64) NOT NULL,
         key_hint VARCHAR(8) NOT NULL,
         created_at DATETIME NOT NULL DEFAULT (datetime('now')),
         revoked_at DATETIME NULL
