@@ -86,8 +86,16 @@ describe('POST /v1/pets (createPet)', () => {
     ['a number', '7'],
     ['null', 'null'],
   ];
+  // Prism (TEST_THROUGH_PRISM=1) re-parses what it forwards, so these bodies go straight to the server.
+  const notVerbatimThroughPrism = new Set([
+    'categoryId with a fraction JSON.parse would round away',
+    'categoryId 1.0000000000000001',
+    'a string',
+    'null',
+  ]);
   test.each(invalidBodies)('when the body has %s, then 400 BAD_USER_INPUT and nothing is stored', async (_case, body) => {
-    const result = await request(t, 'POST', '/v1/pets', { body, headers: { 'content-type': 'application/json' } });
+    const direct = notVerbatimThroughPrism.has(_case);
+    const result = await request(t, 'POST', '/v1/pets', { body, headers: { 'content-type': 'application/json' }, direct });
     expectError(result, 400, 'BAD_USER_INPUT');
     expect(await countPets(t)).toBe(0);
   });
@@ -101,7 +109,8 @@ describe('POST /v1/pets (createPet)', () => {
     ['malformed JSON', '{"name": "Rex",'],
     ['an empty JSON body', ''],
   ])('when the body is %s, then 400 BAD_REQUEST and nothing is stored', async (_case, body) => {
-    const result = await request(t, 'POST', '/v1/pets', { body, headers: { 'content-type': 'application/json' } });
+    // Prism answers unparsable JSON itself: straight to the server.
+    const result = await request(t, 'POST', '/v1/pets', { body, headers: { 'content-type': 'application/json' }, direct: true });
     expectError(result, 400, 'BAD_REQUEST');
     expect(await countPets(t)).toBe(0);
   });
@@ -172,7 +181,8 @@ describe('GET /v1/pets (listPets)', () => {
     ['status='],
     ['offset=5'],
   ])('when the query is ?%s, then 400 BAD_USER_INPUT', async (query) => {
-    expectError(await request(t, 'GET', `/v1/pets?${query}`), 400, 'BAD_USER_INPUT');
+    // Prism drops a __proto__ query key: straight to the server.
+    expectError(await request(t, 'GET', `/v1/pets?${query}`, { direct: query.startsWith('__proto__') }), 400, 'BAD_USER_INPUT');
   });
 });
 

@@ -7,12 +7,15 @@ import type { DatabaseConfig } from '../../src/config';
 import { openDatabase } from '../../src/database/open-database';
 import { Pet } from '../../src/pets/pet.entity';
 import { assertMatchesOpenapi } from './openapi-validator';
+import { THROUGH_PRISM, assertNoResponseViolations, prismCounts, startPrism } from './prism-proxy';
 import { createTestDatabase } from './test-database';
 
 /** A running app on a free port, over a real database of its own. */
 export interface TestApp {
   /** e.g. http://127.0.0.1:41234 */
   url: string;
+  /** With TEST_THROUGH_PRISM=1: Prism's URL; `request()` sends /v1 requests through it. */
+  prismUrl?: string;
   /** A valid API key, created through the service. */
   apiKey: string;
   app: FastifyInstance;
@@ -36,8 +39,10 @@ export async function startTestApp(options: { database?: DatabaseConfig; createK
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey));
   const apiKey = options.createKey === false ? '' : (await apiKeys.create('test')).key;
+  const prism = THROUGH_PRISM ? await startPrism(url) : null;
   return {
     url,
+    prismUrl: prism?.url,
     apiKey,
     app,
     dataSource,
@@ -46,6 +51,10 @@ export async function startTestApp(options: { database?: DatabaseConfig; createK
       await dataSource.getRepository(Pet).clear();
     },
     close: async () => {
+      if (prism) {
+        await prism.stop();
+        console.info(`Prism proxy: ${prismCounts.requests} responses checked, 0 response violations, ${prismCounts.requestViolations} request violations (the suite's deliberate bad requests)`);
+      }
       await app.close();
       await dataSource.destroy();
       await owned?.drop();
@@ -67,12 +76,15 @@ export interface HttpResult {
  *
  * @param init.body - an object is sent as JSON; a string is sent as is.
  * @param init.apiKey - sent as `Authorization: Bearer …` unless null.
+ * @param init.direct - bypass Prism (TEST_THROUGH_PRISM=1) for a request Prism cannot pass on
+ *   verbatim: Prism re-parses bodies and query strings, rounding numbers and answering
+ *   malformed JSON itself.
  */
 export async function request(
   target: TestApp,
   method: string,
   path: string,
-  init: { body?: unknown; apiKey?: string | null; headers?: Record<string, string> } = {},
+  init: { body?: unknown; apiKey?: string | null; headers?: Record<string, string>; direct?: boolean } = {},
 ): Promise<HttpResult> {
   const headers: Record<string, string> = { ...init.headers };
   const apiKey = init.apiKey === undefined ? target.apiKey : init.apiKey;
@@ -83,7 +95,9 @@ export async function request(
     body = JSON.stringify(init.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(target.url + path, { method, headers, body });
+  const viaPrism = target.prismUrl !== undefined && path.startsWith('/v1/') && !init.direct;
+  const response = await fetch(viaPrism ? target.prismUrl + path.slice('/v1'.length) : target.url + path, { method, headers, body });
+  if (viaPrism) assertNoResponseViolations(`${method} ${path}`, response.headers);
   const text = await response.text();
   let parsed: unknown = text;
   try {
