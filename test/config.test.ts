@@ -29,6 +29,11 @@ describe('loadConfig', () => {
     });
   });
 
+  test('when the base addresses are set, then they are kept without a trailing slash', () => {
+    const config = loadConfig({ PUBLIC_BASE_URL: 'https://api.example.com/v1/', STAGING_BASE_URL: 'https://staging.example.com/v1' });
+    expect(config).toMatchObject({ publicBaseUrl: 'https://api.example.com/v1', stagingBaseUrl: 'https://staging.example.com/v1' });
+  });
+
   test('when read, then the configuration is frozen', () => {
     const config = loadConfig({});
     expect(Object.isFrozen(config)).toBe(true);
@@ -43,6 +48,8 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'not a url'],
     ['DATABASE_URL', 'postgres://db:5432/x'],
     ['DATABASE_URL', 'mysql://db:3306'],
+    ['PUBLIC_BASE_URL', 'https://api.example.com'],
+    ['STAGING_BASE_URL', 'ftp://staging.example.com/v1'],
   ])('when %s is %p, then ConfigError naming it', (key, value) => {
     expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`${key}: `));

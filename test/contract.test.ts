@@ -8,6 +8,8 @@ import { diffSpecs } from 'openapi-diff';
 import { emitSchemaDefinitionFile } from 'type-graphql';
 import { parse as parseYaml } from 'yaml';
 import { CONTRACT_FILES, renderOpenapi } from '../src/cli/emit-contracts.cli';
+import { buildApp } from '../src/app';
+import { openDatabase } from '../src/database/open-database';
 import { buildPetStoreSchema } from '../src/graphql/schema';
 import { request, startTestApp, type TestApp } from './helpers/test-app';
 
@@ -67,6 +69,24 @@ describe('the published document', () => {
       expect(Object.keys(getPet.responses[status].headers)).toEqual(expect.arrayContaining(['Deprecation', 'Sunset', 'Link']));
     }
     expect(Object.keys(doc.paths['/pets'].post.responses).sort()).toEqual(['201', '400', '401', '413', '415', '500']);
+  });
+
+  test('when production and staging addresses are configured, then the document lists them as servers', async () => {
+    const dataSource = await openDatabase({ type: 'sqlite', path: ':memory:' });
+    const app = await buildApp({
+      config: { logLevel: 'silent', publicBaseUrl: 'https://api.example.com/v1', stagingBaseUrl: 'https://staging.example.com/v1' },
+      dataSource,
+    });
+    try {
+      expect((app.swagger() as { servers: unknown }).servers).toEqual([
+        { url: '/v1', description: 'This server' },
+        { url: 'https://api.example.com/v1', description: 'Production' },
+        { url: 'https://staging.example.com/v1', description: 'Staging' },
+      ]);
+    } finally {
+      await app.close();
+      await dataSource.destroy();
+    }
   });
 
   test('when Swagger UI is opened, then it is served from this server without a key', async () => {
