@@ -62,6 +62,11 @@ export async function serveOpenapi(app: FastifyInstance): Promise<void> {
   await app.register(fastifySwaggerUi, {
     routePrefix: OPENAPI_PATHS.docs,
     uiConfig: { validatorUrl: null, tryItOutEnabled: true, displayRequestDuration: true },
-    staticCSP: true,
+    // Only this server; no upgrade-insecure-requests, which would break /docs over plain
+    // HTTP from another machine. The hash allows the inline <style> of swagger-ui-dist's logo.
+    staticCSP:
+      "default-src 'self'; base-uri 'self'; font-src 'self' data:; frame-ancestors 'self'; img-src 'self' data:; " +
+      "object-src 'none'; script-src 'self'; script-src-attr 'none'; " +
+      "style-src 'self' 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w=';",
   });
 }
