@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { unwrapResolverError } from '@apollo/server/errors';
 import type { GraphQLFormattedError } from 'graphql';
+import { withoutLimits } from '../graphql/query-limits';
 import { AppError, ERROR_CATALOGUE, type ErrorCode, codeForStatus, toAppError } from './error-catalogue';
 
 function isCatalogued(code: unknown): code is ErrorCode {
@@ -33,7 +34,7 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
     const code = formatted.extensions?.code;
     const status = httpStatusOf(error);
     if (isCatalogued(code) && (status === undefined || ERROR_CATALOGUE[code].status === status)) {
-      return { message: formatted.message, locations, path, extensions: { code } };
+      return { message: withoutLimits(formatted.message), locations, path, extensions: { code } };
     }
     const byStatus = status === undefined ? undefined : codeForStatus(status);
     if (byStatus && byStatus !== 'INTERNAL_SERVER_ERROR') {

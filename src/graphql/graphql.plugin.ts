@@ -3,15 +3,19 @@ import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/dis
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
 import { createGraphqlErrorFormatter, sendGraphqlError } from '../errors/graphql-error.formatter';
+import { HTTP_LIMITS } from '../http/http-limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import type { PetResolver } from '../pets/pet.resolver';
 import { registerPlayground } from './playground';
+import { PARSE_OPTIONS, armorSettings, costLimitPlugin } from './query-limits';
 import { buildPetStoreSchema } from './schema';
 
 /** What the GraphQL surface needs. */
 export interface GraphqlPluginOptions {
   petResolver: PetResolver;
   authenticate: onRequestAsyncHookHandler;
+  /** Production hides field suggestions from error messages. */
+  production: boolean;
 }
 
 /**
@@ -22,14 +26,19 @@ export interface GraphqlPluginOptions {
  * GraphiQL playground instead, without an API key (see `./playground`); the GraphQL requests
  * the playground sends are ordinary requests and pass the auth hook.
  */
-export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petResolver, authenticate }) => {
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petResolver, authenticate, production }) => {
+  const armor = armorSettings(production);
   const apollo = new ApolloServer({
     schema: await buildPetStoreSchema(petResolver),
     formatError: createGraphqlErrorFormatter((error) => app.log.error({ err: error }, 'unexpected GraphQL error')),
-    includeStacktraceInErrorResponses: false,
     // Every caller has passed the auth hook, so introspection is for authenticated callers only.
     introspection: true,
-    plugins: [ApolloServerPluginLandingPageDisabled()],
+    ...armor,
+    parseOptions: PARSE_OPTIONS,
+    includeStacktraceInErrorResponses: false,
+    allowBatchedHttpRequests: false,
+    csrfPrevention: true,
+    plugins: [...armor.plugins, costLimitPlugin(), ApolloServerPluginLandingPageDisabled()],
   });
   await apollo.start();
   app.addHook('onClose', () => apollo.stop());
@@ -40,6 +49,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
   app.route({
     method: ['GET', 'POST'],
     url: '/graphql',
+    bodyLimit: HTTP_LIMITS.graphqlBodyBytes,
     // HEAD would reach Apollo, which has no answer for it: it gets 405 like any other method.
     exposeHeadRoute: false,
     schema: { hide: true },

@@ -3,7 +3,13 @@ import { validateInput } from '../validation/validate-input';
 import { Pet } from './pet.entity';
 import { ListPetsArgs, NewPetInput, PetIdArgs } from './pet.inputs';
 import { GET_PET_DEPRECATION } from './get-pet.deprecation';
+import { PET_LIMITS } from './pet.limits';
 import { PetService } from './pet.service';
+
+/** How many pets a `limit` argument can return, for pricing: out-of-range values are refused later anyway. */
+function listSize(limit: unknown): number {
+  return Number.isInteger(limit) ? Math.min(Math.max(limit as number, PET_LIMITS.listMin), PET_LIMITS.listMax) : PET_LIMITS.listMax;
+}
 
 /**
  * The one code path for pets: GraphQL calls these methods through type-graphql, and the
@@ -21,7 +27,11 @@ export class PetResolver {
    * @returns up to `limit` pets in ascending id order.
    * @throws AppError BAD_USER_INPUT for an out-of-range limit or an unknown status.
    */
-  @Query(() => [Pet], { description: 'Lists animals in ascending id order, optionally by status.' })
+  @Query(() => [Pet], {
+    description: 'Lists animals in ascending id order, optionally by status.',
+    // Cost for the query limits: the selection once per pet that may come back.
+    complexity: ({ args, childComplexity }) => listSize(args.limit) * childComplexity,
+  })
   async pets(@Args(() => ListPetsArgs) args: ListPetsArgs): Promise<Pet[]> {
     const { limit, status } = await validateInput(ListPetsArgs, args);
     return this.petService.list({ limit, status });

@@ -1,0 +1,90 @@
+import { getIntrospectionQuery } from 'graphql';
+import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE } from '../src/graphql/query-limits';
+import { countPets, createPet, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+  await createPet(t);
+});
+afterAll(() => t.close());
+
+async function expectAccepted(query: string, variables?: Record<string, unknown>) {
+  const result = await graphql(t, query, variables);
+  expect({ status: result.status, errors: result.body.errors }).toEqual({ status: 200, errors: undefined });
+}
+
+async function expectRejected(query: string, variables?: Record<string, unknown>) {
+  const result = await graphql(t, query, variables);
+  expect(result.status).toBe(400);
+  expect(result.body.data).toBeUndefined();
+  expect(result.body.errors).toHaveLength(1);
+  expect(result.body.errors[0].extensions.code).toMatch(/^GRAPHQL_(VALIDATION|PARSE)_FAILED$/);
+  // The limit itself is never revealed.
+  expect(result.body.errors[0].message).toBe(QUERY_REJECTED_MESSAGE);
+}
+
+const aliases = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: pets(limit: 1) { id }`).join(' ')} }`;
+const directives = (n: number) => `{ ${'... @include(if: true) { __typename } '.repeat(n)}}`;
+/** Exactly n tokens: 15 per fragment, 1 per extra `__typename`, 2 for the braces. */
+const tokens = (n: number) => {
+  const fragments = Math.floor((n - 2) / 15);
+  return `{ ${'... on Query { pets(limit: 1) { id name } } '.repeat(fragments)}${'__typename '.repeat(n - 2 - 15 * fragments)}}`;
+};
+/** An operation n levels deep: inline fragments count as a level (the schema itself is only 2 deep). */
+const depth = (n: number) => `{ ${'... on Query { '.repeat(n - 2)}pets(limit: 1) { id }${' }'.repeat(n - 2)} }`;
+const pricedLists = (limits: number[]) =>
+  `query${limits.includes(-1) ? '($n: Int)' : ''} { ${limits.map((limit, i) => `l${i}: pets(limit: ${limit === -1 ? '$n' : limit}) { id name categoryId status }`).join(' ')} }`;
+
+describe.each([
+  ['aliases', QUERY_LIMITS.maxAliases, aliases],
+  ['directives', QUERY_LIMITS.maxDirectives, directives],
+  ['tokens', QUERY_LIMITS.maxTokens, tokens],
+  ['depth', QUERY_LIMITS.maxDepth, depth],
+])('the %s limit', (_name, limit, build) => {
+  test(`when an operation is at the limit, then it runs`, () => expectAccepted(build(limit)));
+  test(`when an operation is one over the limit, then it is refused without revealing the limit`, () => expectRejected(build(limit + 1)));
+});
+
+describe('the cost limit (a list costs its limit times its selection)', () => {
+  test('when lists add up to the maximum cost, then the operation runs', () =>
+    expectAccepted(pricedLists([100, 100, QUERY_LIMITS.maxCost / 4 - 200])));
+
+  test('when they add up to one list entry more, then it is refused', () =>
+    expectRejected(pricedLists([100, 100, QUERY_LIMITS.maxCost / 4 - 199])));
+
+  test('when the limit comes from a variable, then the variable sets the price', async () => {
+    await expectAccepted(pricedLists([100, 100, -1]), { n: QUERY_LIMITS.maxCost / 4 - 200 });
+    await expectRejected(pricedLists([100, 100, -1]), { n: QUERY_LIMITS.maxCost / 4 - 199 });
+  });
+
+  test('when the standard introspection query is sent, then it runs (GraphiQL needs it)', () =>
+    expectAccepted(getIntrospectionQuery()));
+});
+
+describe('known attacks are refused', () => {
+  test('when one operation asks 1000 aliases of the biggest list, then it is refused before any data is read', () =>
+    expectRejected(`{ ${Array.from({ length: 1000 }, (_, i) => `a${i}: pets(limit: 100) { id }`).join(' ')} }`));
+
+  test('when fragments refer to each other in a cycle, then it is refused', async () => {
+    const result = await graphql(t, 'query { ...A } fragment A on Query { ...B } fragment B on Query { ...A }');
+    expect(result.status).toBe(400);
+    expect(result.body.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+  });
+
+  test('when nesting is 100 levels deep, then it is refused', () => expectRejected(depth(100)));
+
+  test('when a string argument is huge, then 413 PAYLOAD_TOO_LARGE and nothing is stored', async () => {
+    const before = await countPets(t);
+    const result = await graphql(t, 'mutation($n: String!) { createPet(input: {name: $n, categoryId: 1}) { id } }', { n: 'x'.repeat(100_000) });
+    expect(result.status).toBe(413);
+    expect(result.body.errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(await countPets(t)).toBe(before);
+  });
+
+  test('when several operations are batched in one request, then the request is refused', async () => {
+    const result = await request(t, 'POST', '/graphql', { body: [{ query: '{ __typename }' }, { query: '{ __typename }' }] });
+    expect(result.status).toBe(400);
+    expect(result.body.errors[0].extensions.code).toBe('BAD_REQUEST');
+  });
+});
