@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import fastifyCors from '@fastify/cors';
 import fastify, { type FastifyInstance } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { ApiKey } from './auth/api-key.entity';
@@ -8,6 +9,7 @@ import type { Config } from './config';
 import { AppError } from './errors/error-catalogue';
 import { answerClientError, sendRestError } from './errors/rest-error.handler';
 import { graphqlPlugin } from './graphql/graphql.plugin';
+import { HTTP_LIMITS } from './http/http-limits';
 import { parseJsonExactly } from './http/json-body.parser';
 import { describeWithOpenapi, serveOpenapi } from './openapi/openapi.plugin';
 import { petController } from './pets/pet.controller';
@@ -17,7 +19,7 @@ import { PetService } from './pets/pet.service';
 
 /** What the app is built from. */
 export interface AppDependencies {
-  config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'>;
+  config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'> & Partial<Pick<Config, 'nodeEnv' | 'corsOrigins'>>;
   /** An initialised DataSource whose migrations have run. */
   dataSource: DataSource;
 }
@@ -37,7 +39,27 @@ export async function buildApp({ config, dataSource }: AppDependencies): Promise
     // get the spec's Error body.
     frameworkErrors: (error, request, reply) => sendRestError(error, request, reply),
     clientErrorHandler: answerClientError,
+    bodyLimit: HTTP_LIMITS.restBodyBytes,
+    requestTimeout: HTTP_LIMITS.requestTimeoutMs,
+    keepAliveTimeout: HTTP_LIMITS.keepAliveTimeoutMs,
+    http: { maxHeaderSize: HTTP_LIMITS.maxHeaderBytes },
   });
+
+  // API answers are never cached and never sniffed; static assets set their own caching.
+  app.addHook('onSend', async (_request, reply) => {
+    if (!reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
+    reply.header('X-Content-Type-Options', 'nosniff');
+  });
+  // CORS is closed unless CORS_ORIGINS names the browser origins allowed to call the API.
+  if (config.corsOrigins && config.corsOrigins.length > 0) {
+    await app.register(fastifyCors, {
+      origin: [...config.corsOrigins],
+      methods: ['GET', 'POST'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'apollo-require-preflight'],
+      exposedHeaders: ['Location', 'Deprecation', 'Sunset', 'Link', 'WWW-Authenticate'],
+      maxAge: 600,
+    });
+  }
 
   const petResolver = new PetResolver(new PetService(dataSource.getRepository(Pet)));
   const authenticate = createAuthHook(new ApiKeyService(dataSource.getRepository(ApiKey)));
@@ -51,7 +73,7 @@ export async function buildApp({ config, dataSource }: AppDependencies): Promise
   });
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: '/v1', petResolver, authenticate });
-  await app.register(graphqlPlugin, { petResolver, authenticate });
+  await app.register(graphqlPlugin, { petResolver, authenticate, production: config.nodeEnv === 'production' });
   await serveOpenapi(app);
   await app.ready();
   return app;

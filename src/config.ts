@@ -20,6 +20,8 @@ export interface Config {
   /** Public base addresses listed as OpenAPI servers (spec "Versioning"); each ends in /v1. */
   readonly publicBaseUrl?: string;
   readonly stagingBaseUrl?: string;
+  /** Browser origins allowed by CORS; none (CORS closed) by default. */
+  readonly corsOrigins: readonly string[];
 }
 
 /** Raised when the environment holds bad values; the message names every bad key. */
@@ -55,13 +57,28 @@ const baseUrl = makeValidator<string>((input) => {
   return input.replace(/\/$/, '');
 });
 
+const originList = makeValidator<string[]>((input) => {
+  const origins = input.split(',').map((origin) => origin.trim()).filter(Boolean);
+  for (const origin of origins) {
+    let url: URL;
+    try {
+      url = new URL(origin);
+    } catch {
+      throw new Error(`${origin} is not an origin such as https://app.example.com`);
+    }
+    if (url.origin !== origin) throw new Error(`${origin} is not an origin (scheme://host[:port], no path)`);
+  }
+  return origins;
+});
+
 /**
  * Reads and validates the configuration (see README, "Configuration").
  *
  * @param env - the environment to read, normally `process.env`: PORT (default 3000), HOST
  *   (default 127.0.0.1), DATABASE_URL (mysql://…; absent → embedded SQLite under ./data/),
  *   NODE_ENV (development | test | production, default development), LOG_LEVEL (default info),
- *   PUBLIC_BASE_URL and STAGING_BASE_URL (optional, http(s) URLs ending in /v1).
+ *   PUBLIC_BASE_URL and STAGING_BASE_URL (optional, http(s) URLs ending in /v1), CORS_ORIGINS
+ *   (comma-separated origins, default none).
  * @returns a frozen {@link Config}.
  * @throws ConfigError naming every bad key at once.
  */
@@ -79,6 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       }),
       PUBLIC_BASE_URL: baseUrl({ default: undefined }),
       STAGING_BASE_URL: baseUrl({ default: undefined }),
+      CORS_ORIGINS: originList({ default: [] }),
     },
     {
       reporter: ({ errors }) => {
@@ -97,6 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
         ? { type: 'mysql' as const, url: clean.DATABASE_URL }
         : { type: 'sqlite' as const, path: path.resolve(EMBEDDED_DATABASE_PATH) },
     ),
+    corsOrigins: Object.freeze([...clean.CORS_ORIGINS]),
     ...(clean.PUBLIC_BASE_URL && { publicBaseUrl: clean.PUBLIC_BASE_URL }),
     ...(clean.STAGING_BASE_URL && { stagingBaseUrl: clean.STAGING_BASE_URL }),
   });

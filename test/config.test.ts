@@ -9,6 +9,7 @@ describe('loadConfig', () => {
       nodeEnv: 'development',
       logLevel: 'info',
       database: { type: 'sqlite', path: path.resolve(EMBEDDED_DATABASE_PATH) },
+      corsOrigins: [],
     });
   });
 
@@ -19,6 +20,7 @@ describe('loadConfig', () => {
       NODE_ENV: 'production',
       LOG_LEVEL: 'warn',
       DATABASE_URL: 'mysql://user:pass@db:3306/petstore',
+      CORS_ORIGINS: 'https://app.example.com, http://localhost:5173',
     });
     expect(config).toEqual({
       port: 8080,
@@ -26,6 +28,7 @@ describe('loadConfig', () => {
       nodeEnv: 'production',
       logLevel: 'warn',
       database: { type: 'mysql', url: 'mysql://user:pass@db:3306/petstore' },
+      corsOrigins: ['https://app.example.com', 'http://localhost:5173'],
     });
   });
 
@@ -50,6 +53,8 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'mysql://db:3306'],
     ['PUBLIC_BASE_URL', 'https://api.example.com'],
     ['STAGING_BASE_URL', 'ftp://staging.example.com/v1'],
+    ['CORS_ORIGINS', 'https://app.example.com/path'],
+    ['CORS_ORIGINS', 'not an origin'],
   ])('when %s is %p, then ConfigError naming it', (key, value) => {
     expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`${key}: `));

@@ -23,6 +23,7 @@ export const ERROR_CATALOGUE = {
   METHOD_NOT_ALLOWED: { status: 405, message: 'The method is not allowed for this resource.' },
   /** GraphQL only: no acceptable response type (Accept names neither JSON type). */
   NOT_ACCEPTABLE: { status: 406, message: 'The server cannot answer in a type the Accept header allows.' },
+  REQUEST_TIMEOUT: { status: 408, message: 'The request was not received in time.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The request body must be application/json.' },
   REQUEST_HEADER_FIELDS_TOO_LARGE: { status: 431, message: 'The request headers are too large.' },

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { AppError } from '../errors/error-catalogue';
+import { HTTP_LIMITS } from '../http/http-limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import { HEADERS, LIST_PETS_QUERY, PET_ID_PARAMS, errorResponses } from '../openapi/openapi.schemas';
 import type { ListPetsArgs, NewPetInput } from './pet.inputs';
@@ -78,6 +79,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
   });
 
   app.post('/pets', {
+    bodyLimit: HTTP_LIMITS.restBodyBytes,
     schema: {
       operationId: 'createPet',
       summary: 'Add a new animal',

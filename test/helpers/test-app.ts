@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { DataSource } from 'typeorm';
-import { buildApp } from '../../src/app';
+import { type AppDependencies, buildApp } from '../../src/app';
 import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import type { DatabaseConfig } from '../../src/config';
@@ -31,11 +31,14 @@ export interface TestApp {
  *
  * @param options.database - open this database instead of a fresh test one (it is then not dropped).
  * @param options.createKey - create an API key (default true).
+ * @param options.config - configuration for the app (defaults: silent logs, everything else unset).
  */
-export async function startTestApp(options: { database?: DatabaseConfig; createKey?: boolean } = {}): Promise<TestApp> {
+export async function startTestApp(
+  options: { database?: DatabaseConfig; createKey?: boolean; config?: Partial<AppDependencies['config']> } = {},
+): Promise<TestApp> {
   const owned = options.database ? null : await createTestDatabase();
   const dataSource = await openDatabase(options.database ?? owned!.database);
-  const app = await buildApp({ config: { logLevel: 'silent' }, dataSource });
+  const app = await buildApp({ config: { logLevel: 'silent', ...options.config }, dataSource });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey));
   const apiKey = options.createKey === false ? '' : (await apiKeys.create('test')).key;

@@ -1,0 +1,80 @@
+import { HTTP_LIMITS } from '../src/http/http-limits';
+import { countPets, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
+
+describe('HTTP hardening', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  test.each([
+    ['GET', '/v1/pets'],
+    ['GET', '/v1/pets/1'],
+    ['POST', '/graphql'],
+    ['GET', '/v1/nope'],
+  ])('when %s %s is answered, then Cache-Control: no-store and X-Content-Type-Options: nosniff', async (method, path) => {
+    const result = path === '/graphql' ? await graphql(t, '{ __typename }') : await request(t, method, path);
+    expect(result.headers.get('cache-control')).toBe('no-store');
+    expect(result.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  test.each([
+    ['/v1/pets', HTTP_LIMITS.restBodyBytes],
+    ['/graphql', HTTP_LIMITS.graphqlBodyBytes],
+  ])('when a body to %s is at its limit, then it is read; one byte more, then 413 and nothing is stored', async (path, limit) => {
+    const body = (size: number) => {
+      const shell = path === '/graphql' ? { query: '{ __typename }', extensions: { pad: '' } } : { name: 'R', categoryId: 1, pad: '' };
+      const padding = size - JSON.stringify(shell).length;
+      return JSON.stringify(path === '/graphql' ? { ...shell, extensions: { pad: 'x'.repeat(padding) } } : { ...shell, pad: 'x'.repeat(padding) });
+    };
+    const headers = { 'content-type': 'application/json' };
+    const atLimit = await request(t, 'POST', path, { body: body(limit), headers });
+    expect(atLimit.status).not.toBe(413); // read, then judged on its content (REST: 400 for the unknown "pad")
+    const over = await request(t, 'POST', path, { body: body(limit + 1), headers });
+    expect(over.status).toBe(413);
+    expect(path === '/graphql' ? over.body.errors[0].extensions.code : over.body.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(await countPets(t)).toBe(0);
+  });
+
+  test('when CORS is not configured, then no browser origin is allowed and a preflight is refused', async () => {
+    const simple = await request(t, 'GET', '/v1/pets', { headers: { origin: 'https://evil.example' } });
+    expect(simple.headers.get('access-control-allow-origin')).toBeNull();
+    const preflight = await request(t, 'OPTIONS', '/v1/pets', {
+      apiKey: null,
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
+    expect(preflight.status).toBe(405);
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});
+
+describe('CORS with an allow-list', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ config: { corsOrigins: ['https://app.example.com'] } });
+  });
+  afterAll(() => t.close());
+
+  test('when a listed origin sends a preflight, then it is allowed with the API headers', async () => {
+    const preflight = await request(t, 'OPTIONS', '/v1/pets', {
+      apiKey: null,
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/Authorization/);
+  });
+
+  test('when a listed origin calls the API, then the answer names it and exposes Location', async () => {
+    const result = await request(t, 'POST', '/v1/pets', { body: { name: 'R', categoryId: 1 }, headers: { origin: 'https://app.example.com' } });
+    expect(result.status).toBe(201);
+    expect(result.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+    expect(result.headers.get('access-control-expose-headers')).toMatch(/Location/);
+  });
+
+  test('when another origin calls, then the answer allows no origin', async () => {
+    const result = await request(t, 'GET', '/v1/pets', { headers: { origin: 'https://evil.example' } });
+    expect(result.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});
