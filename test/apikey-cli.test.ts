@@ -44,7 +44,7 @@ describe('apikey CLI', () => {
   test('when a key is created, used, listed and revoked, then it works until revoked and 401 after', async () => {
     const created = await cli('create', 'alice');
     expect(created).toMatchObject({ code: 0, stderr: '' });
-    expect(created.stdout).toMatch(/^pst_[A-Za-z0-9_-]{43}\n$/);
+    expect(created.stdout).toMatch(/^pst_[A-Za-z0-9_-]{49}\n$/);
     const key = created.stdout.trim();
 
     expect(await statusWith(key)).toBe(200);

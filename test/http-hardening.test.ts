@@ -1,3 +1,4 @@
+import { isWellFormedApiKey } from '../src/auth/api-key.service';
 import { HTTP_LIMITS } from '../src/http/http-limits';
 import { countPets, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 
@@ -76,5 +77,37 @@ describe('CORS with an allow-list', () => {
   test('when another origin calls, then the answer allows no origin', async () => {
     const result = await request(t, 'GET', '/v1/pets', { headers: { origin: 'https://evil.example' } });
     expect(result.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});
+
+describe('API keys', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  test('when a key is created, then it has the pst_ prefix, 256 bits of secret and a checksum', () => {
+    expect(t.apiKey).toMatch(/^pst_[A-Za-z0-9_-]{49}$/);
+    expect(isWellFormedApiKey(t.apiKey)).toBe(true);
+  });
+
+  test('when one character of a key is mistyped, then the checksum refuses it before the database is asked', async () => {
+    const typo = t.apiKey.slice(0, 10) + (t.apiKey[10] === 'A' ? 'B' : 'A') + t.apiKey.slice(11);
+    expect(isWellFormedApiKey(typo)).toBe(false);
+    // With the key table gone, any lookup would fail with a 500: a clean 401 shows none was made.
+    await t.dataSource.query('ALTER TABLE api_key RENAME TO api_key_away');
+    try {
+      const result = await request(t, 'GET', '/v1/pets', { apiKey: typo });
+      expect(result.status).toBe(401);
+      expect(result.body.code).toBe('UNAUTHENTICATED');
+    } finally {
+      await t.dataSource.query('ALTER TABLE api_key_away RENAME TO api_key');
+    }
+  });
+
+  test('when a key is sent in another letter case, then it is refused', async () => {
+    const swapped = t.apiKey.replace(/[a-z]/, (c) => c.toUpperCase());
+    expect((await request(t, 'GET', '/v1/pets', { apiKey: swapped })).status).toBe(401);
   });
 });
