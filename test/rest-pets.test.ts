@@ -285,6 +285,10 @@ describe('HTTP semantics', () => {
     expect(await countPets(t)).toBe(0);
   });
 
+  test('when a petId is over 100 characters, then 414 URI_TOO_LONG in the Error shape (found by fuzzing)', async () => {
+    expectError(await request(t, 'GET', `/v1/pets/${'1'.repeat(120)}`), 414, 'URI_TOO_LONG');
+  });
+
   test('when the URL cannot be decoded, then 400 BAD_REQUEST in the Error shape', async () => {
     expectError(await request(t, 'GET', '/v1/pe%E0%A4%Ats'), 400, 'BAD_REQUEST');
   });

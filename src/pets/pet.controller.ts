@@ -118,6 +118,8 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
         response: {
           200: { description: 'The Pet.', headers: DEPRECATION_HEADER_SCHEMAS, $ref: 'Pet#' },
           ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND', 'INTERNAL_SERVER_ERROR'], DEPRECATION_HEADER_SCHEMAS),
+          // Answered by the router before this operation runs, so without its headers.
+          ...errorResponses(['URI_TOO_LONG']),
         },
       },
       // Set on every answer of this route, errors included.
