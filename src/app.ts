@@ -4,13 +4,14 @@ import fastify, { type FastifyInstance } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
-import { createAuthHook } from './auth/auth.hook';
-import type { Config } from './config';
+import { createAuthHooks } from './auth/auth.hook';
+import { type Config, RATE_LIMIT_DEFAULTS } from './config';
 import { AppError } from './errors/error-catalogue';
 import { answerClientError, sendRestError } from './errors/rest-error.handler';
 import { graphqlPlugin } from './graphql/graphql.plugin';
 import { HTTP_LIMITS } from './http/http-limits';
 import { parseJsonExactly } from './http/json-body.parser';
+import { createRateLimiter } from './http/rate-limit';
 import { describeWithOpenapi, serveOpenapi } from './openapi/openapi.plugin';
 import { petController } from './pets/pet.controller';
 import { Pet } from './pets/pet.entity';
@@ -19,7 +20,7 @@ import { PetService } from './pets/pet.service';
 
 /** What the app is built from. */
 export interface AppDependencies {
-  config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'> & Partial<Pick<Config, 'nodeEnv' | 'corsOrigins'>>;
+  config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'> & Partial<Pick<Config, 'nodeEnv' | 'corsOrigins' | 'rateLimit'>>;
   /** An initialised DataSource whose migrations have run. */
   dataSource: DataSource;
 }
@@ -62,7 +63,7 @@ export async function buildApp({ config, dataSource }: AppDependencies): Promise
   }
 
   const petResolver = new PetResolver(new PetService(dataSource.getRepository(Pet)));
-  const authenticate = createAuthHook(new ApiKeyService(dataSource.getRepository(ApiKey)));
+  const { identify, requireApiKey } = createAuthHooks(new ApiKeyService(dataSource.getRepository(ApiKey)));
 
   // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.
   app.removeContentTypeParser('text/plain');
@@ -71,9 +72,12 @@ export async function buildApp({ config, dataSource }: AppDependencies): Promise
   app.setNotFoundHandler(async (request) => {
     throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
   });
+  const limiter = await createRateLimiter(app, config.rateLimit ?? RATE_LIMIT_DEFAULTS);
+  // Every operation on both surfaces: who is calling, how much they may, then the 401 if any.
+  const guard = [identify, limiter.limit, requireApiKey];
   await describeWithOpenapi(app, config);
-  await app.register(petController, { prefix: '/v1', petResolver, authenticate });
-  await app.register(graphqlPlugin, { petResolver, authenticate, production: config.nodeEnv === 'production' });
+  await app.register(petController, { prefix: '/v1', petResolver, guard });
+  await app.register(graphqlPlugin, { petResolver, guard, spend: limiter.spend, production: config.nodeEnv === 'production' });
   await serveOpenapi(app);
   await app.ready();
   return app;

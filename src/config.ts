@@ -22,7 +22,32 @@ export interface Config {
   readonly stagingBaseUrl?: string;
   /** Browser origins allowed by CORS; none (CORS closed) by default. */
   readonly corsOrigins: readonly string[];
+  readonly rateLimit: {
+    /** Requests per window for one API key. */
+    readonly max: number;
+    /** Requests per window for one IP address without a valid key. */
+    readonly unauthenticatedMax: number;
+    readonly windowSeconds: number;
+    /** Shared counters (several instances); in memory when absent. */
+    readonly redisUrl?: string;
+    /** Prefix of the counters' keys. */
+    readonly namespace: string;
+  };
 }
+
+/** Rate limits when the environment sets none. */
+export const RATE_LIMIT_DEFAULTS = Object.freeze({ max: 600, unauthenticatedMax: 60, windowSeconds: 60, namespace: 'petstore-rate-limit:' });
+
+const redisUrl = makeValidator<string>((input) => {
+  if (!/^rediss?:$/.test(new URL(input).protocol)) throw new Error('must be a redis:// or rediss:// URL');
+  return input;
+});
+
+const positiveInteger = makeValidator<number>((input) => {
+  const value = Number(input);
+  if (!/^[1-9][0-9]*$/.test(input) || !Number.isSafeInteger(value)) throw new Error('must be a positive integer');
+  return value;
+});
 
 /** Raised when the environment holds bad values; the message names every bad key. */
 export class ConfigError extends Error {
@@ -78,7 +103,8 @@ const originList = makeValidator<string[]>((input) => {
  *   (default 127.0.0.1), DATABASE_URL (mysql://…; absent → embedded SQLite under ./data/),
  *   NODE_ENV (development | test | production, default development), LOG_LEVEL (default info),
  *   PUBLIC_BASE_URL and STAGING_BASE_URL (optional, http(s) URLs ending in /v1), CORS_ORIGINS
- *   (comma-separated origins, default none).
+ *   (comma-separated origins, default none), RATE_LIMIT_MAX (600), RATE_LIMIT_UNAUTHENTICATED_MAX (60),
+ *   RATE_LIMIT_WINDOW_SECONDS (60), REDIS_URL (optional redis:// URL for shared counters).
  * @returns a frozen {@link Config}.
  * @throws ConfigError naming every bad key at once.
  */
@@ -97,6 +123,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       PUBLIC_BASE_URL: baseUrl({ default: undefined }),
       STAGING_BASE_URL: baseUrl({ default: undefined }),
       CORS_ORIGINS: originList({ default: [] }),
+      RATE_LIMIT_MAX: positiveInteger({ default: RATE_LIMIT_DEFAULTS.max }),
+      RATE_LIMIT_UNAUTHENTICATED_MAX: positiveInteger({ default: RATE_LIMIT_DEFAULTS.unauthenticatedMax }),
+      RATE_LIMIT_WINDOW_SECONDS: positiveInteger({ default: RATE_LIMIT_DEFAULTS.windowSeconds }),
+      REDIS_URL: redisUrl({ default: undefined }),
     },
     {
       reporter: ({ errors }) => {
@@ -116,6 +146,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
         : { type: 'sqlite' as const, path: path.resolve(EMBEDDED_DATABASE_PATH) },
     ),
     corsOrigins: Object.freeze([...clean.CORS_ORIGINS]),
+    rateLimit: Object.freeze({
+      max: clean.RATE_LIMIT_MAX,
+      unauthenticatedMax: clean.RATE_LIMIT_UNAUTHENTICATED_MAX,
+      windowSeconds: clean.RATE_LIMIT_WINDOW_SECONDS,
+      namespace: RATE_LIMIT_DEFAULTS.namespace,
+      ...(clean.REDIS_URL && { redisUrl: clean.REDIS_URL }),
+    }),
     ...(clean.PUBLIC_BASE_URL && { publicBaseUrl: clean.PUBLIC_BASE_URL }),
     ...(clean.STAGING_BASE_URL && { stagingBaseUrl: clean.STAGING_BASE_URL }),
   });

@@ -10,6 +10,7 @@ describe('loadConfig', () => {
       logLevel: 'info',
       database: { type: 'sqlite', path: path.resolve(EMBEDDED_DATABASE_PATH) },
       corsOrigins: [],
+      rateLimit: { max: 600, unauthenticatedMax: 60, windowSeconds: 60, namespace: 'petstore-rate-limit:' },
     });
   });
 
@@ -21,6 +22,10 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'warn',
       DATABASE_URL: 'mysql://user:pass@db:3306/petstore',
       CORS_ORIGINS: 'https://app.example.com, http://localhost:5173',
+      RATE_LIMIT_MAX: '100',
+      RATE_LIMIT_UNAUTHENTICATED_MAX: '10',
+      RATE_LIMIT_WINDOW_SECONDS: '30',
+      REDIS_URL: 'redis://cache:6379',
     });
     expect(config).toEqual({
       port: 8080,
@@ -29,6 +34,7 @@ describe('loadConfig', () => {
       logLevel: 'warn',
       database: { type: 'mysql', url: 'mysql://user:pass@db:3306/petstore' },
       corsOrigins: ['https://app.example.com', 'http://localhost:5173'],
+      rateLimit: { max: 100, unauthenticatedMax: 10, windowSeconds: 30, namespace: 'petstore-rate-limit:', redisUrl: 'redis://cache:6379' },
     });
   });
 
@@ -55,6 +61,9 @@ describe('loadConfig', () => {
     ['STAGING_BASE_URL', 'ftp://staging.example.com/v1'],
     ['CORS_ORIGINS', 'https://app.example.com/path'],
     ['CORS_ORIGINS', 'not an origin'],
+    ['RATE_LIMIT_MAX', '0'],
+    ['RATE_LIMIT_WINDOW_SECONDS', '1.5'],
+    ['REDIS_URL', 'http://cache:6379'],
   ])('when %s is %p, then ConfigError naming it', (key, value) => {
     expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`${key}: `));

@@ -6,6 +6,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Id of the API key that authenticated this request (set by the auth hook). */
     apiKeyId?: number;
+    /** Why the request is not authenticated (set by the auth hook when it is not). */
+    authFailure?: AppError;
   }
 }
 
@@ -19,22 +21,35 @@ function unauthenticated(message: string, error?: 'invalid_token'): AppError {
 }
 
 /**
- * The one authentication decision for both surfaces (spec "Authentication"): a Fastify
- * `onRequest` hook, run before the body is read, on every REST and GraphQL route.
+ * The one authentication decision for both surfaces (spec "Authentication"), as two Fastify
+ * `onRequest` hooks that run before the body is read, with the rate limiter between them (so
+ * that failed attempts are counted per IP address):
+ * - `identify` decides: it sets `request.apiKeyId`, or `request.authFailure` for a missing,
+ *   malformed, unknown or revoked key;
+ * - `requireApiKey` enforces: it throws that AppError UNAUTHENTICATED (HTTP 401,
+ *   `WWW-Authenticate: Bearer …` per RFC 6750), which each surface renders in its own shape.
  *
  * @param apiKeys - where keys are checked.
- * @returns a hook that sets `request.apiKeyId`, or throws AppError UNAUTHENTICATED
- *   (HTTP 401, `WWW-Authenticate: Bearer …` per RFC 6750) for a missing, malformed,
- *   unknown or revoked key. Each surface renders that error in its own shape.
  */
-export function createAuthHook(apiKeys: ApiKeyService): onRequestAsyncHookHandler {
-  return async function authenticate(request: FastifyRequest) {
-    const header = request.headers.authorization;
-    if (!header) throw unauthenticated('Missing API key: send Authorization: Bearer <API_KEY>.');
-    const match = BEARER.exec(header);
-    if (!match) throw unauthenticated('Malformed Authorization header: expected Bearer <API_KEY>.', 'invalid_token');
-    const apiKey = await apiKeys.findActive(match[1]);
-    if (!apiKey) throw unauthenticated('Invalid or revoked API key.', 'invalid_token');
-    request.apiKeyId = apiKey.id;
+export function createAuthHooks(apiKeys: ApiKeyService): {
+  identify: onRequestAsyncHookHandler;
+  requireApiKey: onRequestAsyncHookHandler;
+} {
+  return {
+    identify: async function identify(request: FastifyRequest) {
+      const header = request.headers.authorization;
+      if (!header) {
+        request.authFailure = unauthenticated('Missing API key: send Authorization: Bearer <API_KEY>.');
+        return;
+      }
+      const match = BEARER.exec(header);
+      const apiKey = match ? await apiKeys.findActive(match[1]) : null;
+      if (apiKey) request.apiKeyId = apiKey.id;
+      else if (!match) request.authFailure = unauthenticated('Malformed Authorization header: expected Bearer <API_KEY>.', 'invalid_token');
+      else request.authFailure = unauthenticated('Invalid or revoked API key.', 'invalid_token');
+    },
+    requireApiKey: async function requireApiKey(request: FastifyRequest) {
+      if (request.authFailure) throw request.authFailure;
+    },
   };
 }

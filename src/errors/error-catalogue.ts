@@ -27,6 +27,7 @@ export const ERROR_CATALOGUE = {
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
   URI_TOO_LONG: { status: 414, message: 'The request URI is too long.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The request body must be application/json.' },
+  TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests: slow down and retry after Retry-After seconds.' },
   REQUEST_HEADER_FIELDS_TOO_LARGE: { status: 431, message: 'The request headers are too large.' },
   INTERNAL_SERVER_ERROR: { status: 500, message: 'An unexpected error occurred.' },
 } as const satisfies Record<string, { status: number; message: string }>;

@@ -1,7 +1,7 @@
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
-import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { createGraphqlErrorFormatter, sendGraphqlError } from '../errors/graphql-error.formatter';
 import { HTTP_LIMITS } from '../http/http-limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
@@ -10,10 +10,18 @@ import { registerPlayground } from './playground';
 import { PARSE_OPTIONS, armorSettings, costLimitPlugin } from './query-limits';
 import { buildPetStoreSchema } from './schema';
 
+/** What each GraphQL operation can see of its HTTP request. */
+export interface GraphqlContext {
+  request: FastifyRequest;
+}
+
 /** What the GraphQL surface needs. */
 export interface GraphqlPluginOptions {
   petResolver: PetResolver;
-  authenticate: onRequestAsyncHookHandler;
+  /** The onRequest hooks guarding every operation: authentication and rate limiting. */
+  guard: onRequestAsyncHookHandler[];
+  /** Charges a request extra rate-limit units (by query cost); throws 429 when they run out. */
+  spend: (request: FastifyRequest, units: number) => Promise<void>;
   /** Production hides field suggestions from error messages. */
   production: boolean;
 }
@@ -26,9 +34,9 @@ export interface GraphqlPluginOptions {
  * GraphiQL playground instead, without an API key (see `./playground`); the GraphQL requests
  * the playground sends are ordinary requests and pass the auth hook.
  */
-export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petResolver, authenticate, production }) => {
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petResolver, guard, spend, production }) => {
   const armor = armorSettings(production);
-  const apollo = new ApolloServer({
+  const apollo = new ApolloServer<GraphqlContext>({
     schema: await buildPetStoreSchema(petResolver),
     formatError: createGraphqlErrorFormatter((error) => app.log.error({ err: error }, 'unexpected GraphQL error')),
     // Every caller has passed the auth hook, so introspection is for authenticated callers only.
@@ -38,7 +46,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     includeStacktraceInErrorResponses: false,
     allowBatchedHttpRequests: false,
     csrfPrevention: true,
-    plugins: [...armor.plugins, costLimitPlugin(), ApolloServerPluginLandingPageDisabled()],
+    plugins: [...armor.plugins, costLimitPlugin(spend), ApolloServerPluginLandingPageDisabled()],
   });
   await apollo.start();
   app.addHook('onClose', () => apollo.stop());
@@ -54,8 +62,8 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     exposeHeadRoute: false,
     schema: { hide: true },
     // The playground first: it answers browsers' page visits without a key and leaves every other request to the auth hook.
-    onRequest: [servePlaygroundToBrowsers, authenticate],
-    handler: fastifyApolloHandler(apollo),
+    onRequest: [servePlaygroundToBrowsers, ...guard],
+    handler: fastifyApolloHandler(apollo, { context: async (request) => ({ request }) }),
   });
   rejectOtherMethods(app, '/graphql', ['GET', 'POST']);
 };

@@ -1,6 +1,8 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
+import type { FastifyRequest } from 'fastify';
 import { GraphQLError } from 'graphql';
+import type { AppError } from '../errors/error-catalogue';
 import { fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
 
 /**
@@ -18,6 +20,8 @@ export const QUERY_LIMITS = Object.freeze({
   maxTokens: 1000,
   maxDirectives: 50,
   maxCost: 1000,
+  /** Rate limiting charges one request per started 100 of cost. */
+  costPerRequestUnit: 100,
 });
 
 /** The one message for every rejected operation: limits are not revealed. */
@@ -61,16 +65,21 @@ export function withoutLimits(message: string): string {
 
 /**
  * Rejects an operation whose cost is over {@link QUERY_LIMITS}.maxCost, once its variables
- * are known (so `pets(limit: $n)` is priced with the real `$n`). Costs come from the schema's
+ * are known (so `pets(limit: $n)` is priced with the real `$n`), and charges the rate limit
+ * one request per started {@link QUERY_LIMITS}.costPerRequestUnit of cost. Costs come from the schema's
  * `complexity` extensions (type-graphql's `complexity` option), 1 per field otherwise.
  *
- * @returns an Apollo plugin; a rejection is HTTP 400 GRAPHQL_VALIDATION_FAILED.
+ * @param spend - charges the caller's rate limit (see http/rate-limit.ts).
+ * @returns an Apollo plugin; a rejection is HTTP 400 GRAPHQL_VALIDATION_FAILED, an exhausted
+ *   rate limit HTTP 429 TOO_MANY_REQUESTS.
  */
-export function costLimitPlugin(): ApolloServerPlugin {
+export function costLimitPlugin(
+  spend: (request: FastifyRequest, units: number) => Promise<void>,
+): ApolloServerPlugin<{ request: FastifyRequest }> {
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ request, document, schema }) {
+        async didResolveOperation({ request, document, schema, contextValue }) {
           let cost: number;
           try {
             cost = getComplexity({
@@ -87,6 +96,19 @@ export function costLimitPlugin(): ApolloServerPlugin {
             throw new GraphQLError(QUERY_REJECTED_MESSAGE, {
               extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
             });
+          }
+          // The request already paid 1 unit at the door; a costly one pays for its cost.
+          const units = Math.ceil(cost / QUERY_LIMITS.costPerRequestUnit) - 1;
+          if (units > 0) {
+            try {
+              await spend(contextValue.request, units);
+            } catch (error) {
+              const appError = error as AppError;
+              throw new GraphQLError(appError.message, {
+                originalError: appError,
+                extensions: { code: appError.code, http: { status: appError.status, headers: new Map(Object.entries(appError.headers)) } },
+              });
+            }
           }
         },
       };

@@ -75,6 +75,11 @@ export const PET_ID_PARAMS: Schema = {
 export const HEADERS = {
   WWW_AUTHENTICATE: { 'WWW-Authenticate': { type: 'string', description: 'RFC 6750 Bearer challenge.' } },
   LOCATION: { Location: { type: 'string', description: 'Path of the created Pet, /v1/pets/{id}.' } },
+  RATE_LIMIT: {
+    'RateLimit-Policy': { type: 'string', description: 'draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`.' },
+    RateLimit: { type: 'string', description: 'draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`.' },
+  },
+  RETRY_AFTER: { 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying.' } },
 } as const;
 
 /**
@@ -89,7 +94,11 @@ export function errorResponses(codes: ErrorCode[], headers: Record<string, Schem
   for (const code of codes) byStatus.set(ERROR_CATALOGUE[code].status, [...(byStatus.get(ERROR_CATALOGUE[code].status) ?? []), code]);
   return Object.fromEntries(
     [...byStatus].map(([status, sameStatus]) => {
-      const allHeaders = { ...(status === 401 ? HEADERS.WWW_AUTHENTICATE : {}), ...headers };
+      const allHeaders = {
+        ...(status === 401 ? HEADERS.WWW_AUTHENTICATE : {}),
+        ...(status === 429 ? { ...HEADERS.RETRY_AFTER, ...HEADERS.RATE_LIMIT } : {}),
+        ...headers,
+      };
       const description = sameStatus.map((code) => `${code}: ${ERROR_CATALOGUE[code].message}`).join(' ');
       return [status, { description, ...(Object.keys(allHeaders).length > 0 && { headers: allHeaders }), $ref: 'Error#' }];
     }),

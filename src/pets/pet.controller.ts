@@ -10,7 +10,8 @@ import type { PetResolver } from './pet.resolver';
 /** What the REST surface needs. */
 export interface PetControllerOptions {
   petResolver: PetResolver;
-  authenticate: onRequestAsyncHookHandler;
+  /** The onRequest hooks guarding every operation: authentication and rate limiting. */
+  guard: onRequestAsyncHookHandler[];
 }
 
 const DEPRECATION_HEADERS: Record<string, string> = {
@@ -43,18 +44,19 @@ function isJsonObject(body: unknown): body is Record<string, unknown> {
 /**
  * The REST facade at `/v1` (spec "Endpoints"). Each handler only translates: query string,
  * path and body in; the PetResolver method (the same one GraphQL calls) does the work;
- * its result or AppError out as the spec's JSON. The shared auth hook guards the whole scope
+ * its result or AppError out as the spec's JSON. The shared guard (authentication and rate
+ * limiting) covers the whole scope
  * of the operations, so a route added there cannot be left public by mistake; only the 405
  * answers for other methods sit outside it.
  */
-export const petController: FastifyPluginAsync<PetControllerOptions> = async (app, { petResolver, authenticate }) => {
-  await app.register(petOperations, { petResolver, authenticate });
+export const petController: FastifyPluginAsync<PetControllerOptions> = async (app, { petResolver, guard }) => {
+  await app.register(petOperations, { petResolver, guard });
   rejectOtherMethods(app, '/pets', ['GET', 'HEAD', 'POST']);
   rejectOtherMethods(app, '/pets/:petId', ['GET', 'HEAD']);
 };
 
-const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { petResolver, authenticate }) => {
-  app.addHook('onRequest', authenticate);
+const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { petResolver, guard }) => {
+  for (const hook of guard) app.addHook('onRequest', hook);
   // Route schemas document the contract and serialise responses; input is validated once,
   // by the resolvers' rules, so Fastify's own validation is switched off here.
   app.setValidatorCompiler(() => () => true);
@@ -67,8 +69,8 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
       tags: ['pets'],
       querystring: LIST_PETS_QUERY,
       response: {
-        200: { description: 'A JSON array of Pet.', $ref: 'Pets#' },
-        ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'INTERNAL_SERVER_ERROR']),
+        200: { description: 'A JSON array of Pet.', headers: HEADERS.RATE_LIMIT, $ref: 'Pets#' },
+        ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR']),
       },
     },
   }, async (request) => {
@@ -86,13 +88,14 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
       tags: ['pets'],
       body: { $ref: 'NewPet#' },
       response: {
-        201: { description: 'Animal added.', headers: HEADERS.LOCATION, $ref: 'Pet#' },
+        201: { description: 'Animal added.', headers: { ...HEADERS.LOCATION, ...HEADERS.RATE_LIMIT }, $ref: 'Pet#' },
         ...errorResponses([
           'BAD_REQUEST',
           'BAD_USER_INPUT',
           'UNAUTHENTICATED',
           'PAYLOAD_TOO_LARGE',
           'UNSUPPORTED_MEDIA_TYPE',
+          'TOO_MANY_REQUESTS',
           'INTERNAL_SERVER_ERROR',
         ]),
       },
@@ -116,8 +119,8 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
         deprecated: true,
         params: PET_ID_PARAMS,
         response: {
-          200: { description: 'The Pet.', headers: DEPRECATION_HEADER_SCHEMAS, $ref: 'Pet#' },
-          ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND', 'INTERNAL_SERVER_ERROR'], DEPRECATION_HEADER_SCHEMAS),
+          200: { description: 'The Pet.', headers: { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.RATE_LIMIT }, $ref: 'Pet#' },
+          ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR'], DEPRECATION_HEADER_SCHEMAS),
           // Answered by the router before this operation runs, so without its headers.
           ...errorResponses(['URI_TOO_LONG']),
         },

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { type AppDependencies, buildApp } from '../../src/app';
@@ -38,7 +39,9 @@ export async function startTestApp(
 ): Promise<TestApp> {
   const owned = options.database ? null : await createTestDatabase();
   const dataSource = await openDatabase(options.database ?? owned!.database);
-  const app = await buildApp({ config: { logLevel: 'silent', ...options.config }, dataSource });
+  // Rate limits out of the way unless a test sets its own; a namespace of its own per app.
+  const rateLimit = { max: 1e9, unauthenticatedMax: 1e9, windowSeconds: 60, namespace: `test-${randomUUID()}:` };
+  const app = await buildApp({ config: { logLevel: 'silent', rateLimit, ...options.config }, dataSource });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey));
   const apiKey = options.createKey === false ? '' : (await apiKeys.create('test')).key;

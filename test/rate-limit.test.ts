@@ -1,0 +1,74 @@
+import { randomUUID } from 'node:crypto';
+import { graphql, request, startTestApp, type TestApp } from './helpers/test-app';
+
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+function expectLimited(result: { status: number; body: any; headers: Headers }, graphqlShape = false) {
+  expect(result.status).toBe(429);
+  const code = graphqlShape ? result.body.errors[0].extensions.code : result.body.code;
+  expect(code).toBe('TOO_MANY_REQUESTS');
+  expect(Number(result.headers.get('retry-after'))).toBeGreaterThan(0);
+}
+
+describe('rate limits per API key and per IP address', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ config: { rateLimit: { max: 3, unauthenticatedMax: 2, windowSeconds: 60, namespace: `rl-${randomUUID()}:` } } });
+  });
+  afterAll(() => t.close());
+
+  test('when a key spends its requests, then the next is 429 with Retry-After, while another key goes on', async () => {
+    const first = await request(t, 'GET', '/v1/pets');
+    expect(first.headers.get('ratelimit-policy')).toBe('"default";q=3;w=60');
+    expect(first.headers.get('ratelimit')).toMatch(/^"default";r=2;t=\d+$/);
+    await request(t, 'GET', '/v1/pets');
+    expect((await request(t, 'GET', '/v1/pets')).headers.get('ratelimit')).toMatch(/^"default";r=0;/);
+    expectLimited(await request(t, 'GET', '/v1/pets'));
+    expectLimited(await graphql(t, '{ __typename }'), true);
+
+    const { key } = await t.apiKeys.create('other');
+    expect((await request(t, 'GET', '/v1/pets', { apiKey: key })).status).toBe(200);
+  });
+
+  test('when requests come without a valid key, then they count per IP address and 429 follows the 401s', async () => {
+    expect((await request(t, 'GET', '/v1/pets', { apiKey: 'pst_guess' })).status).toBe(401);
+    expect((await request(t, 'GET', '/v1/pets', { apiKey: null })).status).toBe(401);
+    expectLimited(await request(t, 'GET', '/v1/pets', { apiKey: 'pst_guess' }));
+  });
+
+  test('when the documentation is read, then no limit applies', async () => {
+    for (let i = 0; i < 5; i++) expect((await request(t, 'GET', '/v1/openapi.json', { apiKey: null })).status).toBe(200);
+  });
+});
+
+describe('GraphQL spends by query cost', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ config: { rateLimit: { max: 5, unauthenticatedMax: 5, windowSeconds: 60, namespace: `rl-${randomUUID()}:` } } });
+  });
+  afterAll(() => t.close());
+
+  test('when an operation costs 400, then it spends 4 requests of 5, and the next costly one is 429', async () => {
+    const costly = '{ pets(limit: 100) { id name categoryId status } }';
+    expect((await graphql(t, costly)).status).toBe(200);
+    expect((await graphql(t, '{ __typename }')).status).toBe(200);
+    expectLimited(await graphql(t, costly), true);
+  });
+});
+
+describe('counters shared through Redis', () => {
+  test('when two instances share REDIS_URL, then a key spends one allowance across both', async () => {
+    const shared = { max: 2, unauthenticatedMax: 2, windowSeconds: 60, namespace: `rl-${randomUUID()}:`, redisUrl: REDIS_URL };
+    const a = await startTestApp({ config: { rateLimit: shared } });
+    const b = await startTestApp({ config: { rateLimit: shared } });
+    try {
+      // Requests without a key count per IP address: 127.0.0.1 on both instances.
+      expect((await request(a, 'GET', '/v1/pets', { apiKey: null })).status).toBe(401);
+      expect((await request(b, 'GET', '/v1/pets', { apiKey: null })).status).toBe(401);
+      expectLimited(await request(a, 'GET', '/v1/pets', { apiKey: null }));
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});
