@@ -17,6 +17,7 @@ import { petController } from './pets/pet.controller';
 import { Pet } from './pets/pet.entity';
 import { PetResolver } from './pets/pet.resolver';
 import { PetService } from './pets/pet.service';
+import { IdempotencyService } from './idempotency/idempotency.service';
 
 /** What the app is built from. */
 export interface AppDependencies {
@@ -62,7 +63,13 @@ export async function buildApp({ config, dataSource }: AppDependencies): Promise
     });
   }
 
-  const petResolver = new PetResolver(new PetService(dataSource.getRepository(Pet)));
+  const idempotency = new IdempotencyService(dataSource);
+  const petResolver = new PetResolver(new PetService(dataSource.getRepository(Pet)), idempotency);
+  // Idempotency keys are kept 24 hours: purged at start and every hour.
+  const purge = () => idempotency.purgeExpired().catch((error) => app.log.warn({ err: error }, 'idempotency purge failed'));
+  const purgeTimer = setInterval(purge, 60 * 60 * 1000).unref();
+  app.addHook('onReady', async () => void (await purge()));
+  app.addHook('onClose', async () => clearInterval(purgeTimer));
   const { identify, requireApiKey } = createAuthHooks(new ApiKeyService(dataSource.getRepository(ApiKey)));
 
   // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.

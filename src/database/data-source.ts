@@ -5,11 +5,14 @@ import { DataSource } from 'typeorm';
 import { ApiKey } from '../auth/api-key.entity';
 import type { DatabaseConfig } from '../config';
 import { Pet } from '../pets/pet.entity';
+import { IdempotencyRecord } from '../idempotency/idempotency-record.entity';
 import { CreatePetAndApiKey1763769600000 } from './migrations/1763769600000-create-pet-and-api-key';
+import { CreateIdempotencyKey1763856000000 } from './migrations/1763856000000-create-idempotency-key';
 
 /** Every entity and migration, listed explicitly (no globs: they break between src/ and dist/). */
-export const ENTITIES = [Pet, ApiKey];
-export const MIGRATIONS = [CreatePetAndApiKey1763769600000];
+export const ENTITIES = [Pet, ApiKey, IdempotencyRecord];
+/** In the order they run. */
+export const MIGRATIONS = [CreatePetAndApiKey1763769600000, CreateIdempotencyKey1763856000000];
 
 /**
  * Builds (does not connect) the TypeORM DataSource for a database configuration. The schema

@@ -87,6 +87,19 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
       summary: 'Add a new animal',
       tags: ['pets'],
       body: { $ref: 'NewPet#' },
+      headers: {
+        type: 'object',
+        properties: {
+          'Idempotency-Key': {
+            type: 'string',
+            minLength: 1,
+            maxLength: 255,
+            description:
+              'Makes retries safe: the same key with the same body returns the first response (same id, no second pet) ' +
+              'for 24 hours; 409 while the first request is in flight; 422 with a different body.',
+          },
+        },
+      },
       response: {
         201: { description: 'Animal added.', headers: { ...HEADERS.LOCATION, ...HEADERS.RATE_LIMIT }, $ref: 'Pet#' },
         ...errorResponses([
@@ -95,6 +108,8 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
           'UNAUTHENTICATED',
           'PAYLOAD_TOO_LARGE',
           'UNSUPPORTED_MEDIA_TYPE',
+          'IDEMPOTENCY_KEY_IN_USE',
+          'IDEMPOTENCY_KEY_REUSED',
           'TOO_MANY_REQUESTS',
           'INTERNAL_SERVER_ERROR',
         ]),
@@ -104,7 +119,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
     if (!isJsonObject(request.body)) {
       throw new AppError('BAD_USER_INPUT', 'Invalid input: the request body must be a JSON object (NewPet).');
     }
-    const pet = await petResolver.createPet(request.body as unknown as NewPetInput);
+    const pet = await petResolver.createPet(request.body as unknown as NewPetInput, { request });
     return reply.code(201).header('Location', `${app.prefix}/pets/${pet.id}`).send(pet);
   });
 

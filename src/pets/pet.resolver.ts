@@ -1,4 +1,6 @@
-import { Arg, Args, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Args, Ctx, Mutation, Query, Resolver } from 'type-graphql';
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import { type RequestContext, idempotencyKeyOf } from '../idempotency/request-context';
 import { validateInput } from '../validation/validate-input';
 import { Pet } from './pet.entity';
 import { ListPetsArgs, NewPetInput, PetIdArgs } from './pet.inputs';
@@ -18,7 +20,10 @@ function listSize(limit: unknown): number {
  */
 @Resolver(() => Pet)
 export class PetResolver {
-  constructor(private readonly petService: PetService) {}
+  constructor(
+    private readonly petService: PetService,
+    private readonly idempotency: IdempotencyService,
+  ) {}
 
   /**
    * listPets (spec "listPets").
@@ -58,12 +63,21 @@ export class PetResolver {
    * createPet (spec "createPet").
    *
    * @param input - the NewPet fields; `status` defaults to `available`.
-   * @returns the stored pet with its assigned id.
-   * @throws AppError BAD_USER_INPUT for missing, unknown or invalid fields.
+   * @param context - the HTTP request; an `Idempotency-Key` header makes the create idempotent.
+   * @returns the stored pet with its assigned id (the first one again, on a replay).
+   * @throws AppError BAD_USER_INPUT for missing, unknown or invalid fields or a malformed
+   *   Idempotency-Key; IDEMPOTENCY_KEY_IN_USE (409) or IDEMPOTENCY_KEY_REUSED (422).
    */
-  @Mutation(() => Pet, { description: 'Adds a new animal.' })
-  async createPet(@Arg('input', () => NewPetInput) input: NewPetInput): Promise<Pet> {
+  @Mutation(() => Pet, { description: 'Adds a new animal. Send an Idempotency-Key header to make retries safe.' })
+  async createPet(@Arg('input', () => NewPetInput) input: NewPetInput, @Ctx() context: RequestContext): Promise<Pet> {
     const { name, categoryId, status } = await validateInput(NewPetInput, input);
-    return this.petService.create({ name, categoryId, status });
+    const key = idempotencyKeyOf(context);
+    if (key === undefined || context.request.apiKeyId === undefined) return this.petService.create({ name, categoryId, status });
+    return this.idempotency.once(
+      { apiKeyId: context.request.apiKeyId, key },
+      { name, categoryId, status },
+      (manager) => this.petService.create({ name, categoryId, status }, manager),
+      (id) => this.petService.findById(id),
+    );
   }
 }

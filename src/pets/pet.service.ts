@@ -1,4 +1,4 @@
-import type { Repository } from 'typeorm';
+import type { EntityManager, Repository } from 'typeorm';
 import { toSafeInteger } from '../database/int64';
 import type { PetStatus } from './pet-status.enum';
 import { Pet } from './pet.entity';
@@ -45,11 +45,13 @@ export class PetService {
    * Stores a new animal with one INSERT (no reload).
    *
    * @param newPet - validated values.
+   * @param manager - the transaction to insert within, if any.
    * @returns the stored pet with its assigned id.
    */
-  async create(newPet: NewPet): Promise<Pet> {
-    const pet = this.pets.create(newPet);
-    const result = await this.pets.insert(pet);
+  async create(newPet: NewPet, manager?: EntityManager): Promise<Pet> {
+    const pets = manager?.getRepository(Pet) ?? this.pets;
+    const pet = pets.create(newPet);
+    const result = await pets.insert(pet);
     pet.id = toSafeInteger(result.identifiers[0].id);
     return pet;
   }

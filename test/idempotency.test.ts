@@ -1,0 +1,127 @@
+import { IdempotencyRecord } from '../src/idempotency/idempotency-record.entity';
+import { IDEMPOTENCY_LIMITS, IdempotencyService } from '../src/idempotency/idempotency.service';
+import { countPets, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+beforeEach(async () => {
+  await t.clearPets();
+  await t.dataSource.getRepository(IdempotencyRecord).clear();
+});
+
+const post = (key: string, body: object = { name: 'Rex', categoryId: 1 }, apiKey?: string) =>
+  request(t, 'POST', '/v1/pets', { body, headers: { 'idempotency-key': key }, apiKey });
+
+describe('Idempotency-Key on POST /v1/pets', () => {
+  test('when the same key and body are sent twice, then the first response is replayed and one pet exists', async () => {
+    const first = await post('order-1');
+    const again = await post('order-1');
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get('location')).toBe(first.headers.get('location'));
+    expect(await countPets(t)).toBe(1);
+  });
+
+  test('when the same key comes with another body, then 422 IDEMPOTENCY_KEY_REUSED and nothing more is stored', async () => {
+    await post('order-2');
+    const other = await post('order-2', { name: 'Tom', categoryId: 1 });
+    expect(other.status).toBe(422);
+    expect(other.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(await countPets(t)).toBe(1);
+  });
+
+  test('when the same body is written with its keys in another order, then it is the same request', async () => {
+    await post('order-3', { name: 'Rex', categoryId: 1 });
+    expect((await post('order-3', { categoryId: 1, name: 'Rex', status: 'available' })).status).toBe(201);
+    expect(await countPets(t)).toBe(1);
+  });
+
+  test('when an in-flight request with the same body is under way, then 409, and after it was abandoned, the retry creates one pet', async () => {
+    const service = new IdempotencyService(t.dataSource);
+    let release!: () => void;
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    const apiKey = await t.apiKeys.findActive(t.apiKey);
+    const input = { name: 'Rex', categoryId: 1, status: 'available' };
+    const slow = service.once({ apiKeyId: apiKey!.id, key: 'order-5' }, input, async () => {
+      await blocked;
+      throw new Error('connection cut');
+    }, async () => null);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const during = await post('order-5', input);
+    expect(during.status).toBe(409);
+    expect(during.body.code).toBe('IDEMPOTENCY_KEY_IN_USE');
+    release();
+    await expect(slow).rejects.toThrow('connection cut');
+    const retry = await post('order-5', input);
+    expect(retry.status).toBe(201);
+    expect(await post('order-5', input)).toMatchObject({ status: 201, body: retry.body });
+    expect(await countPets(t)).toBe(1);
+  });
+
+  test('when a request was abandoned long ago without finishing, then a retry takes the key over', async () => {
+    const apiKey = await t.apiKeys.findActive(t.apiKey);
+    const input = { name: 'Rex', categoryId: 1, status: 'available' };
+    await new IdempotencyService(t.dataSource).once({ apiKeyId: apiKey!.id, key: 'order-6' }, input, async (m) => {
+      await m.query('SELECT 1');
+      throw new Error('cut');
+    }, async () => null).catch(() => undefined);
+    await t.dataSource.getRepository(IdempotencyRecord).insert({
+      apiKeyId: apiKey!.id, key: 'order-6b', requestHash: 'h'.repeat(64), petId: null,
+      createdAt: new Date(Date.now() - IDEMPOTENCY_LIMITS.abandonedAfterMs - 1000),
+    });
+    const result = await post('order-6b', input);
+    expect(result.status).toBe(201);
+    expect(await countPets(t)).toBe(1);
+  });
+
+  test('when two API keys use the same Idempotency-Key, then each gets its own pet', async () => {
+    const { key } = await t.apiKeys.create('second');
+    await post('shared');
+    await post('shared', undefined, key);
+    expect(await countPets(t)).toBe(2);
+  });
+
+  test.each(['', 'x'.repeat(256), 'tab\there'])('when the key is %p, then 400 BAD_USER_INPUT', async (key) => {
+    const result = await post(key);
+    expect(result.status).toBe(400);
+    expect(await countPets(t)).toBe(0);
+  });
+
+  test('when a key is older than 24 hours, then it is purged and can be used again', async () => {
+    await post('old');
+    await t.dataSource.getRepository(IdempotencyRecord).update({ key: 'old' }, { createdAt: new Date(Date.now() - IDEMPOTENCY_LIMITS.retentionMs - 1000) });
+    expect(await new IdempotencyService(t.dataSource).purgeExpired()).toBe(1);
+    await post('old', { name: 'Other', categoryId: 2 });
+    expect(await countPets(t)).toBe(2);
+  });
+});
+
+describe('Idempotency-Key on createPet (GraphQL)', () => {
+  const CREATE = 'mutation($input: NewPetInput!) { createPet(input: $input) { id name } }';
+  const send = (key: string, input: object) =>
+    request(t, 'POST', '/graphql', { body: { query: CREATE, variables: { input } }, headers: { 'idempotency-key': key } });
+
+  test('when the same key and input are sent twice, then the same pet comes back and one exists', async () => {
+    const first = await send('g-1', { name: 'Rex', categoryId: 1 });
+    const again = await send('g-1', { name: 'Rex', categoryId: 1 });
+    expect(again.body.data.createPet).toEqual(first.body.data.createPet);
+    expect(await countPets(t)).toBe(1);
+  });
+
+  test('when the same key comes with other input, then IDEMPOTENCY_KEY_REUSED', async () => {
+    await send('g-2', { name: 'Rex', categoryId: 1 });
+    const other = await send('g-2', { name: 'Tom', categoryId: 1 });
+    expect(other.body.errors[0].extensions.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(await countPets(t)).toBe(1);
+  });
+
+  test('when no key is sent, then every create makes a pet', async () => {
+    await graphql(t, CREATE, { input: { name: 'Rex', categoryId: 1 } });
+    await graphql(t, CREATE, { input: { name: 'Rex', categoryId: 1 } });
+    expect(await countPets(t)).toBe(2);
+  });
+});
