@@ -1,3 +1,5 @@
+import { isDatabaseUnavailable } from '../database/database-errors';
+
 /**
  * The one error catalogue (spec "Errors"): every code either surface can send, with its HTTP
  * status. REST sends `{ code, message, status }`; GraphQL sends the same `code` in
@@ -32,6 +34,8 @@ export const ERROR_CATALOGUE = {
   TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests: slow down and retry after Retry-After seconds.' },
   REQUEST_HEADER_FIELDS_TOO_LARGE: { status: 431, message: 'The request headers are too large.' },
   INTERNAL_SERVER_ERROR: { status: 500, message: 'An unexpected error occurred.' },
+  /** The database is down, unreachable or too slow; retry after Retry-After seconds. */
+  SERVICE_UNAVAILABLE: { status: 503, message: 'The service is temporarily unavailable: retry shortly.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** A code of {@link ERROR_CATALOGUE}. */
@@ -84,6 +88,7 @@ export function codeForStatus(status: number): ErrorCode | undefined {
 /**
  * Turns anything thrown into an {@link AppError}. Framework errors that are the client's
  * fault (Fastify's 4xx errors: bad JSON or URL, too large, wrong media type) keep their status;
+ * a database that cannot be reached becomes SERVICE_UNAVAILABLE (503, `Retry-After: 1`);
  * everything else becomes INTERNAL_SERVER_ERROR with the catalogue's generic message, so
  * no SQL, stack or internal detail reaches a client.
  *
@@ -98,6 +103,9 @@ export function toAppError(error: unknown): { appError: AppError; unexpected: bo
     // Fastify's own messages for these are safe and useful ("Body is not valid JSON…").
     const message = (error as Error).message || undefined;
     return { appError: new AppError(code, message), unexpected: false };
+  }
+  if (isDatabaseUnavailable(error)) {
+    return { appError: new AppError('SERVICE_UNAVAILABLE', undefined, { 'Retry-After': '1' }), unexpected: true };
   }
   return { appError: new AppError('INTERNAL_SERVER_ERROR'), unexpected: true };
 }

@@ -41,8 +41,8 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
       return { message: formatted.message, locations, path, extensions: { code: byStatus } };
     }
     logUnexpected(original);
-    const internal: ErrorCode = 'INTERNAL_SERVER_ERROR';
-    return { message: ERROR_CATALOGUE[internal].message, locations, path, extensions: { code: internal } };
+    const { appError } = toAppError(original); // INTERNAL_SERVER_ERROR, or SERVICE_UNAVAILABLE when the database is down
+    return { message: appError.message, locations, path, extensions: { code: appError.code } };
   };
 }
 

@@ -97,6 +97,7 @@ export function errorResponses(codes: ErrorCode[], headers: Record<string, Schem
       const allHeaders = {
         ...(status === 401 ? HEADERS.WWW_AUTHENTICATE : {}),
         ...(status === 429 ? { ...HEADERS.RETRY_AFTER, ...HEADERS.RATE_LIMIT } : {}),
+        ...(status === 503 ? HEADERS.RETRY_AFTER : {}),
         ...headers,
       };
       const description = sameStatus.map((code) => `${code}: ${ERROR_CATALOGUE[code].message}`).join(' ');

@@ -70,7 +70,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
       querystring: LIST_PETS_QUERY,
       response: {
         200: { description: 'A JSON array of Pet.', headers: HEADERS.RATE_LIMIT, $ref: 'Pets#' },
-        ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR']),
+        ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE']),
       },
     },
   }, async (request) => {
@@ -112,6 +112,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
           'IDEMPOTENCY_KEY_REUSED',
           'TOO_MANY_REQUESTS',
           'INTERNAL_SERVER_ERROR',
+          'SERVICE_UNAVAILABLE',
         ]),
       },
     },
@@ -135,7 +136,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
         params: PET_ID_PARAMS,
         response: {
           200: { description: 'The Pet.', headers: { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.RATE_LIMIT }, $ref: 'Pet#' },
-          ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR'], DEPRECATION_HEADER_SCHEMAS),
+          ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE'], DEPRECATION_HEADER_SCHEMAS),
           // Answered by the router before this operation runs, so without its headers.
           ...errorResponses(['URI_TOO_LONG']),
         },
