@@ -24,6 +24,8 @@ export interface AppDependencies {
   config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'> & Partial<Pick<Config, 'nodeEnv' | 'corsOrigins' | 'rateLimit'>>;
   /** An initialised DataSource whose migrations have run. */
   dataSource: DataSource;
+  /** Where the JSON log lines go; standard output by default. */
+  logStream?: { write: (line: string) => void };
 }
 
 /**
@@ -34,9 +36,9 @@ export interface AppDependencies {
  *
  * @returns a ready Fastify instance; call `listen()` or `inject()` on it.
  */
-export async function buildApp({ config, dataSource }: AppDependencies): Promise<FastifyInstance> {
+export async function buildApp({ config, dataSource, logStream }: AppDependencies): Promise<FastifyInstance> {
   const app = fastify({
-    logger: { level: config.logLevel, redact: ['req.headers.authorization'] },
+    logger: { level: config.logLevel, redact: ['req.headers.authorization'], ...(logStream && { stream: logStream }) },
     // Requests Fastify or Node reject before routing (a bad URL, a malformed header) still
     // get the spec's Error body.
     frameworkErrors: (error, request, reply) => sendRestError(error, request, reply),

@@ -88,3 +88,19 @@ describe('known attacks are refused', () => {
     expect(result.body.errors[0].extensions.code).toBe('BAD_REQUEST');
   });
 });
+
+describe('field suggestions', () => {
+  test.each([
+    ['development', true],
+    ['production', false],
+  ] as const)('when NODE_ENV is %s, then "Did you mean" hints shown: %s', async (nodeEnv, shown) => {
+    const app = await startTestApp({ config: { nodeEnv } });
+    try {
+      const result = await graphql(app, '{ petz { id } }');
+      expect(result.status).toBe(400);
+      expect(/Did you mean/.test(result.body.errors[0].message)).toBe(shown);
+    } finally {
+      await app.close();
+    }
+  });
+});

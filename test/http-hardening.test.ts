@@ -1,4 +1,7 @@
-import { isWellFormedApiKey } from '../src/auth/api-key.service';
+import { buildApp } from '../src/app';
+import { ApiKey } from '../src/auth/api-key.entity';
+import { ApiKeyService, isWellFormedApiKey } from '../src/auth/api-key.service';
+import { openDatabase } from '../src/database/open-database';
 import { HTTP_LIMITS } from '../src/http/http-limits';
 import { countPets, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 
@@ -109,5 +112,25 @@ describe('API keys', () => {
   test('when a key is sent in another letter case, then it is refused', async () => {
     const swapped = t.apiKey.replace(/[a-z]/, (c) => c.toUpperCase());
     expect((await request(t, 'GET', '/v1/pets', { apiKey: swapped })).status).toBe(401);
+  });
+});
+
+describe('logs', () => {
+  test('when requests carry an API key, then no log line holds it, even at trace level', async () => {
+    const lines: string[] = [];
+    const dataSource = await openDatabase({ type: 'sqlite', path: ':memory:' });
+    const app = await buildApp({ config: { logLevel: 'trace' }, dataSource, logStream: { write: (line) => void lines.push(line) } });
+    try {
+      const { key } = await new ApiKeyService(dataSource.getRepository(ApiKey)).create('logged');
+      const url = await app.listen({ port: 0, host: '127.0.0.1' });
+      await fetch(`${url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
+      await fetch(`${url}/graphql`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"query":"{ pets { id } }"}' });
+      await fetch(`${url}/v1/pets`, { headers: { authorization: `Bearer ${key.slice(0, -1)}x` } });
+      expect(lines.length).toBeGreaterThan(3);
+      expect(lines.join('\n')).not.toContain(key.slice(4, 40));
+    } finally {
+      await app.close();
+      await dataSource.destroy();
+    }
   });
 });
