@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { openBrowserPage } from '../helpers/browser';
 import { PLAYGROUND_CSP, prefersHtml } from '../../src/graphql/playground';
 import { createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 
@@ -147,21 +148,13 @@ describe('playground assets', () => {
 
 describe('the playground in Chromium', () => {
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   /** Every request the browser made for the page, its scripts and any worker. */
-  const requested: string[] = [];
-  const pageErrors: string[] = [];
+  let requested: string[] = [];
+  let pageErrors: string[] = [];
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    });
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.on('request', (sent) => requested.push(sent.url()));
-    page = await context.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    ({ browser, page, requested, pageErrors } = await openBrowserPage());
     // Collects Content-Security-Policy violations: the page must need nothing the CSP refuses.
     // (Browser code goes through `globalThis as any` or strings: the project compiles without
     // the DOM library. waitForFunction gets functions, never strings: the page's CSP forbids

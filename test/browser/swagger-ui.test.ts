@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page, type Response } from 'playwright-core';
+import type { Browser, Page, Response } from 'playwright-core';
+import { openBrowserPage } from '../helpers/browser';
 import { createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 
 // Swagger UI (GET /docs/, served by @fastify/swagger-ui from its own copy of swagger-ui-dist),
@@ -90,22 +91,14 @@ describe('Swagger UI without a key', () => {
 
 describe('Swagger UI in Chromium', () => {
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   /** Every request the browser made for the page, its scripts, styles, images and calls. */
-  const requested: string[] = [];
-  const pageErrors: string[] = [];
+  let requested: string[] = [];
+  let pageErrors: string[] = [];
   const consoleErrors: string[] = [];
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    });
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.on('request', (sent) => requested.push(sent.url()));
-    page = await context.newPage();
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    ({ browser, page, requested, pageErrors } = await openBrowserPage());
     page.on('console', (message) => {
       if (message.type() === 'error') consoleErrors.push(message.text());
     });
