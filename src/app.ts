@@ -1,5 +1,4 @@
 import 'reflect-metadata';
-import fastifyCors from '@fastify/cors';
 import fastify, { type FastifyInstance } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { ApiKey } from './auth/api-key.entity';
@@ -12,11 +11,13 @@ import { graphqlPlugin } from './graphql/graphql.plugin';
 import { HTTP_LIMITS } from './http/http-limits';
 import { parseJsonExactly } from './http/json-body.parser';
 import { createRateLimiter } from './http/rate-limit';
+import { hardenResponses } from './http/security-headers';
 import { describeWithOpenapi, serveOpenapi } from './openapi/openapi.plugin';
 import { petController } from './pets/pet.controller';
 import { Pet } from './pets/pet.entity';
 import { PetResolver } from './pets/pet.resolver';
 import { PetService } from './pets/pet.service';
+import { purgeHourly } from './idempotency/idempotency-purge';
 import { IdempotencyService } from './idempotency/idempotency.service';
 
 /** What the app is built from. */
@@ -30,7 +31,7 @@ export interface AppDependencies {
 
 /**
  * Builds the HTTP app (does not listen): GraphQL at `/graphql` and the REST contract at
- * `/v1`, both over one PetResolver and one auth hook, plus the OpenAPI document
+ * `/v1`, both over one PetResolver behind one guard (authentication, rate limit), plus the OpenAPI document
  * (`/v1/openapi.json`, `.yaml`) and Swagger UI (`/docs`). Closing the app stops Apollo; the
  * DataSource belongs to the caller.
  *
@@ -49,29 +50,11 @@ export async function buildApp({ config, dataSource, logStream }: AppDependencie
     http: { maxHeaderSize: HTTP_LIMITS.maxHeaderBytes },
   });
 
-  // API answers are never cached and never sniffed; static assets set their own caching.
-  app.addHook('onSend', async (_request, reply) => {
-    if (!reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
-    reply.header('X-Content-Type-Options', 'nosniff');
-  });
-  // CORS is closed unless CORS_ORIGINS names the browser origins allowed to call the API.
-  if (config.corsOrigins && config.corsOrigins.length > 0) {
-    await app.register(fastifyCors, {
-      origin: [...config.corsOrigins],
-      methods: ['GET', 'POST'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'apollo-require-preflight'],
-      exposedHeaders: ['Location', 'Deprecation', 'Sunset', 'Link', 'WWW-Authenticate'],
-      maxAge: 600,
-    });
-  }
+  await hardenResponses(app, config.corsOrigins);
 
   const idempotency = new IdempotencyService(dataSource);
   const petResolver = new PetResolver(new PetService(dataSource.getRepository(Pet)), idempotency);
-  // Idempotency keys are kept 24 hours: purged at start and every hour.
-  const purge = () => idempotency.purgeExpired().catch((error) => app.log.warn({ err: error }, 'idempotency purge failed'));
-  const purgeTimer = setInterval(purge, 60 * 60 * 1000).unref();
-  app.addHook('onReady', async () => void (await purge()));
-  app.addHook('onClose', async () => clearInterval(purgeTimer));
+  purgeHourly(app, idempotency);
   const { identify, requireApiKey } = createAuthHooks(new ApiKeyService(dataSource.getRepository(ApiKey)));
 
   // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.

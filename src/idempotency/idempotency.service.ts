@@ -102,3 +102,4 @@ export class IdempotencyService {
     }
   }
 }
+
