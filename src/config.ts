@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { cleanEnv, host, makeValidator, port, str } from 'envalid';
+import { parsePositiveInteger } from './validation/positive-integer';
 
 /** Where the data lives: MySQL (production) or the embedded SQLite file (default). */
 export type DatabaseConfig =
@@ -38,14 +39,26 @@ export interface Config {
 /** Rate limits when the environment sets none. */
 export const RATE_LIMIT_DEFAULTS = Object.freeze({ max: 600, unauthenticatedMax: 60, windowSeconds: 60, namespace: 'petstore-rate-limit:' });
 
+/** Parses an absolute URL whose scheme is one of `schemes`; the error shows `example`. */
+function parseUrl(input: string, schemes: readonly string[], example: string): URL {
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    throw new Error(`must be a URL such as ${example}`);
+  }
+  if (!schemes.includes(url.protocol)) throw new Error(`must be a URL such as ${example}`);
+  return url;
+}
+
 const redisUrl = makeValidator<string>((input) => {
-  if (!/^rediss?:$/.test(new URL(input).protocol)) throw new Error('must be a redis:// or rediss:// URL');
+  parseUrl(input, ['redis:', 'rediss:'], 'redis://host:6379');
   return input;
 });
 
 const positiveInteger = makeValidator<number>((input) => {
-  const value = Number(input);
-  if (!/^[1-9][0-9]*$/.test(input) || !Number.isSafeInteger(value)) throw new Error('must be a positive integer');
+  const value = parsePositiveInteger(input);
+  if (value === undefined) throw new Error('must be a positive integer');
   return value;
 });
 
@@ -58,25 +71,14 @@ export class ConfigError extends Error {
 export const EMBEDDED_DATABASE_PATH = path.join('data', 'petstore.sqlite');
 
 const mysqlUrl = makeValidator<string>((input) => {
-  let url: URL;
-  try {
-    url = new URL(input);
-  } catch {
-    throw new Error('must be a URL such as mysql://user:pass@host:3306/db');
-  }
-  if (url.protocol !== 'mysql:') throw new Error('must use the mysql:// scheme');
+  const url = parseUrl(input, ['mysql:'], 'mysql://user:pass@host:3306/db');
   if (url.pathname.length <= 1) throw new Error('must name a database, as in mysql://user:pass@host:3306/db');
   return input;
 });
 
 const baseUrl = makeValidator<string>((input) => {
-  let url: URL;
-  try {
-    url = new URL(input);
-  } catch {
-    throw new Error('must be an absolute URL such as https://api.example.com/v1');
-  }
-  if (!['http:', 'https:'].includes(url.protocol) || !url.pathname.replace(/\/$/, '').endsWith('/v1')) {
+  const url = parseUrl(input, ['http:', 'https:'], 'https://api.example.com/v1');
+  if (!url.pathname.replace(/\/$/, '').endsWith('/v1')) {
     throw new Error('must be an http(s) URL whose path ends in /v1');
   }
   return input.replace(/\/$/, '');

@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { built, freePort, runNode, startNode, waitForHttp } from './helpers/processes';
+import { built, runNode, withServer } from './helpers/processes';
 import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
 
 /** `npm start` end to end: the built server as a real process, configured by its environment. */
@@ -23,51 +23,37 @@ describe('the server process (dist/src/main.js)', () => {
 
   test('when started on the embedded default, then it creates one development key, serves with it, refuses a second process, and stops cleanly on SIGTERM', async () => {
     const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
-    const port = await freePort();
-    const server = startNode(main(), { cwd, env: { PORT: String(port), NODE_ENV: 'development' } });
-    try {
-      await waitForHttp(`http://127.0.0.1:${port}/v1/pets`);
+    const first = await withServer({ cwd, env: { NODE_ENV: 'development' } }, async (server, base) => {
       const keyFile = path.join(cwd, 'data', 'dev-api-key');
       const key = (await readFile(keyFile, 'utf8')).trim();
       expect(key).toMatch(/^pst_/);
       expect((await stat(keyFile)).mode & 0o777).toBe(0o600);
       expect(server.output.stdout).toContain(key);
 
-      const response = await fetch(`http://127.0.0.1:${port}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
+      const response = await fetch(`${base}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
       expect(response.status).toBe(200);
 
       const cli = await runNode(built('src/cli/apikey.cli.js'), ['create', 'x'], { cwd });
       expect(cli.code).toBe(1);
       expect(cli.stderr).toMatch(/in use by another process/);
-    } finally {
-      server.child.kill('SIGTERM');
-    }
-    expect(await server.exited).toBe(0);
+    });
+    expect(first).toBe(0);
 
     // A second start finds the key and creates no other.
-    const again = startNode(main(), { cwd, env: { PORT: String(port), NODE_ENV: 'development' } });
-    try {
-      await waitForHttp(`http://127.0.0.1:${port}/v1/pets`);
-      expect(again.output.stdout).not.toContain('Development API key');
-    } finally {
-      again.child.kill('SIGTERM');
-    }
-    expect(await again.exited).toBe(0);
+    const again = await withServer({ cwd, env: { NODE_ENV: 'development' } }, async (server) => {
+      expect(server.output.stdout).not.toContain('Development API key');
+    });
+    expect(again).toBe(0);
   });
 
   test('when NODE_ENV is production, then no key is created', async () => {
     const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
-    const port = await freePort();
-    const server = startNode(main(), { cwd, env: { PORT: String(port), NODE_ENV: 'production' } });
-    try {
-      await waitForHttp(`http://127.0.0.1:${port}/v1/pets`);
+    const exit = await withServer({ cwd, env: { NODE_ENV: 'production' } }, async (server, base) => {
       expect(server.output.stdout).not.toContain('Development API key');
       await expect(stat(path.join(cwd, 'data', 'dev-api-key'))).rejects.toThrow();
-      expect((await fetch(`http://127.0.0.1:${port}/v1/pets`)).status).toBe(401);
-    } finally {
-      server.child.kill('SIGTERM');
-    }
-    expect(await server.exited).toBe(0);
+      expect((await fetch(`${base}/v1/pets`)).status).toBe(401);
+    });
+    expect(exit).toBe(0);
   });
 
   // MySQL only: defined in the MariaDB run, which .ci/run always makes.
@@ -77,18 +63,12 @@ describe('the server process (dist/src/main.js)', () => {
     async () => {
       const { database, drop } = await createTestDatabase();
       const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
-      const port = await freePort();
-      const server = startNode(main(), {
-        cwd,
-        env: { PORT: String(port), NODE_ENV: 'development', DATABASE_URL: (database as { url: string }).url },
-      });
       try {
-        await waitForHttp(`http://127.0.0.1:${port}/v1/pets`);
-        expect(server.output.stdout).not.toContain('Development API key');
-        expect((await fetch(`http://127.0.0.1:${port}/v1/pets`)).status).toBe(401);
+        await withServer({ cwd, env: { NODE_ENV: 'development', DATABASE_URL: (database as { url: string }).url } }, async (server, base) => {
+          expect(server.output.stdout).not.toContain('Development API key');
+          expect((await fetch(`${base}/v1/pets`)).status).toBe(401);
+        });
       } finally {
-        server.child.kill('SIGTERM');
-        await server.exited;
         await drop();
       }
     },

@@ -3,7 +3,7 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ERROR_CATALOGUE } from '../src/errors/error-catalogue';
-import { built, freePort, startNode, waitForHttp } from './helpers/processes';
+import { withServer } from './helpers/processes';
 
 const README = path.resolve(__dirname, '..', 'README.md');
 
@@ -19,11 +19,8 @@ async function bashBlockAfter(heading: string): Promise<string> {
 describe('README', () => {
   test('when the "Try it" examples are run verbatim against a fresh server, then each gives the documented answer', async () => {
     const cwd = await mkdtemp(path.join(tmpdir(), 'readme-'));
-    const port = await freePort();
-    const server = startNode(built('src/main.js'), { cwd, env: { PORT: String(port), NODE_ENV: 'development' } });
-    try {
-      await waitForHttp(`http://127.0.0.1:${port}/v1/pets`);
-      const script = (await bashBlockAfter('## Try it')).replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`);
+    await withServer({ cwd, env: { NODE_ENV: 'development' } }, async (_server, base) => {
+      const script = (await bashBlockAfter('## Try it')).replaceAll('http://127.0.0.1:3000', base);
       const output = await new Promise<string>((resolve, reject) =>
         execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
       );
@@ -35,10 +32,7 @@ describe('README', () => {
       expect(output).toContain('"code":"BAD_USER_INPUT"');
       expect(output).toMatch(/HTTP\/1\.1 401 Unauthorized[\s\S]*"code":"UNAUTHENTICATED"/);
       expect(output).toContain('{"code":"NOT_FOUND","message":"No pet has id 999999.","status":404}');
-    } finally {
-      server.child.kill('SIGTERM');
-      await server.exited;
-    }
+    });
   });
 
   test('when the Errors table is read, then it lists exactly the catalogue, with the same statuses', async () => {

@@ -5,6 +5,7 @@ import { ApiKeyService } from '../auth/api-key.service';
 import { loadConfig } from '../config';
 import { lockEmbeddedDatabase } from '../database/embedded-lock';
 import { openDatabase } from '../database/open-database';
+import { parsePositiveInteger } from '../validation/positive-integer';
 
 /** Runs `action` with an ApiKeyService on the configured database, then closes everything. */
 async function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise<void> {
@@ -23,10 +24,9 @@ async function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): P
 }
 
 function parseId(value: string): number {
-  if (!/^[1-9][0-9]*$/.test(value) || !Number.isSafeInteger(Number(value))) {
-    throw new InvalidArgumentError('must be a positive integer key id.');
-  }
-  return Number(value);
+  const id = parsePositiveInteger(value);
+  if (id === undefined) throw new InvalidArgumentError('must be a positive integer key id.');
+  return id;
 }
 
 const program = new Command('apikey')

@@ -4,6 +4,12 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config';
 import { SHARED_SCHEMAS } from './openapi.schemas';
 
+/**
+ * The inline `<style>` of the Swagger logo in swagger-ui-dist's top bar, the one inline thing
+ * Swagger UI needs; allowed by hash in its CSP (update it when swagger-ui-dist changes the logo).
+ */
+export const SWAGGER_LOGO_STYLE_HASH = 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w=';
+
 /** Where the document and the docs are served. */
 export const OPENAPI_PATHS = Object.freeze({ json: '/v1/openapi.json', yaml: '/v1/openapi.yaml', docs: '/docs' });
 
@@ -63,10 +69,10 @@ export async function serveOpenapi(app: FastifyInstance): Promise<void> {
     routePrefix: OPENAPI_PATHS.docs,
     uiConfig: { validatorUrl: null, tryItOutEnabled: true, displayRequestDuration: true },
     // Only this server; no upgrade-insecure-requests, which would break /docs over plain
-    // HTTP from another machine. The hash allows the inline <style> of swagger-ui-dist's logo.
+    // HTTP from another machine.
     staticCSP:
       "default-src 'self'; base-uri 'self'; font-src 'self' data:; frame-ancestors 'self'; img-src 'self' data:; " +
       "object-src 'none'; script-src 'self'; script-src-attr 'none'; " +
-      "style-src 'self' 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w=';",
+      `style-src 'self' '${SWAGGER_LOGO_STYLE_HASH}';`,
   });
 }

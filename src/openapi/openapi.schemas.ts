@@ -25,7 +25,7 @@ function inputSchema(type: new () => object): Schema {
   // A property with a default may be left out.
   schema.required = (schema.required ?? []).filter((name: string) => defaults[name] === undefined);
   if (schema.required.length === 0) delete schema.required;
-  // validateInput() refuses unknown properties (forbidNonWhitelisted).
+  // validateInput() refuses every property its class does not declare.
   schema.additionalProperties = false;
   return schema;
 }

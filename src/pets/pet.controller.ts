@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHo
 import { AppError } from '../errors/error-catalogue';
 import { HTTP_LIMITS } from '../http/http-limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
+import { parsePositiveInteger } from '../validation/positive-integer';
 import { HEADERS, LIST_PETS_QUERY, PET_ID_PARAMS, errorResponses } from '../openapi/openapi.schemas';
 import type { ListPetsArgs, NewPetInput } from './pet.inputs';
 import { GET_PET_DEPRECATION } from './get-pet.deprecation';
@@ -14,19 +15,21 @@ export interface PetControllerOptions {
   guard: onRequestAsyncHookHandler[];
 }
 
-const DEPRECATION_HEADERS: Record<string, string> = {
+/** getPet's deprecation headers: each value, and what the OpenAPI document says of it. */
+const DEPRECATION: Record<string, { value: string; description: string }> = {
   // RFC 9745: an RFC 9651 date, i.e. "@" and Unix seconds.
-  Deprecation: `@${Math.floor(GET_PET_DEPRECATION.deprecatedAt.getTime() / 1000)}`,
+  Deprecation: {
+    value: `@${Math.floor(GET_PET_DEPRECATION.deprecatedAt.getTime() / 1000)}`,
+    description: 'RFC 9745: deprecated since this date (`@` Unix seconds).',
+  },
   // RFC 8594: an HTTP-date.
-  Sunset: GET_PET_DEPRECATION.sunsetAt.toUTCString(),
-  Link: `<${GET_PET_DEPRECATION.successorPath}>; rel="successor-version"`,
+  Sunset: { value: GET_PET_DEPRECATION.sunsetAt.toUTCString(), description: 'RFC 8594: the removal date.' },
+  Link: { value: `<${GET_PET_DEPRECATION.successorPath}>; rel="successor-version"`, description: 'RFC 8288: the replacement operation.' },
 };
-
-const DEPRECATION_HEADER_SCHEMAS = {
-  Deprecation: { type: 'string', description: 'RFC 9745: deprecated since this date (`@` Unix seconds).' },
-  Sunset: { type: 'string', description: 'RFC 8594: removed on Thu, 05 Dec 2030 00:00:00 GMT.' },
-  Link: { type: 'string', description: 'The replacement: `</v1/pets>; rel="successor-version"`.' },
-};
+const DEPRECATION_HEADERS = Object.fromEntries(Object.entries(DEPRECATION).map(([name, { value }]) => [name, value]));
+const DEPRECATION_HEADER_SCHEMAS = Object.fromEntries(
+  Object.entries(DEPRECATION).map(([name, { value, description }]) => [name, { type: 'string', description: `${description} \`${value}\`` }]),
+);
 
 /**
  * Query values are strings; an integer written plainly (no sign, no leading zero, as petId)
@@ -34,7 +37,8 @@ const DEPRECATION_HEADER_SCHEMAS = {
  * and fails the rules.
  */
 function fromQueryValue(value: unknown): unknown {
-  return typeof value === 'string' && /^(0|[1-9][0-9]*)$/.test(value) ? Number(value) : value;
+  if (typeof value !== 'string') return value;
+  return value === '0' ? 0 : (parsePositiveInteger(value) ?? value);
 }
 
 function isJsonObject(body: unknown): body is Record<string, unknown> {

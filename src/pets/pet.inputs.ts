@@ -3,6 +3,7 @@ import { IsDefined, IsEnum, IsInt, IsOptional, IsString, Matches, Max, MaxLength
 import { JSONSchema } from 'class-validator-jsonschema';
 import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
 import { PetStatus } from './pet-status.enum';
+import { parsePositiveInteger } from '../validation/positive-integer';
 import { PET_LIMITS } from './pet.limits';
 
 const REQUIRED = { message: '$property is required' };
@@ -19,8 +20,7 @@ function IsIdentifier(): PropertyDecorator {
   const rule = ValidateBy({
     name: 'isIdentifier',
     validator: {
-      validate: (value: unknown) =>
-        typeof value === 'string' && /^[1-9][0-9]{0,15}$/.test(value) && Number(value) <= PET_LIMITS.maxInt64,
+      validate: (value: unknown) => typeof value === 'string' && parsePositiveInteger(value) !== undefined,
       defaultMessage: buildMessage((each) => `${each}$property must be a positive integer no larger than ${PET_LIMITS.maxInt64}`),
     },
   });

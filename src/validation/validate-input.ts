@@ -48,8 +48,7 @@ export async function validateInput<T extends object>(type: new () => T, values:
     if (value !== undefined) (input as Record<string, unknown>)[key] = value;
   }
   const errors = await validate(input, {
-    whitelist: true,
-    forbidNonWhitelisted: true,
+    // Undeclared keys were refused above, so no whitelist is needed here.
     forbidUnknownValues: true,
     validationError: { target: false, value: false },
   });

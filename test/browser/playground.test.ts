@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { openBrowserPage } from '../helpers/browser';
+import { BROWSER_ACCEPT, openBrowserPage, screenshotPath } from '../helpers/browser';
 import { PLAYGROUND_CSP, prefersHtml } from '../../src/graphql/playground';
 import { createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 
@@ -9,10 +9,7 @@ import { createPet, request, startTestApp, type TestApp } from '../helpers/test-
 
 jest.setTimeout(90_000);
 
-const ROOT = path.resolve(__dirname, '..', '..');
-const SCREENSHOT = path.join(ROOT, 'docs', 'screenshots', 'graphql-playground.png');
-/** What Chromium sends when a person opens a page. */
-const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8';
+const SCREENSHOT = screenshotPath('graphql-playground.png');
 const PETS_QUERY = '{ pets { id name } }';
 
 let t: TestApp;

@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page, Response } from 'playwright-core';
-import { openBrowserPage } from '../helpers/browser';
+import { SWAGGER_LOGO_STYLE_HASH } from '../../src/openapi/openapi.plugin';
+import { BROWSER_ACCEPT, openBrowserPage, screenshotPath } from '../helpers/browser';
 import { createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 
 // Swagger UI (GET /docs/, served by @fastify/swagger-ui from its own copy of swagger-ui-dist),
@@ -9,16 +10,7 @@ import { createPet, request, startTestApp, type TestApp } from '../helpers/test-
 
 jest.setTimeout(90_000);
 
-const ROOT = path.resolve(__dirname, '..', '..');
-const SCREENSHOT = path.join(ROOT, 'docs', 'screenshots', 'swagger-ui.png');
-/** What Chromium sends when a person opens a page. */
-const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8';
-/**
- * The one thing @fastify/swagger-ui's static CSP refuses: the `<style>` inside the Swagger logo
- * SVG of the top bar (swagger-ui-standalone-preset.js), identified by its hash. Without it the
- * logo's text is drawn black on the dark bar; nothing else changes.
- */
-const LOGO_STYLE_HASH = 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w=';
+const SCREENSHOT = screenshotPath('swagger-ui.png');
 
 let t: TestApp;
 let pets: any[];
@@ -215,7 +207,7 @@ describe('Swagger UI in Chromium', () => {
     // The CSP refused nothing but the logo's inline <style> (Chromium names its hash in the console).
     const violations = (await page.evaluate('window.cspViolations')) as string[];
     expect(violations.filter((violation) => violation !== 'style-src-elem inline')).toEqual([]);
-    expect(consoleErrors.filter((text) => !(text.includes('Applying inline style violates') && text.includes(LOGO_STYLE_HASH)))).toEqual([]);
+    expect(consoleErrors.filter((text) => !(text.includes('Applying inline style violates') && text.includes(SWAGGER_LOGO_STYLE_HASH)))).toEqual([]);
     expect(consoleErrors).toHaveLength(violations.length);
   });
 

@@ -1,4 +1,13 @@
+import path from 'node:path';
 import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
+
+/** What Chromium sends when a person opens a page. */
+export const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8';
+
+/** Where a browser test writes its screenshot for the README. */
+export function screenshotPath(file: string): string {
+  return path.resolve(__dirname, '..', '..', 'docs', 'screenshots', file);
+}
 
 /** Debian's Chromium, headless, with no background traffic of its own (nothing may leave the machine). */
 const CHROMIUM = {

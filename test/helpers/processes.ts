@@ -61,3 +61,27 @@ export async function waitForHttp(url: string, timeoutMs = 20_000): Promise<void
     }
   }
 }
+
+/**
+ * Runs the built server (`dist/src/main.js`) on a free port for the length of `use`, then
+ * stops it with SIGTERM.
+ *
+ * @param options.env - its environment (PORT is chosen here).
+ * @param use - gets the process (with its collected output) and its base URL, once it answers.
+ * @returns the server's exit code.
+ */
+export async function withServer(
+  options: { cwd: string; env?: Record<string, string> },
+  use: (server: ReturnType<typeof startNode>, base: string) => Promise<void>,
+): Promise<number | null> {
+  const port = await freePort();
+  const server = startNode(built('src/main.js'), { cwd: options.cwd, env: { ...options.env, PORT: String(port) } });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHttp(`${base}/v1/pets`);
+    await use(server, base);
+  } finally {
+    server.child.kill('SIGTERM');
+  }
+  return server.exited;
+}
