@@ -1,5 +1,6 @@
 import 'reflect-metadata';
-import fastify, { type FastifyInstance } from 'fastify';
+import fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
@@ -19,6 +20,11 @@ import { PetResolver } from './pets/pet.resolver';
 import { PetService } from './pets/pet.service';
 import { purgeHourly } from './idempotency/idempotency-purge';
 import { IdempotencyService } from './idempotency/idempotency.service';
+import { DeprecationTracker } from './operations/deprecation.tracker';
+import { type ServiceState, healthRoutes } from './operations/health.routes';
+import { type Metrics, createMetrics } from './operations/metrics.registry';
+import { createLogger } from './operations/logger';
+import { RequestLogController, observeRequests, requestIdOf } from './operations/request-observer.hook';
 
 /** What the app is built from. */
 export interface AppDependencies {
@@ -27,19 +33,37 @@ export interface AppDependencies {
   dataSource: DataSource;
   /** Where the JSON log lines go; standard output by default. */
   logStream?: { write: (line: string) => void };
+  /** The logger to use instead of one made from `config.logLevel` and `logStream`. */
+  logger?: Logger;
+  /** Where requests are counted; a fresh registry by default (main.ts serves it on its own port). */
+  metrics?: Metrics;
+  /** Set `draining` to make `/readyz` fail and close each connection after its response (shutdown). */
+  state?: ServiceState;
 }
 
 /**
  * Builds the HTTP app (does not listen): GraphQL at `/graphql` and the REST contract at
  * `/v1`, both over one PetResolver behind one guard (authentication, rate limit), plus the OpenAPI document
- * (`/v1/openapi.json`, `.yaml`) and Swagger UI (`/docs`). Closing the app stops Apollo; the
+ * (`/v1/openapi.json`, `.yaml`), Swagger UI (`/docs`), `/healthz` and `/readyz`. Every request
+ * gets an `X-Request-Id`, one log line and a metrics sample. Closing the app stops Apollo; the
  * DataSource belongs to the caller.
  *
  * @returns a ready Fastify instance; call `listen()` or `inject()` on it.
  */
-export async function buildApp({ config, dataSource, logStream }: AppDependencies): Promise<FastifyInstance> {
+export async function buildApp({
+  config,
+  dataSource,
+  logStream,
+  logger,
+  metrics = createMetrics(),
+  state = { draining: false },
+}: AppDependencies): Promise<FastifyInstance> {
   const app = fastify({
-    logger: { level: config.logLevel, redact: ['req.headers.authorization'], ...(logStream && { stream: logStream }) },
+    loggerInstance: (logger ?? createLogger(config.logLevel, logStream)) as FastifyBaseLogger,
+    // One log line per request instead of Fastify's two; ids from X-Request-Id when safe.
+    logController: new RequestLogController(),
+    requestIdHeader: false,
+    genReqId: requestIdOf,
     // Requests Fastify or Node reject before routing (a bad URL, a malformed header) still
     // get the spec's Error body.
     frameworkErrors: (error, request, reply) => sendRestError(error, request, reply),
@@ -51,9 +75,15 @@ export async function buildApp({ config, dataSource, logStream }: AppDependencie
   });
 
   await hardenResponses(app, config.corsOrigins);
+  observeRequests(app, metrics);
+  metrics.watchDatabasePool(dataSource);
+  app.addHook('onSend', async (_request, reply) => {
+    if (state.draining) reply.header('Connection', 'close');
+  });
 
   const idempotency = new IdempotencyService(dataSource);
-  const petResolver = new PetResolver(new PetService(dataSource.getRepository(Pet)), idempotency);
+  const deprecations = new DeprecationTracker(metrics, app.log);
+  const petResolver = new PetResolver(new PetService(dataSource.getRepository(Pet)), idempotency, deprecations);
   purgeHourly(app, idempotency);
   const { identify, requireApiKey } = createAuthHooks(new ApiKeyService(dataSource.getRepository(ApiKey)));
 
@@ -71,6 +101,8 @@ export async function buildApp({ config, dataSource, logStream }: AppDependencie
   await app.register(petController, { prefix: '/v1', petResolver, guard });
   await app.register(graphqlPlugin, { petResolver, guard, spend: limiter.spend, production: config.nodeEnv === 'production' });
   await serveOpenapi(app);
+  // Public and outside the guard: no key, no rate limit.
+  await app.register(healthRoutes, { dataSource, state });
   await app.ready();
   return app;
 }

@@ -4,7 +4,8 @@ import { parsePositiveInteger } from './validation/positive-integer';
 
 /** Where the data lives: MySQL (production) or the embedded SQLite file (default). */
 export type DatabaseConfig =
-  | { readonly type: 'mysql'; readonly url: string }
+  /** `replicaUrls`: read replicas (SELECTs outside transactions go there); absent when none. */
+  | { readonly type: 'mysql'; readonly url: string; readonly replicaUrls?: readonly string[] }
   /** `path` is a file path, or `':memory:'` for a throw-away database. */
   | { readonly type: 'sqlite'; readonly path: string };
 
@@ -34,6 +35,17 @@ export interface Config {
     /** Prefix of the counters' keys. */
     readonly namespace: string;
   };
+  /** The Prometheus endpoint `/metrics`, on a listener of its own (README "Operations"). */
+  readonly metrics: { readonly port: number; readonly host: string };
+  /** SIGTERM/SIGINT handling (README "Operations"), in seconds. */
+  readonly shutdown: {
+    /** How long `/readyz` fails before the server stops accepting, so load balancers move away. */
+    readonly drainSeconds: number;
+    /** How long in-flight requests may take to finish once the server stops accepting. */
+    readonly graceSeconds: number;
+  };
+  /** How many times start-up tries to reach the database (with doubling pauses from 0.5 s) before it gives up. */
+  readonly databaseConnectAttempts: number;
 }
 
 /** Rate limits when the environment sets none. */
@@ -62,6 +74,12 @@ const positiveInteger = makeValidator<number>((input) => {
   return value;
 });
 
+const nonNegativeInteger = makeValidator<number>((input) => {
+  const value = input === '0' ? 0 : parsePositiveInteger(input);
+  if (value === undefined) throw new Error('must be 0 or a positive integer');
+  return value;
+});
+
 /** Raised when the environment holds bad values; the message names every bad key. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -70,10 +88,17 @@ export class ConfigError extends Error {
 /** Where the embedded database lives when DATABASE_URL is absent (relative to the working directory). */
 export const EMBEDDED_DATABASE_PATH = path.join('data', 'petstore.sqlite');
 
-const mysqlUrl = makeValidator<string>((input) => {
+function checkMysqlUrl(input: string): string {
   const url = parseUrl(input, ['mysql:'], 'mysql://user:pass@host:3306/db');
   if (url.pathname.length <= 1) throw new Error('must name a database, as in mysql://user:pass@host:3306/db');
   return input;
+}
+
+const mysqlUrl = makeValidator<string>(checkMysqlUrl);
+
+const mysqlUrlList = makeValidator<string[]>((input) => {
+  const urls = input.split(',').map((url) => url.trim()).filter(Boolean);
+  return urls.map(checkMysqlUrl);
 });
 
 const baseUrl = makeValidator<string>((input) => {
@@ -106,7 +131,10 @@ const originList = makeValidator<string[]>((input) => {
  *   NODE_ENV (development | test | production, default development), LOG_LEVEL (default info),
  *   PUBLIC_BASE_URL and STAGING_BASE_URL (optional, http(s) URLs ending in /v1), CORS_ORIGINS
  *   (comma-separated origins, default none), RATE_LIMIT_MAX (600), RATE_LIMIT_UNAUTHENTICATED_MAX (60),
- *   RATE_LIMIT_WINDOW_SECONDS (60), REDIS_URL (optional redis:// URL for shared counters).
+ *   RATE_LIMIT_WINDOW_SECONDS (60), REDIS_URL (optional redis:// URL for shared counters),
+ *   DATABASE_REPLICA_URLS (comma-separated mysql:// read replicas; needs DATABASE_URL),
+ *   DATABASE_CONNECT_ATTEMPTS (5), METRICS_PORT (9464, not PORT), METRICS_HOST (default HOST),
+ *   SHUTDOWN_DRAIN_SECONDS (0), SHUTDOWN_GRACE_SECONDS (10).
  * @returns a frozen {@link Config}.
  * @throws ConfigError naming every bad key at once.
  */
@@ -129,6 +157,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       RATE_LIMIT_UNAUTHENTICATED_MAX: positiveInteger({ default: RATE_LIMIT_DEFAULTS.unauthenticatedMax }),
       RATE_LIMIT_WINDOW_SECONDS: positiveInteger({ default: RATE_LIMIT_DEFAULTS.windowSeconds }),
       REDIS_URL: redisUrl({ default: undefined }),
+      DATABASE_REPLICA_URLS: mysqlUrlList({ default: [] }),
+      DATABASE_CONNECT_ATTEMPTS: positiveInteger({ default: 5 }),
+      METRICS_PORT: port({ default: 9464 }),
+      METRICS_HOST: host({ default: undefined }),
+      SHUTDOWN_DRAIN_SECONDS: nonNegativeInteger({ default: 0 }),
+      SHUTDOWN_GRACE_SECONDS: positiveInteger({ default: 10 }),
     },
     {
       reporter: ({ errors }) => {
@@ -137,6 +171,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       },
     },
   );
+  const crossChecks = [
+    clean.METRICS_PORT === clean.PORT && 'METRICS_PORT: must differ from PORT',
+    clean.DATABASE_REPLICA_URLS.length > 0 && !clean.DATABASE_URL && 'DATABASE_REPLICA_URLS: needs DATABASE_URL (the primary)',
+  ].filter((problem): problem is string => typeof problem === 'string');
+  if (crossChecks.length > 0) throw new ConfigError(`Invalid configuration: ${crossChecks.join('; ')}`);
   return Object.freeze({
     port: clean.PORT,
     host: clean.HOST,
@@ -144,7 +183,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     logLevel: clean.LOG_LEVEL,
     database: Object.freeze(
       clean.DATABASE_URL
-        ? { type: 'mysql' as const, url: clean.DATABASE_URL }
+        ? {
+            type: 'mysql' as const,
+            url: clean.DATABASE_URL,
+            ...(clean.DATABASE_REPLICA_URLS.length > 0 && { replicaUrls: Object.freeze([...clean.DATABASE_REPLICA_URLS]) }),
+          }
         : { type: 'sqlite' as const, path: path.resolve(EMBEDDED_DATABASE_PATH) },
     ),
     corsOrigins: Object.freeze([...clean.CORS_ORIGINS]),
@@ -155,6 +198,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       namespace: RATE_LIMIT_DEFAULTS.namespace,
       ...(clean.REDIS_URL && { redisUrl: clean.REDIS_URL }),
     }),
+    metrics: Object.freeze({ port: clean.METRICS_PORT, host: clean.METRICS_HOST ?? clean.HOST }),
+    shutdown: Object.freeze({ drainSeconds: clean.SHUTDOWN_DRAIN_SECONDS, graceSeconds: clean.SHUTDOWN_GRACE_SECONDS }),
+    databaseConnectAttempts: clean.DATABASE_CONNECT_ATTEMPTS,
     ...(clean.PUBLIC_BASE_URL && { publicBaseUrl: clean.PUBLIC_BASE_URL }),
     ...(clean.STAGING_BASE_URL && { stagingBaseUrl: clean.STAGING_BASE_URL }),
   });

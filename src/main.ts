@@ -6,32 +6,61 @@ import { ApiKeyService } from './auth/api-key.service';
 import { ensureDevApiKey } from './auth/dev-api-key';
 import { ConfigError, loadConfig } from './config';
 import { lockEmbeddedDatabase } from './database/embedded-lock';
-import { openDatabase } from './database/open-database';
+import { DatabaseUnreachableError, openDatabase } from './database/open-database';
+import { drainAndClose } from './operations/graceful-shutdown';
+import type { ServiceState } from './operations/health.routes';
+import { createLogger } from './operations/logger';
+import { createMetrics } from './operations/metrics.registry';
+import { buildMetricsServer } from './operations/metrics.server';
 
 /**
- * `npm start`: reads the configuration, opens and migrates the database, creates the
- * development key on a fresh embedded database, and serves until SIGINT/SIGTERM.
+ * `npm start`: reads the configuration, opens the database (retrying a bounded number of
+ * times) and migrates it under the migration lock, creates the development key on a fresh
+ * embedded database, serves the API on PORT and `/metrics` on METRICS_PORT, and on
+ * SIGTERM/SIGINT drains and stops (README "Operations"): exit 0 when every request finished
+ * within the grace period, 1 otherwise.
  */
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  const log = createLogger(config.logLevel);
   const unlock = await lockEmbeddedDatabase(config.database);
-  const dataSource = await openDatabase(config.database);
+  const dataSource = await openDatabase(config.database, {
+    attempts: config.databaseConnectAttempts,
+    onRetry: ({ attempt, attempts, error, delayMs }) =>
+      log.warn({ attempt, attempts, retryInMs: delayMs, reason: error.message }, 'database not reachable yet'),
+  });
   const devKey = await ensureDevApiKey(config, new ApiKeyService(dataSource.getRepository(ApiKey)));
-  const app = await buildApp({ config, dataSource });
+  const metrics = createMetrics();
+  const state: ServiceState = { draining: false };
+  const app = await buildApp({ config, dataSource, logger: log, metrics, state });
+  const metricsServer = await buildMetricsServer(metrics);
 
+  let stopping = false;
   const shutdown = async (signal: string) => {
-    app.log.info({ signal }, 'shutting down');
-    await app.close();
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal, ...config.shutdown }, 'shutting down: draining, then finishing the requests in flight');
+    const outcome = await drainAndClose(app, state, {
+      drainMs: config.shutdown.drainSeconds * 1000,
+      graceMs: config.shutdown.graceSeconds * 1000,
+    });
+    await metricsServer.close();
     await dataSource.destroy();
     await unlock();
-    process.exit(0);
+    if (outcome === 'clean') log.info('stopped cleanly');
+    else log.error({ graceSeconds: config.shutdown.graceSeconds }, 'requests still running after the grace period were cut off');
+    process.exit(outcome === 'clean' ? 0 : 1);
   };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
+  await metricsServer.listen({ port: config.metrics.port, host: config.metrics.host });
   await app.listen({ port: config.port, host: config.host });
   const where = config.database.type === 'mysql' ? 'MySQL' : `embedded SQLite (${path.relative('.', config.database.path)})`;
-  app.log.info({ database: config.database.type }, `Pet Store gateway serving /graphql and /v1 on ${where}`);
+  log.info(
+    { database: config.database.type, replicas: config.database.type === 'mysql' ? (config.database.replicaUrls?.length ?? 0) : 0 },
+    `Pet Store gateway serving /graphql and /v1 on ${where}; metrics on ${config.metrics.host}:${config.metrics.port}/metrics`,
+  );
   if (devKey) {
     process.stdout.write(
       `\n  Development API key (shown once, also saved to ${path.relative('.', devKey.file)}):\n\n    ${devKey.key}\n\n` +
@@ -41,7 +70,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const message = error instanceof ConfigError ? error.message : `Start-up failed: ${(error as Error).message ?? error}`;
+  const known = error instanceof ConfigError || error instanceof DatabaseUnreachableError;
+  const message = known ? (error as Error).message : `Start-up failed: ${(error as Error).message ?? error}`;
   process.stderr.write(`${message}\n`);
   process.exit(1);
 });

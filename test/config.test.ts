@@ -11,6 +11,9 @@ describe('loadConfig', () => {
       database: { type: 'sqlite', path: path.resolve(EMBEDDED_DATABASE_PATH) },
       corsOrigins: [],
       rateLimit: { max: 600, unauthenticatedMax: 60, windowSeconds: 60, namespace: 'petstore-rate-limit:' },
+      metrics: { port: 9464, host: '127.0.0.1' },
+      shutdown: { drainSeconds: 0, graceSeconds: 10 },
+      databaseConnectAttempts: 5,
     });
   });
 
@@ -26,15 +29,28 @@ describe('loadConfig', () => {
       RATE_LIMIT_UNAUTHENTICATED_MAX: '10',
       RATE_LIMIT_WINDOW_SECONDS: '30',
       REDIS_URL: 'redis://cache:6379',
+      DATABASE_REPLICA_URLS: 'mysql://user:pass@replica-1:3306/petstore, mysql://user:pass@replica-2:3306/petstore',
+      DATABASE_CONNECT_ATTEMPTS: '2',
+      METRICS_PORT: '9100',
+      METRICS_HOST: '10.0.0.5',
+      SHUTDOWN_DRAIN_SECONDS: '5',
+      SHUTDOWN_GRACE_SECONDS: '30',
     });
     expect(config).toEqual({
       port: 8080,
       host: '0.0.0.0',
       nodeEnv: 'production',
       logLevel: 'warn',
-      database: { type: 'mysql', url: 'mysql://user:pass@db:3306/petstore' },
+      database: {
+        type: 'mysql',
+        url: 'mysql://user:pass@db:3306/petstore',
+        replicaUrls: ['mysql://user:pass@replica-1:3306/petstore', 'mysql://user:pass@replica-2:3306/petstore'],
+      },
       corsOrigins: ['https://app.example.com', 'http://localhost:5173'],
       rateLimit: { max: 100, unauthenticatedMax: 10, windowSeconds: 30, namespace: 'petstore-rate-limit:', redisUrl: 'redis://cache:6379' },
+      metrics: { port: 9100, host: '10.0.0.5' },
+      shutdown: { drainSeconds: 5, graceSeconds: 30 },
+      databaseConnectAttempts: 2,
     });
   });
 
@@ -64,9 +80,22 @@ describe('loadConfig', () => {
     ['RATE_LIMIT_MAX', '0'],
     ['RATE_LIMIT_WINDOW_SECONDS', '1.5'],
     ['REDIS_URL', 'http://cache:6379'],
+    ['DATABASE_REPLICA_URLS', 'mysql://replica:3306'],
+    ['DATABASE_CONNECT_ATTEMPTS', '0'],
+    ['METRICS_PORT', '3000'],
+    ['SHUTDOWN_DRAIN_SECONDS', '-1'],
+    ['SHUTDOWN_GRACE_SECONDS', '0'],
   ])('when %s is %p, then ConfigError naming it', (key, value) => {
     expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`${key}: `));
+  });
+
+  test('when read replicas are set without a primary, then ConfigError', () => {
+    expect(() => loadConfig({ DATABASE_REPLICA_URLS: 'mysql://replica:3306/petstore' })).toThrow(/DATABASE_REPLICA_URLS: needs DATABASE_URL/);
+  });
+
+  test('when METRICS_HOST is unset, then metrics listen where the API does', () => {
+    expect(loadConfig({ HOST: '0.0.0.0' }).metrics).toEqual({ port: 9464, host: '0.0.0.0' });
   });
 
   test('when several keys are bad, then one error names them all', () => {

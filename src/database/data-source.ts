@@ -18,7 +18,7 @@ export const MIGRATIONS = [CreatePetAndApiKey1763769600000, CreateIdempotencyKey
  * Builds (does not connect) the TypeORM DataSource for a database configuration. The schema
  * is only ever changed by migrations (`synchronize` is off on every driver).
  *
- * @param database - MySQL URL, or SQLite file path / `':memory:'` (sql.js, persisted to the
+ * @param database - MySQL URL (and read replicas' URLs), or SQLite file path / `':memory:'` (sql.js, persisted to the
  *   file after every write when a path is given).
  * @returns an uninitialised DataSource; call `initialize()` then `runMigrations()`.
  */
@@ -28,7 +28,11 @@ export function createDataSource(database: DatabaseConfig): DataSource {
     return new DataSource({
       ...common,
       type: 'mysql',
-      url: database.url,
+      // With read replicas, reads outside transactions go to a replica (round robin) and
+      // writes, transactions and migrations to the primary (README "Operations").
+      ...(database.replicaUrls
+        ? { replication: { master: { url: database.url }, slaves: database.replicaUrls.map((url) => ({ url })) } }
+        : { url: database.url }),
       charset: 'utf8mb4_unicode_ci',
       // BIGINT arrives as an exact decimal string; int64Transformer converts it without rounding.
       supportBigNumbers: true,

@@ -1,18 +1,55 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource } from 'typeorm';
 import type { DatabaseConfig } from '../config';
 import { createDataSource } from './data-source';
+import { withMigrationLock } from './migration-lock';
+
+/** How to connect at start-up. */
+export interface OpenDatabaseOptions {
+  /** Connection attempts before giving up (default 1); the pauses between them double from 0.5 s. */
+  attempts?: number;
+  /** Told of each failed attempt that will be retried, with the pause before the next, in ms. */
+  onRetry?: (failure: { attempt: number; attempts: number; error: Error; delayMs: number }) => void;
+}
+
+/** Raised when the database cannot be reached at start-up; the message names where, without credentials. */
+export class DatabaseUnreachableError extends Error {
+  override readonly name = 'DatabaseUnreachableError';
+}
+
+function describe(database: DatabaseConfig): string {
+  if (database.type === 'sqlite') return database.path;
+  const url = new URL(database.url);
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}
 
 /**
- * Connects and brings the schema up to date (spec: migrations run automatically at start).
+ * Connects (retrying a bounded number of times) and brings the schema up to date under the
+ * migration lock, so that several instances starting together apply each migration once.
  *
  * @param database - which database to open.
+ * @param options - connection attempts and a retry observer.
  * @returns the initialised DataSource, all migrations applied.
- * @throws the driver's error when the database cannot be reached or a migration fails.
+ * @throws DatabaseUnreachableError when every attempt failed; the driver's error when a migration fails.
  */
-export async function openDatabase(database: DatabaseConfig): Promise<DataSource> {
-  const dataSource = await createDataSource(database).initialize();
+export async function openDatabase(database: DatabaseConfig, { attempts = 1, onRetry }: OpenDatabaseOptions = {}): Promise<DataSource> {
+  let dataSource: DataSource | undefined;
+  for (let attempt = 1; !dataSource; attempt++) {
+    try {
+      dataSource = await createDataSource(database).initialize();
+    } catch (error) {
+      if (attempt >= attempts) {
+        throw new DatabaseUnreachableError(
+          `Cannot reach the database at ${describe(database)} after ${attempts} attempt(s): ${(error as Error).message}`,
+        );
+      }
+      const delayMs = 500 * 2 ** (attempt - 1);
+      onRetry?.({ attempt, attempts, error: error as Error, delayMs });
+      await sleep(delayMs);
+    }
+  }
   try {
-    await dataSource.runMigrations({ transaction: 'each' });
+    await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }));
   } catch (error) {
     await dataSource.destroy();
     throw error;

@@ -6,6 +6,7 @@ import { createGraphqlErrorFormatter, sendGraphqlError } from '../errors/graphql
 import { HTTP_LIMITS } from '../http/http-limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import type { PetResolver } from '../pets/pet.resolver';
+import { operationSummaryPlugin } from './operation-summary.plugin';
 import { registerPlayground } from './playground';
 import { PARSE_OPTIONS, armorSettings, costLimitPlugin } from './query-limits';
 import { buildPetStoreSchema } from './schema';
@@ -46,7 +47,9 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     includeStacktraceInErrorResponses: false,
     allowBatchedHttpRequests: false,
     csrfPrevention: true,
-    plugins: [...armor.plugins, costLimitPlugin(spend), ApolloServerPluginLandingPageDisabled()],
+    // main.ts owns SIGTERM/SIGINT: Apollo stops when the Fastify app closes, after the requests in flight.
+    stopOnTerminationSignals: false,
+    plugins: [...armor.plugins, costLimitPlugin(spend), operationSummaryPlugin(), ApolloServerPluginLandingPageDisabled()],
   });
   await apollo.start();
   app.addHook('onClose', () => apollo.stop());

@@ -33,7 +33,8 @@ export class IdempotencyService {
    * @param scope.key - the Idempotency-Key as sent (1-255 printable ASCII characters).
    * @param input - the validated input; its fingerprint must match on a replay.
    * @param work - creates the resource with the given EntityManager (inside the transaction).
-   * @param replay - loads the resource made by the first request.
+   * @param replay - loads the resource made by the first request, through the given
+   *   EntityManager (on the primary: a read replica may not have it yet).
    * @returns the created or the replayed resource.
    * @throws AppError IDEMPOTENCY_KEY_IN_USE (409) or IDEMPOTENCY_KEY_REUSED (422).
    */
@@ -41,7 +42,7 @@ export class IdempotencyService {
     scope: { apiKeyId: number; key: string },
     input: unknown,
     work: (manager: EntityManager) => Promise<T>,
-    replay: (id: number) => Promise<T | null>,
+    replay: (id: number, manager: EntityManager) => Promise<T | null>,
   ): Promise<T> {
     const requestHash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
     const records = this.dataSource.getRepository(IdempotencyRecord);
@@ -50,7 +51,8 @@ export class IdempotencyService {
       throw new AppError('IDEMPOTENCY_KEY_REUSED');
     }
     if (record.petId !== null) {
-      const previous = await replay(record.petId);
+      const petId = record.petId;
+      const previous = await this.onPrimary((manager) => replay(petId, manager));
       if (previous) return previous;
     } else if (!record.claimedNow) {
       throw new AppError('IDEMPOTENCY_KEY_IN_USE');
@@ -76,6 +78,19 @@ export class IdempotencyService {
     return result.affected ?? 0;
   }
 
+  /**
+   * Runs reads on the primary database. With read replicas (DATABASE_REPLICA_URLS), TypeORM
+   * sends reads outside transactions to a replica, which may not yet have a row just written.
+   */
+  private async onPrimary<R>(read: (manager: EntityManager) => Promise<R>): Promise<R> {
+    const runner = this.dataSource.createQueryRunner('master');
+    try {
+      return await read(runner.manager);
+    } finally {
+      await runner.release();
+    }
+  }
+
   /** Inserts the in-flight row, or finds the existing one (taking it over when abandoned). */
   private async claim(
     scope: { apiKeyId: number; key: string },
@@ -89,7 +104,7 @@ export class IdempotencyService {
       await records.insert(fresh);
       return Object.assign(fresh, { claimedNow: true });
     } catch (error) {
-      const existing = await records.findOneBy(where);
+      const existing = await this.onPrimary((manager) => manager.getRepository(IdempotencyRecord).findOneBy(where));
       if (!existing) throw error;
       const expired = existing.createdAt.getTime() < now.getTime() - IDEMPOTENCY_LIMITS.retentionMs;
       const abandoned = existing.petId === null && existing.createdAt.getTime() < now.getTime() - IDEMPOTENCY_LIMITS.abandonedAfterMs;

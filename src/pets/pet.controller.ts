@@ -151,7 +151,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
       },
     },
     async (request) => {
-      const pet = await petResolver.pet({ id: request.params.petId });
+      const pet = await petResolver.pet({ id: request.params.petId }, { request });
       if (!pet) throw new AppError('NOT_FOUND', `No pet has id ${request.params.petId}.`);
       return pet;
     },

@@ -1,5 +1,6 @@
 import { Arg, Args, Ctx, Mutation, Query, Resolver } from 'type-graphql';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { DeprecationTracker } from '../operations/deprecation.tracker';
 import { type RequestContext, idempotencyKeyOf } from '../idempotency/request-context';
 import { validateInput } from '../validation/validate-input';
 import { Pet } from './pet.entity';
@@ -23,6 +24,7 @@ export class PetResolver {
   constructor(
     private readonly petService: PetService,
     private readonly idempotency: IdempotencyService,
+    private readonly deprecations: DeprecationTracker,
   ) {}
 
   /**
@@ -46,6 +48,7 @@ export class PetResolver {
    * getPet (spec "getPet", deprecated).
    *
    * @param args - `id`, a positive integer as a decimal string.
+   * @param context - the HTTP request; the call is counted per API key (README "Operations").
    * @returns the pet, or null when it does not exist (REST turns null into 404).
    * @throws AppError BAD_USER_INPUT for an id that is not a positive safe integer.
    */
@@ -54,7 +57,8 @@ export class PetResolver {
     description: 'Returns one animal by identifier, or null when it does not exist.',
     deprecationReason: GET_PET_DEPRECATION.graphqlReason,
   })
-  async pet(@Args(() => PetIdArgs) args: PetIdArgs): Promise<Pet | null> {
+  async pet(@Args(() => PetIdArgs) args: PetIdArgs, @Ctx() context: RequestContext): Promise<Pet | null> {
+    if (context.request.apiKeyId !== undefined) this.deprecations.record('getPet', context.request.apiKeyId);
     const { id } = await validateInput(PetIdArgs, args);
     return this.petService.findById(Number(id));
   }
@@ -77,7 +81,7 @@ export class PetResolver {
       { apiKeyId: context.request.apiKeyId, key },
       { name, categoryId, status },
       (manager) => this.petService.create({ name, categoryId, status }, manager),
-      (id) => this.petService.findById(id),
+      (id, manager) => this.petService.findById(id, manager),
     );
   }
 }

@@ -35,10 +35,11 @@ export class PetService {
 
   /**
    * @param id - a positive identifier.
+   * @param manager - where to read, if not the default (a read replica when configured).
    * @returns the pet, or null when none has that id.
    */
-  findById(id: number): Promise<Pet | null> {
-    return this.pets.findOneBy({ id });
+  findById(id: number, manager?: EntityManager): Promise<Pet | null> {
+    return (manager?.getRepository(Pet) ?? this.pets).findOneBy({ id });
   }
 
   /**

@@ -75,7 +75,11 @@ export async function withServer(
   use: (server: ReturnType<typeof startNode>, base: string) => Promise<void>,
 ): Promise<number | null> {
   const port = await freePort();
-  const server = startNode(built('src/main.js'), { cwd: options.cwd, env: { ...options.env, PORT: String(port) } });
+  const metricsPort = await freePort();
+  const server = startNode(built('src/main.js'), {
+    cwd: options.cwd,
+    env: { METRICS_PORT: String(metricsPort), ...options.env, PORT: String(port) },
+  });
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitForHttp(`${base}/v1/pets`);

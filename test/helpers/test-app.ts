@@ -33,15 +33,21 @@ export interface TestApp {
  * @param options.database - open this database instead of a fresh test one (it is then not dropped).
  * @param options.createKey - create an API key (default true).
  * @param options.config - configuration for the app (defaults: silent logs, everything else unset).
+ * @param options.observe - a log stream, metrics or service state to build the app with.
  */
 export async function startTestApp(
-  options: { database?: DatabaseConfig; createKey?: boolean; config?: Partial<AppDependencies['config']> } = {},
+  options: {
+    database?: DatabaseConfig;
+    createKey?: boolean;
+    config?: Partial<AppDependencies['config']>;
+    observe?: Pick<AppDependencies, 'logStream' | 'metrics' | 'state'>;
+  } = {},
 ): Promise<TestApp> {
   const owned = options.database ? null : await createTestDatabase();
   const dataSource = await openDatabase(options.database ?? owned!.database);
   // Rate limits out of the way unless a test sets its own; a namespace of its own per app.
   const rateLimit = { max: 1e9, unauthenticatedMax: 1e9, windowSeconds: 60, namespace: `test-${randomUUID()}:` };
-  const app = await buildApp({ config: { logLevel: 'silent', rateLimit, ...options.config }, dataSource });
+  const app = await buildApp({ config: { logLevel: 'silent', rateLimit, ...options.config }, dataSource, ...options.observe });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey));
   const apiKey = options.createKey === false ? '' : (await apiKeys.create('test')).key;

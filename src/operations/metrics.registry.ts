@@ -1,0 +1,90 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { DataSource } from 'typeorm';
+
+/** Label values of one served request, as `petstore_http_request_duration_seconds` records them. */
+export interface RequestLabels {
+  /** `rest`, `graphql` or `other` (health, documents, playground). */
+  surface: 'rest' | 'graphql' | 'other';
+  /** REST: the route pattern (`/v1/pets/:petId`); GraphQL: the operation type and root fields (`query pets`); else the route or `unmatched`. */
+  route: string;
+  method: string;
+  status: number;
+}
+
+/** The service's Prometheus metrics (README "Operations"), in a registry of their own. */
+export interface Metrics {
+  registry: Registry;
+  /** Records one finished request; `seconds` is its duration. */
+  observeRequest: (labels: RequestLabels, seconds: number) => void;
+  /** Counts one call of a deprecated operation by an API key. */
+  countDeprecatedCall: (operation: string, apiKeyId: number) => void;
+  /** Reports the connection pools of `dataSource` (MySQL only) from now on. */
+  watchDatabasePool: (dataSource: DataSource) => void;
+}
+
+/** mysql2's pool, as far as its usage can be read (the fields are not part of its typed API). */
+interface MysqlPool {
+  _allConnections?: { length: number };
+  _freeConnections?: { length: number };
+  _connectionQueue?: { length: number };
+  config?: { connectionLimit?: number };
+}
+
+/** The pools behind a TypeORM MySQL DataSource: one, or one per node of a replication cluster. */
+function poolsOf(dataSource: DataSource): Array<{ node: string; pool: MysqlPool }> {
+  const driver = dataSource.driver as unknown as { pool?: MysqlPool; poolCluster?: { _nodes?: Record<string, { pool: MysqlPool }> } };
+  if (driver.poolCluster?._nodes) {
+    return Object.entries(driver.poolCluster._nodes).map(([node, { pool }]) => ({ node: node.toLowerCase(), pool }));
+  }
+  return driver.pool ? [{ node: 'primary', pool: driver.pool }] : [];
+}
+
+/**
+ * Creates the metrics: process metrics (prom-client's defaults, `process_*` and `nodejs_*`),
+ * `petstore_http_request_duration_seconds` (histogram by surface, route, method, status),
+ * `petstore_db_pool_connections` (gauge by node and state: `total`, `idle`, `limit`, and
+ * `waiting` requests) and `petstore_deprecated_calls_total` (counter by operation and API key id).
+ *
+ * @returns a fresh {@link Metrics}; each app has its own registry, so several can run in one process.
+ */
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const duration = new Histogram({
+    name: 'petstore_http_request_duration_seconds',
+    help: 'Time from receiving a request to sending its response, in seconds.',
+    labelNames: ['surface', 'route', 'method', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const deprecated = new Counter({
+    name: 'petstore_deprecated_calls_total',
+    help: 'Calls of deprecated operations (getPet, GraphQL Query.pet), by API key id.',
+    labelNames: ['operation', 'api_key_id'] as const,
+    registers: [registry],
+  });
+  const pools: DataSource[] = [];
+  new Gauge({
+    name: 'petstore_db_pool_connections',
+    help: 'Database pool usage: open connections (total), idle ones, the limit, and requests waiting for a connection.',
+    labelNames: ['node', 'state'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const dataSource of pools) {
+        for (const { node, pool } of poolsOf(dataSource)) {
+          this.set({ node, state: 'total' }, pool._allConnections?.length ?? 0);
+          this.set({ node, state: 'idle' }, pool._freeConnections?.length ?? 0);
+          this.set({ node, state: 'waiting' }, pool._connectionQueue?.length ?? 0);
+          this.set({ node, state: 'limit' }, pool.config?.connectionLimit ?? 0);
+        }
+      }
+    },
+  });
+  return {
+    registry,
+    observeRequest: ({ status, ...labels }, seconds) => duration.observe({ ...labels, status: String(status) }, seconds),
+    countDeprecatedCall: (operation, apiKeyId) => deprecated.inc({ operation, api_key_id: String(apiKeyId) }),
+    watchDatabasePool: (dataSource) => void pools.push(dataSource),
+  };
+}
