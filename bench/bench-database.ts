@@ -1,0 +1,115 @@
+import { crc32 } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
+import { createConnection } from 'mysql2/promise';
+import { ApiKey } from '../src/auth/api-key.entity';
+import { API_KEY_PREFIX, ApiKeyService, isWellFormedApiKey } from '../src/auth/api-key.service';
+import { openDatabase } from '../src/database/open-database';
+import { seedPets } from '../src/pets/pet.seed';
+
+/** `mysql://…/other` from a URL and a database name. */
+export function withDatabase(url: string, name: string): string {
+  const next = new URL(url);
+  next.pathname = `/${name}`;
+  return next.toString();
+}
+
+/**
+ * Drops and recreates the database of `url`, runs the migrations, seeds `petCount` pets with
+ * {@link seedPets} and creates one API key through ApiKeyService.
+ *
+ * @returns the API key (ids 1 to `petCount` are the seeded pets).
+ */
+export async function prepareDatabase(url: string, petCount: number): Promise<string> {
+  const name = new URL(url).pathname.slice(1);
+  const admin = await createConnection(withDatabase(url, ''));
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
+    await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+  } finally {
+    await admin.end();
+  }
+  const dataSource = await openDatabase({ type: 'mysql', url });
+  try {
+    await seedPets(dataSource, petCount);
+    return (await new ApiKeyService(dataSource.getRepository(ApiKey)).create('benchmark')).key;
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+/**
+ * Grows `pet` to `target` rows by copying existing rows (`INSERT … SELECT`, doubling at most),
+ * then refreshes the index statistics.
+ *
+ * @returns the row count reached.
+ */
+export async function growPets(url: string, target: number): Promise<number> {
+  const connection = await createConnection(url);
+  try {
+    const count = async () => Number(((await connection.query('SELECT COUNT(*) AS n FROM pet')) as any)[0][0].n);
+    for (let rows = await count(); rows < target; rows = await count()) {
+      const batch = Math.min(rows, target - rows);
+      await connection.query(`INSERT INTO pet (name, category_id, status) SELECT name, category_id, status FROM pet ORDER BY id LIMIT ${batch}`);
+    }
+    await connection.query('ANALYZE TABLE pet');
+    return count();
+  } finally {
+    await connection.end();
+  }
+}
+
+/** One row of MySQL's EXPLAIN, as reported. */
+export interface ExplainRow {
+  type: string;
+  key: string | null;
+  rows: number;
+  Extra: string | null;
+}
+
+/**
+ * EXPLAINs the statements the service runs for list and get (the same SQL TypeORM sends,
+ * without its aliases).
+ *
+ * @returns each statement's plan, keyed by a short label.
+ */
+export async function explainQueries(url: string): Promise<Record<string, ExplainRow>> {
+  const statements: Record<string, string> = {
+    'list limit=20': 'SELECT id, name, category_id, status FROM pet ORDER BY id ASC LIMIT 20',
+    'list status=sold limit=20': "SELECT id, name, category_id, status FROM pet WHERE status = 'sold' ORDER BY id ASC LIMIT 20",
+    'get by id': 'SELECT id, name, category_id, status FROM pet WHERE id = 5000 LIMIT 1',
+  };
+  const connection = await createConnection(url);
+  try {
+    const plans: Record<string, ExplainRow> = {};
+    for (const [label, sql] of Object.entries(statements)) {
+      const [rows] = (await connection.query(`EXPLAIN ${sql}`)) as any;
+      const { type, key, rows: estimate, Extra } = rows[0];
+      plans[label] = { type, key, rows: Number(estimate), Extra };
+    }
+    return plans;
+  } finally {
+    await connection.end();
+  }
+}
+
+/** @returns the server's version string, e.g. `10.11.19-MariaDB-…`. */
+export async function databaseVersion(url: string): Promise<string> {
+  const connection = await createConnection(url);
+  try {
+    return ((await connection.query('SELECT VERSION() AS v')) as any)[0][0].v;
+  } finally {
+    await connection.end();
+  }
+}
+
+/**
+ * A key that passes the service's format and CRC-32 checksum check (`isWellFormedApiKey`) but
+ * is stored nowhere: the realistic bad key, which costs the service a database lookup.
+ */
+export function wellFormedUnknownKey(): string {
+  const secret = randomBytes(32).toString('base64url');
+  const checksum = Buffer.from(crc32(secret).toString(16).padStart(8, '0'), 'hex').toString('base64url');
+  const key = API_KEY_PREFIX + secret + checksum;
+  if (!isWellFormedApiKey(key)) throw new Error('the bad key must be well formed: the checksum rule changed');
+  return key;
+}

@@ -1,0 +1,171 @@
+import type { ExplainRow } from './bench-database';
+import type { Measurement, SystemName } from './bench.runner';
+
+/** Every measurement of one system on one scenario, one per round. */
+export interface ScenarioRuns {
+  name: string;
+  surface: 'rest' | 'graphql';
+  system: SystemName;
+  rounds: Measurement[];
+}
+
+/** The fixed-rate comparison: both at half of B1's maximum rate for the operation. */
+export interface HalfRateRow {
+  name: string;
+  surface: 'rest' | 'graphql';
+  /** Requests per second sent to each. */
+  rate: number;
+  b1: Measurement;
+  service: Measurement;
+}
+
+/** The scale curve: latency at one table size. */
+export interface ScalePoint {
+  rows: number;
+  plans: Record<string, ExplainRow>;
+  /** Query label (`list limit=20`, `get`, …) → measurement with one connection. */
+  latency: Record<string, Measurement>;
+}
+
+/** Everything one `npm run bench` produced; written as JSON. */
+export interface BenchResults {
+  startedAt: string;
+  mode: 'full' | 'smoke';
+  seconds: number;
+  machine: Record<string, string | number>;
+  settings: { rounds: number; durationSeconds: number; warmupSeconds: number; connections: number; pets: number };
+  runs: ScenarioRuns[];
+  halfRate: HalfRateRow[];
+  scale: ScalePoint[];
+}
+
+/** One scenario's summary: medians over rounds (RSS: the maximum; unexpected: the sum). */
+export interface Summary {
+  rps: number;
+  p50: number;
+  p99: number;
+  peakRssMb: number;
+  unexpected: number;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** @returns the medians of a scenario's rounds, or undefined when it was not run. */
+export function summarise(runs: ScenarioRuns | undefined): Summary | undefined {
+  if (!runs || runs.rounds.length === 0) return undefined;
+  const { rounds } = runs;
+  return {
+    rps: median(rounds.map((m) => m.rps)),
+    p50: median(rounds.map((m) => m.p50)),
+    p99: median(rounds.map((m) => m.p99)),
+    peakRssMb: Math.max(...rounds.map((m) => m.peakRssMb)),
+    unexpected: rounds.reduce((sum, m) => sum + m.unexpected, 0),
+  };
+}
+
+const find = (results: BenchResults, system: SystemName, surface: string, name: string) =>
+  summarise(results.runs.find((r) => r.system === system && r.surface === surface && r.name === name));
+
+/** Service throughput over B1's for the same operation (GraphQL is compared with B1's REST). */
+export function ratioToB1(results: BenchResults, surface: string, name: string): number | undefined {
+  const service = find(results, 'service', surface, name);
+  const b1 = find(results, 'B1', 'rest', name);
+  return service && b1 ? service.rps / b1.rps : undefined;
+}
+
+/** A target and whether this run met it. */
+export interface TargetCheck {
+  target: string;
+  value: string;
+  met: boolean;
+}
+
+const SCALE_QUERIES = ['list limit=1', 'list limit=20', 'list limit=100', 'list status limit=20', 'get'];
+
+/** Evaluates the issue's targets against the results. */
+export function checkTargets(results: BenchResults): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const ratio = (surface: string, name: string, minimum: number) => {
+    const value = ratioToB1(results, surface, name);
+    if (value !== undefined) checks.push({ target: `${surface} ${name} ≥ ${minimum}× B1`, value: `${value.toFixed(2)}×`, met: value >= minimum });
+  };
+  for (const name of ['get', 'list-20', 'list-100', 'list-status']) ratio('rest', name, 0.8);
+  for (const name of ['get', 'list-20', 'list-100', 'list-status']) ratio('graphql', name, 0.6);
+  ratio('rest', 'create', 0.7);
+  ratio('graphql', 'create', 0.7);
+  for (const row of results.halfRate) {
+    const value = row.service.p99 / row.b1.p99;
+    checks.push({ target: `${row.surface} ${row.name} p99 at ${row.rate} req/s (half of B1's max) ≤ 1.5× B1's p99`, value: `${row.service.p99} ms vs ${row.b1.p99} ms (${value.toFixed(2)}×)`, met: value <= 1.5 });
+  }
+  const first = results.scale[0];
+  const last = results.scale.at(-1);
+  if (first && last && last !== first) {
+    for (const query of SCALE_QUERIES.filter((q) => q.startsWith('list'))) {
+      const value = last.latency[query].mean / first.latency[query].mean;
+      checks.push({ target: `${query} mean latency at ${last.rows.toLocaleString('en')} rows ≤ 1.2× at ${first.rows.toLocaleString('en')}`, value: `${last.latency[query].mean.toFixed(2)} vs ${first.latency[query].mean.toFixed(2)} ms (${value.toFixed(2)}×)`, met: value <= 1.2 });
+    }
+  }
+  for (const surface of ['rest', 'graphql']) {
+    const mixed = find(results, 'service', surface, 'mixed');
+    if (mixed) checks.push({ target: `server RSS ≤ 200 MB under the ${surface} mixed load`, value: `${mixed.peakRssMb} MB`, met: mixed.peakRssMb <= 200 });
+  }
+  return checks;
+}
+
+const fixed = (value: number | undefined, digits = 0) => (value === undefined ? '–' : value.toFixed(digits));
+
+/** @returns the results as Markdown: machine, main table, half-rate table, scale curve, targets. */
+export function toMarkdown(results: BenchResults): string {
+  const lines: string[] = [];
+  const { settings, machine } = results;
+  lines.push(`Run ${results.startedAt} (${results.mode}, ${Math.round(results.seconds)} s): ${settings.rounds} rounds × ${settings.durationSeconds} s per scenario and system (after ${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ${settings.pets.toLocaleString('en')} seeded pets.`);
+  lines.push('');
+  lines.push(`Machine: ${Object.entries(machine).map(([key, value]) => `${key} ${value}`).join('; ')}.`);
+  lines.push('');
+  lines.push('| Scenario | Surface | req/s | p50 ms | p99 ms | B1 req/s | B1 p99 ms | × B1 | B0 req/s | Peak RSS MB | Unexpected |');
+  lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+  const names = [...new Set(results.runs.map((r) => r.name))];
+  for (const name of names) {
+    for (const surface of ['rest', 'graphql']) {
+      const service = find(results, 'service', surface, name);
+      if (!service) continue;
+      const b1 = find(results, 'B1', 'rest', name);
+      const b0 = find(results, 'B0', 'rest', name);
+      const unexpected = service.unexpected + (surface === 'rest' ? (b1?.unexpected ?? 0) + (b0?.unexpected ?? 0) : 0);
+      lines.push(`| ${name} | ${surface === 'rest' ? 'REST' : 'GraphQL'} | ${fixed(service.rps)} | ${fixed(service.p50)} | ${fixed(service.p99)} | ${fixed(b1?.rps)} | ${fixed(b1?.p99)} | ${fixed(ratioToB1(results, surface, name), 2)} | ${fixed(b0?.rps)} | ${service.peakRssMb} | ${unexpected} |`);
+    }
+  }
+  lines.push('');
+  lines.push('Medians over rounds; B1 and B0 serve REST only, so GraphQL rows are compared with B1\'s REST figure for the same operation. "Unexpected" counts responses with another status than the scenario expects, and connection errors, over every round (service, and for REST rows B1 and B0 too).');
+  if (results.halfRate.length > 0) {
+    lines.push('');
+    lines.push('At half of B1\'s maximum rate (fixed request rate, same connections):');
+    lines.push('');
+    lines.push('| Scenario | Surface | Rate req/s | Service p50 / p99 ms | B1 p50 / p99 ms |');
+    lines.push('|---|---|--:|--:|--:|');
+    for (const row of results.halfRate) {
+      lines.push(`| ${row.name} | ${row.surface === 'rest' ? 'REST' : 'GraphQL'} | ${row.rate} | ${row.service.p50} / ${row.service.p99} | ${row.b1.p50} / ${row.b1.p99} |`);
+    }
+  }
+  if (results.scale.length > 0) {
+    lines.push('');
+    lines.push('Scale curve (REST, one connection, mean / p99 latency in ms; EXPLAIN: access type and key for list, filtered list and get):');
+    lines.push('');
+    lines.push(`| Rows | ${SCALE_QUERIES.join(' | ')} | EXPLAIN |`);
+    lines.push(`|--:|${SCALE_QUERIES.map(() => '--:').join('|')}|---|`);
+    for (const point of results.scale) {
+      const cells = SCALE_QUERIES.map((query) => `${point.latency[query].mean.toFixed(2)} / ${point.latency[query].p99}`);
+      const plans = Object.values(point.plans).map((plan) => `${plan.type} ${plan.key}`).join(', ');
+      lines.push(`| ${point.rows.toLocaleString('en')} | ${cells.join(' | ')} | ${plans} |`);
+    }
+  }
+  lines.push('');
+  lines.push('Targets:');
+  lines.push('');
+  for (const check of checkTargets(results)) lines.push(`- ${check.met ? 'met' : '**missed**'}: ${check.target}: ${check.value}`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,181 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import autocannon, { type Request } from 'autocannon';
+import type { Scenario, ScenarioContext } from './scenarios';
+
+/** The systems measured: the service and the two baselines. */
+export type SystemName = 'service' | 'B1' | 'B0';
+
+/** A started server process. */
+export interface RunningSystem {
+  name: SystemName;
+  url: string;
+  pid: number;
+  /** SIGTERM, then SIGKILL after 5 s; resolves once the process has exited. */
+  stop: () => Promise<void>;
+}
+
+/** One autocannon run of one scenario against one system. */
+export interface Measurement {
+  /** Responses per second over the run. */
+  rps: number;
+  /** Latency percentiles, milliseconds (autocannon records whole milliseconds). */
+  p50: number;
+  p99: number;
+  /** Mean latency, milliseconds, from the throughput: connections × duration / responses (exact, unlike the histogram). */
+  mean: number;
+  /** Responses received. */
+  total: number;
+  /** Responses with a status not in the scenario's `expected`, plus connection errors (timeouts included). */
+  unexpected: number;
+  /** Count of each status received, e.g. `{ "200": 5120 }`. */
+  statuses: Record<string, number>;
+  /** Highest resident set size of the server during the run, MiB (sampled every 50 ms). */
+  peakRssMb: number;
+}
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/** @returns a TCP port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+/** Current resident set size of a process, MiB; 0 when unreadable (not Linux, or exited). */
+export function rssMb(pid: number): number {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Starts a server as a child process (`node <script>` from the repository root) and waits
+ * until `GET /v1/pets?limit=1` with `apiKey` answers 200.
+ *
+ * @param script - path of the built script, relative to the repository root.
+ * @param env - added to the current environment (PORT is chosen here).
+ * @param nodeOptions - extra node flags, e.g. `--cpu-prof`.
+ * @throws when the process exits or is not ready within 30 s (its output is in the message).
+ */
+export async function startSystem(
+  name: SystemName,
+  script: string,
+  env: Record<string, string>,
+  apiKey: string,
+  nodeOptions: string[] = [],
+): Promise<RunningSystem> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, [...nodeOptions, script], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-8000));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
+  for (const deadline = Date.now() + 30_000; ; ) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode} before it was ready:\n${output}`);
+    try {
+      const response = await fetch(`${url}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${apiKey}` } });
+      await response.arrayBuffer();
+      if (response.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`${name} was not ready within 30 s:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { name, url, pid: child.pid!, stop };
+}
+
+/**
+ * Sends each request of a scenario once (with fetch) and checks the answer: an expected
+ * status, and for GraphQL no `errors` in a 200. Catches a scenario that would measure the
+ * wrong thing (a GraphQL error answered in a 200) before any load is sent.
+ *
+ * @returns the body of the first response (used as B0's canned answer).
+ * @throws naming the scenario, the status and the body.
+ */
+export async function probe(system: RunningSystem, scenario: Scenario, context: ScenarioContext): Promise<string> {
+  let first: string | undefined;
+  for (let request of scenario.requests(context)) {
+    if (typeof request.setupRequest === 'function') request = request.setupRequest(request, {});
+    const response = await fetch(system.url + request.path, { method: request.method, headers: request.headers as Record<string, string>, body: request.body as string | undefined });
+    const body = await response.text();
+    const graphqlErrors = scenario.surface === 'graphql' && response.status === 200 && JSON.parse(body).errors;
+    if (!scenario.expected.includes(response.status) || graphqlErrors) {
+      throw new Error(`${system.name} ${scenario.surface} ${scenario.name}: ${request.method} ${request.path} answered ${response.status} ${body.slice(0, 300)}`);
+    }
+    first ??= body;
+  }
+  return first!;
+}
+
+/**
+ * Runs one scenario with autocannon against a system, sampling the server's RSS.
+ *
+ * @param options.duration - seconds of load.
+ * @param options.connections - concurrent keep-alive connections (no pipelining).
+ * @param options.overallRate - requests per second across all connections; unlimited when absent.
+ */
+export async function measure(
+  system: RunningSystem,
+  scenario: Scenario,
+  context: ScenarioContext,
+  options: { duration: number; connections: number; overallRate?: number },
+): Promise<Measurement> {
+  let peakRssMb = rssMb(system.pid);
+  const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, rssMb(system.pid))), 50);
+  try {
+    const result = await autocannon({
+      url: system.url,
+      connections: options.connections,
+      duration: options.duration,
+      ...(options.overallRate && { overallRate: options.overallRate }),
+      requests: scenario.requests(context) as Request[],
+      timeout: 10,
+      // autocannon stops at its next sample tick (default every 1 s): sample often so short runs end on time.
+      sampleInt: 100,
+    });
+    const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count ?? 0]));
+    const expected = scenario.expected.reduce((sum, code) => sum + (statuses[code] ?? 0), 0);
+    const total = Object.values(statuses).reduce((sum, count) => sum + count, 0);
+    return {
+      rps: total / result.duration,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      mean: total > 0 ? (options.connections * result.duration * 1000) / total : 0,
+      total,
+      unexpected: total - expected + result.errors,
+      statuses,
+      peakRssMb: Math.round(Math.max(peakRssMb, rssMb(system.pid))),
+    };
+  } finally {
+    clearInterval(sampler);
+  }
+}

@@ -1,0 +1,206 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { databaseVersion, explainQueries, growPets, prepareDatabase, wellFormedUnknownKey, withDatabase } from './bench-database';
+import { type BenchResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
+import { type Measurement, type RunningSystem, type SystemName, freePort, measure, probe, startSystem } from './bench.runner';
+import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
+
+/**
+ * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --cpu-prof]`
+ *
+ * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
+ * mysql://root@127.0.0.1:3306/petstore_bench), then for each round starts fresh processes of
+ * the service (dist/src/main.js, NODE_ENV=production, LOG_LEVEL=warn) and the baselines B1
+ * (Fastify + mysql2) and B0 (node:http, canned JSON), alternating their order, and runs every
+ * scenario against each with autocannon. Then: p99 at half of B1's maximum rate, and the scale
+ * curve (10k, 100k, 1M rows in BENCH_DATABASE_URL's database + `_scale`). Writes
+ * bench/results/latest.{md,json} (smoke: smoke.{md,json}) and prints the table.
+ * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
+ * No thresholds are enforced: targets are reported, met or missed.
+ */
+const argv = process.argv.slice(2);
+const smoke = argv.includes('--smoke');
+const only = argv.includes('--only') ? new RegExp(argv[argv.indexOf('--only') + 1]) : undefined;
+const SETTINGS = smoke
+  ? { rounds: 1, durationSeconds: 0.4, warmupSeconds: 0.1, connections: 10, pets: 10_000, scaleRows: [10_000, 20_000], scaleSeconds: 0.3 }
+  : { rounds: 3, durationSeconds: 3, warmupSeconds: 0.5, connections: 10, pets: 10_000, scaleRows: [10_000, 100_000, 1_000_000], scaleSeconds: 2 };
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/petstore_bench';
+const RESULTS = path.resolve(__dirname, '..', '..', 'bench', 'results');
+const CANNED_FILE = path.join(os.tmpdir(), `petstore-bench-canned-${process.pid}.json`);
+
+const began = Date.now();
+const log = (message: string) => process.stderr.write(`[${((Date.now() - began) / 1000).toFixed(1).padStart(5)} s] ${message}\n`);
+const round1 = (value: number) => Math.round(value * 10) / 10;
+
+/** How to start each system; the service exactly as in production, rate limits out of the way. */
+async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_URL): Promise<RunningSystem> {
+  switch (system) {
+    case 'service':
+      return startSystem('service', 'dist/src/main.js', {
+        NODE_ENV: 'production',
+        LOG_LEVEL: 'warn',
+        DATABASE_URL: databaseUrl,
+        RATE_LIMIT_MAX: '1000000000',
+        RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
+        // A second listener (metrics), if the service has one, must not collide.
+        METRICS_PORT: String(await freePort()),
+      }, apiKey, argv.includes('--cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : []);
+    case 'B1':
+      return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey);
+    case 'B0':
+      return startSystem('B0', 'dist/bench/baseline-http.server.js', { API_KEY: apiKey, CANNED_FILE }, apiKey);
+  }
+}
+
+/** Records the service's REST answers for B0 to replay. */
+async function captureCanned(service: RunningSystem, context: ScenarioContext): Promise<void> {
+  const rest = (name: string) => SCENARIOS.find((s) => s.surface === 'rest' && s.name === name)!;
+  const lists: Record<string, string> = {};
+  for (const [name, query] of Object.entries(LIST_QUERIES)) lists[query] = await probe(service, rest(name), context);
+  const canned = {
+    get: await probe(service, rest('get'), context),
+    create: await probe(service, rest('create'), context),
+    unauthorized: await probe(service, rest('unauthorized'), context),
+    lists,
+  };
+  writeFileSync(CANNED_FILE, JSON.stringify(canned));
+}
+
+/** Probes, warms up, then measures one scenario. */
+async function run(system: RunningSystem, scenario: Scenario, context: ScenarioContext, overallRate?: number, connections = SETTINGS.connections): Promise<Measurement> {
+  await probe(system, scenario, context);
+  if (SETTINGS.warmupSeconds > 0) await measure(system, scenario, context, { duration: SETTINGS.warmupSeconds, connections, overallRate });
+  const result = await measure(system, scenario, context, { duration: SETTINGS.durationSeconds, connections, overallRate });
+  log(`  ${system.name.padEnd(7)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`);
+  return result;
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const loadBefore = os.loadavg()[0];
+  log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
+  const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
+  const context: ScenarioContext = { apiKey, badKey: wellFormedUnknownKey(), petCount: SETTINGS.pets };
+  const scenarios = SCENARIOS.filter((s) => !only || only.test(`${s.surface} ${s.name}`));
+  const runs: ScenarioRuns[] = [];
+  const record = (system: SystemName, scenario: Scenario, measurement: Measurement) => {
+    let entry = runs.find((r) => r.system === system && r.surface === scenario.surface && r.name === scenario.name);
+    if (!entry) runs.push((entry = { system, surface: scenario.surface, name: scenario.name, rounds: [] }));
+    entry.rounds.push(measurement);
+  };
+
+  // A B A B: fresh processes every round, the order reversed every other round.
+  for (let round = 0; round < SETTINGS.rounds; round++) {
+    const order: SystemName[] = round % 2 === 0 ? ['service', 'B1', 'B0'] : ['B0', 'B1', 'service'];
+    log(`Round ${round + 1} of ${SETTINGS.rounds}: ${order.join(', ')}`);
+    for (const name of order) {
+      const system = await start(name, apiKey);
+      try {
+        if (name === 'service' && round === 0) await captureCanned(system, context);
+        for (const scenario of scenarios.filter((s) => name === 'service' || s.surface === 'rest')) {
+          record(name, scenario, await run(system, scenario, context));
+        }
+      } finally {
+        await system.stop();
+      }
+    }
+  }
+
+  // p99 at half of B1's maximum rate, B1 then the service, for get and list-20.
+  const halfRate: BenchResults['halfRate'] = [];
+  const halfRateScenarios = scenarios.filter((s) => ['get', 'list-20'].includes(s.name));
+  if (halfRateScenarios.length > 0 && !argv.includes('--no-half-rate')) {
+    log('At half of B1\'s maximum rate');
+    const rateOf = (name: string) => Math.max(1, Math.round(summarise(runs.find((r) => r.system === 'B1' && r.name === name))!.rps / 2));
+    const b1 = await start('B1', apiKey);
+    const b1Results: Record<string, Measurement> = {};
+    try {
+      for (const scenario of halfRateScenarios.filter((s) => s.surface === 'rest')) b1Results[scenario.name] = await run(b1, scenario, context, rateOf(scenario.name));
+    } finally {
+      await b1.stop();
+    }
+    const service = await start('service', apiKey);
+    try {
+      for (const scenario of halfRateScenarios) {
+        const rate = rateOf(scenario.name);
+        halfRate.push({ name: scenario.name, surface: scenario.surface, rate, b1: b1Results[scenario.name], service: await run(service, scenario, context, rate) });
+      }
+    } finally {
+      await service.stop();
+    }
+  }
+
+  // The scale curve: one connection, so latency is the cost of one request.
+  const scale: BenchResults['scale'] = [];
+  if (!argv.includes('--no-scale')) {
+    const scaleUrl = withDatabase(DATABASE_URL, `${new URL(DATABASE_URL).pathname.slice(1)}_scale`);
+    const scaleKey = await prepareDatabase(scaleUrl, SETTINGS.scaleRows[0]);
+    const service = await start('service', scaleKey, scaleUrl);
+    try {
+      for (const rows of SETTINGS.scaleRows) {
+        const began = Date.now();
+        await growPets(scaleUrl, rows);
+        log(`Scale curve at ${rows.toLocaleString('en')} rows (grown in ${((Date.now() - began) / 1000).toFixed(1)} s)`);
+        const scaleContext: ScenarioContext = { ...context, apiKey: scaleKey, petCount: rows };
+        const list = (label: string, query: string): [string, Scenario] => [label, { name: label, surface: 'rest', expected: [200], requests: ({ apiKey: key }) => [{ method: 'GET', path: `/v1/pets${query}`, headers: { authorization: `Bearer ${key}` } }] }];
+        const queries: Array<[string, Scenario]> = [
+          list('list limit=1', '?limit=1'),
+          list('list limit=20', '?limit=20'),
+          list('list limit=100', '?limit=100'),
+          list('list status limit=20', '?status=sold&limit=20'),
+          ['get', SCENARIOS.find((s) => s.surface === 'rest' && s.name === 'get')!],
+        ];
+        const latency: Record<string, Measurement> = {};
+        for (const [label, scenario] of queries) {
+          await measure(service, scenario, scaleContext, { duration: SETTINGS.warmupSeconds, connections: 1 });
+          latency[label] = await measure(service, scenario, scaleContext, { duration: SETTINGS.scaleSeconds, connections: 1 });
+          log(`  ${label.padEnd(22)} mean ${latency[label].mean.toFixed(2)} ms  p99 ${latency[label].p99} ms${latency[label].unexpected ? `  UNEXPECTED ${JSON.stringify(latency[label].statuses)}` : ''}`);
+        }
+        scale.push({ rows, plans: await explainQueries(scaleUrl), latency });
+      }
+    } finally {
+      await service.stop();
+    }
+  }
+
+  const results: BenchResults = {
+    startedAt: startedAt.toISOString(),
+    mode: smoke ? 'smoke' : 'full',
+    seconds: (Date.now() - startedAt.getTime()) / 1000,
+    machine: {
+      CPU: `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}`,
+      RAM: `${round1(os.totalmem() / 2 ** 30)} GiB`,
+      OS: `${os.type()} ${os.release()}`,
+      Node: process.version,
+      database: await databaseVersion(DATABASE_URL),
+      'load average (1 min) before/after': `${round1(loadBefore)}/${round1(os.loadavg()[0])}`,
+    },
+    settings: { rounds: SETTINGS.rounds, durationSeconds: SETTINGS.durationSeconds, warmupSeconds: SETTINGS.warmupSeconds, connections: SETTINGS.connections, pets: SETTINGS.pets },
+    runs,
+    halfRate,
+    scale,
+  };
+  const markdown = toMarkdown(results);
+  mkdirSync(RESULTS, { recursive: true });
+  const base = path.join(RESULTS, smoke ? 'smoke' : only ? 'partial' : 'latest');
+  writeFileSync(`${base}.md`, markdown);
+  writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, targets: checkTargets(results) }, null, 2)}\n`);
+  process.stdout.write(markdown);
+  log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
+
+  const unexpected = [
+    ...runs.flatMap((r) => r.rounds.map((m) => ({ what: `${r.system} ${r.surface} ${r.name}`, m }))),
+    ...halfRate.flatMap((r) => [{ what: `half-rate B1 ${r.name}`, m: r.b1 }, { what: `half-rate service ${r.surface} ${r.name}`, m: r.service }]),
+    ...scale.flatMap((p) => Object.entries(p.latency).map(([label, m]) => ({ what: `scale ${p.rows} ${label}`, m }))),
+  ].filter(({ m }) => m.unexpected > 0 || m.total === 0);
+  if (unexpected.length > 0) {
+    log(`Harness failure: unexpected statuses or no responses in ${unexpected.map(({ what, m }) => `${what} ${JSON.stringify(m.statuses)}`).join('; ')}`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch((error: unknown) => {
+  log(`Benchmark failed: ${(error as Error).stack ?? error}`);
+  process.exitCode = 1;
+});
