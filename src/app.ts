@@ -64,6 +64,9 @@ export async function buildApp({
     logController: new RequestLogController(),
     requestIdHeader: false,
     genReqId: requestIdOf,
+    // A request that reached the server before it closed is served, not answered 503: the
+    // listener is closed first, so no new connection arrives while the last ones finish.
+    return503OnClosing: false,
     // Requests Fastify or Node reject before routing (a bad URL, a malformed header) still
     // get the spec's Error body.
     frameworkErrors: (error, request, reply) => sendRestError(error, request, reply),

@@ -132,6 +132,7 @@ const originList = makeValidator<string[]>((input) => {
  *   PUBLIC_BASE_URL and STAGING_BASE_URL (optional, http(s) URLs ending in /v1), CORS_ORIGINS
  *   (comma-separated origins, default none), RATE_LIMIT_MAX (600), RATE_LIMIT_UNAUTHENTICATED_MAX (60),
  *   RATE_LIMIT_WINDOW_SECONDS (60), REDIS_URL (optional redis:// URL for shared counters),
+ *   RATE_LIMIT_NAMESPACE (prefix of the counters' keys, for several deployments on one Redis),
  *   DATABASE_REPLICA_URLS (comma-separated mysql:// read replicas; needs DATABASE_URL),
  *   DATABASE_CONNECT_ATTEMPTS (5), METRICS_PORT (9464, not PORT), METRICS_HOST (default HOST),
  *   SHUTDOWN_DRAIN_SECONDS (0), SHUTDOWN_GRACE_SECONDS (10).
@@ -157,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       RATE_LIMIT_UNAUTHENTICATED_MAX: positiveInteger({ default: RATE_LIMIT_DEFAULTS.unauthenticatedMax }),
       RATE_LIMIT_WINDOW_SECONDS: positiveInteger({ default: RATE_LIMIT_DEFAULTS.windowSeconds }),
       REDIS_URL: redisUrl({ default: undefined }),
+      RATE_LIMIT_NAMESPACE: str({ default: RATE_LIMIT_DEFAULTS.namespace }),
       DATABASE_REPLICA_URLS: mysqlUrlList({ default: [] }),
       DATABASE_CONNECT_ATTEMPTS: positiveInteger({ default: 5 }),
       METRICS_PORT: port({ default: 9464 }),
@@ -195,7 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       max: clean.RATE_LIMIT_MAX,
       unauthenticatedMax: clean.RATE_LIMIT_UNAUTHENTICATED_MAX,
       windowSeconds: clean.RATE_LIMIT_WINDOW_SECONDS,
-      namespace: RATE_LIMIT_DEFAULTS.namespace,
+      namespace: clean.RATE_LIMIT_NAMESPACE,
       ...(clean.REDIS_URL && { redisUrl: clean.REDIS_URL }),
     }),
     metrics: Object.freeze({ port: clean.METRICS_PORT, host: clean.METRICS_HOST ?? clean.HOST }),

@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { built, runNode, withServer } from './helpers/processes';
+import { built, freePort, runNode, withServer } from './helpers/processes';
 import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
 
 /** `npm start` end to end: the built server as a real process, configured by its environment. */
@@ -19,6 +19,25 @@ describe('the server process (dist/src/main.js)', () => {
     expect(lines).toHaveLength(1);
     for (const key of ['PORT', 'NODE_ENV', 'DATABASE_URL', 'LOG_LEVEL']) expect(lines[0]).toContain(`${key}:`);
     expect(result.stderr).not.toMatch(/\s+at /); // no stack trace
+  });
+
+  test('when the database cannot be reached, then it retries a bounded number of times and stops with one clear line, no password, no stack', async () => {
+    const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
+    const closedPort = await freePort();
+    const started = Date.now();
+    const result = await runNode(main(), [], {
+      cwd,
+      env: { DATABASE_URL: `mysql://app:s3cret@127.0.0.1:${closedPort}/petstore`, DATABASE_CONNECT_ATTEMPTS: '3', METRICS_PORT: String(await freePort()) },
+    });
+    expect(result.code).toBe(1);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(result.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^Cannot reach the database at mysql://127\\.0\\.0\\.1:${closedPort}/petstore after 3 attempt\\(s\\): .*ECONNREFUSED`)),
+    ]);
+    const retries = result.stdout.trim().split('\n').map((line) => JSON.parse(line)).filter((line) => line.msg === 'database not reachable yet');
+    expect(retries.map((line) => [line.attempt, line.retryInMs])).toEqual([[1, 500], [2, 1000]]);
+    expect(result.stderr + result.stdout).not.toContain('s3cret');
+    expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 
   test('when started on the embedded default, then it creates one development key, serves with it, refuses a second process, and stops cleanly on SIGTERM', async () => {
