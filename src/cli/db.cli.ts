@@ -1,0 +1,76 @@
+import 'reflect-metadata';
+import { Command, InvalidArgumentError } from 'commander';
+import type { DataSource } from 'typeorm';
+import { loadConfig } from '../config';
+import { createDataSource } from '../database/data-source';
+import { lockEmbeddedDatabase } from '../database/embedded-lock';
+import { withMigrationLock } from '../database/migration-lock';
+import { openDatabase } from '../database/open-database';
+import { seedPets } from '../pets/pet.seed';
+import { parsePositiveInteger } from '../validation/positive-integer';
+
+/** Runs `action` on the configured database (connected, not migrated), then closes everything. */
+async function withDatabase(action: (dataSource: DataSource) => Promise<void>, migrate = false): Promise<void> {
+  const config = loadConfig(process.env);
+  const unlock = await lockEmbeddedDatabase(config.database);
+  try {
+    const dataSource = migrate
+      ? await openDatabase(config.database, { attempts: config.databaseConnectAttempts })
+      : await createDataSource(config.database).initialize();
+    try {
+      await action(dataSource);
+    } finally {
+      await dataSource.destroy();
+    }
+  } finally {
+    await unlock();
+  }
+}
+
+function parseCount(value: string): number {
+  const count = parsePositiveInteger(value);
+  if (count === undefined) throw new InvalidArgumentError('must be a positive integer.');
+  return count;
+}
+
+const program = new Command('db')
+  .description('Database tasks of the Pet Store gateway (uses DATABASE_URL, or the embedded database).')
+  .showHelpAfterError();
+
+program
+  .command('migrate')
+  .description('apply the pending migrations (the server also does this at start), under the migration lock')
+  .action(() =>
+    withDatabase(async (dataSource) => {
+      const applied = await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }));
+      process.stdout.write(applied.length ? applied.map((m) => `applied ${m.name}\n`).join('') : 'no pending migration\n');
+    }),
+  );
+
+program
+  .command('revert')
+  .description('undo the last applied migration, under the migration lock')
+  .action(() =>
+    withDatabase(async (dataSource) => {
+      const before = await dataSource.query('SELECT COUNT(*) AS n FROM migrations').catch(() => [{ n: 0 }]);
+      if (Number(before[0].n) === 0) throw new Error('no applied migration to revert');
+      await withMigrationLock(dataSource, () => dataSource.undoLastMigration({ transaction: 'each' }));
+      process.stdout.write('reverted the last migration\n');
+    }),
+  );
+
+program
+  .command('seed')
+  .description('add the real-names dataset: pets named from dog-names and cat-names, over 3 statuses and 20 categories (migrates first)')
+  .option('-c, --count <n>', 'how many pets to add', parseCount, 10_000)
+  .action(({ count }: { count: number }) =>
+    withDatabase(async (dataSource) => {
+      const added = await seedPets(dataSource, count);
+      process.stdout.write(`added ${added} pets\n`);
+    }, true),
+  );
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  process.stderr.write(`db: ${(error as Error).message ?? error}\n`);
+  process.exit(1);
+});
