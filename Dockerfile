@@ -22,10 +22,13 @@ COPY --from=build /app/dist ./dist
 # by the unprivileged user. Everything else stays root-owned and read-only to the app.
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
-ENV HOST=0.0.0.0 PORT=3000
-EXPOSE 3000
-# No curl in the slim image: use Node's global fetch. Every route needs an API key, so an
-# unauthenticated request answers 401; any answer below 500 means the server is up.
+ENV HOST=0.0.0.0 PORT=3000 METRICS_PORT=9464
+# 3000: the API; 9464: /metrics for Prometheus (keep it off the public network).
+EXPOSE 3000 9464
+# Liveness: /healthz answers 200 while the process serves HTTP. No curl in the slim image: use
+# Node's global fetch. (docker-compose.yml checks /readyz instead, which also asks the database.)
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/v1/pets', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.status < 500 ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
+# SIGTERM starts the drain (README "Operations"); give it SHUTDOWN_DRAIN_SECONDS + SHUTDOWN_GRACE_SECONDS.
+STOPSIGNAL SIGTERM
 CMD ["node", "dist/src/main.js"]

@@ -26,9 +26,15 @@ import { type Metrics, createMetrics } from './operations/metrics.registry';
 import { createLogger } from './operations/logger';
 import { RequestLogController, observeRequests, requestIdOf } from './operations/request-observer.hook';
 
+/** Fastify's `trustProxy` for the configured value: a hop count trusts the nearest `n` proxies. */
+function trustProxyOption(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust === 'number') return (_address, hop) => hop < trust;
+  return trust === false ? false : [...trust];
+}
+
 /** What the app is built from. */
 export interface AppDependencies {
-  config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'> & Partial<Pick<Config, 'nodeEnv' | 'corsOrigins' | 'rateLimit'>>;
+  config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'> & Partial<Pick<Config, 'nodeEnv' | 'corsOrigins' | 'rateLimit' | 'trustProxy'>>;
   /** An initialised DataSource whose migrations have run. */
   dataSource: DataSource;
   /** Where the JSON log lines go; standard output by default. */
@@ -67,6 +73,8 @@ export async function buildApp({
     // A request that reached the server before it closed is served, not answered 503: the
     // listener is closed first, so no new connection arrives while the last ones finish.
     return503OnClosing: false,
+    // Behind a load balancer, request.ip (and so the per-address rate limit) is the client's.
+    trustProxy: trustProxyOption(config.trustProxy ?? false),
     // Requests Fastify or Node reject before routing (a bad URL, a malformed header) still
     // get the spec's Error body.
     frameworkErrors: (error, request, reply) => sendRestError(error, request, reply),

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { cleanEnv, host, makeValidator, port, str } from 'envalid';
 import { parsePositiveInteger } from './validation/positive-integer';
@@ -22,6 +23,11 @@ export interface Config {
   /** Public base addresses listed as OpenAPI servers (spec "Versioning"); each ends in /v1. */
   readonly publicBaseUrl?: string;
   readonly stagingBaseUrl?: string;
+  /**
+   * Which proxies in front may set X-Forwarded-For (Fastify's `trustProxy`): `false` (none,
+   * the default), a hop count, or proxy addresses and CIDR ranges.
+   */
+  readonly trustProxy: false | number | readonly string[];
   /** Browser origins allowed by CORS; none (CORS closed) by default. */
   readonly corsOrigins: readonly string[];
   readonly rateLimit: {
@@ -80,6 +86,21 @@ const nonNegativeInteger = makeValidator<number>((input) => {
   return value;
 });
 
+const trustProxy = makeValidator<false | number | string[]>((input) => {
+  const hops = parsePositiveInteger(input);
+  if (hops !== undefined) return hops;
+  const entries = input.split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address, prefix, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (family === 0 || !prefixOk || rest.length > 0) {
+      throw new Error(`${entry} is not a hop count, an IP address or a CIDR range such as 10.0.0.0/8`);
+    }
+  }
+  return entries.length > 0 ? entries : false;
+});
+
 /** Raised when the environment holds bad values; the message names every bad key. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -129,7 +150,8 @@ const originList = makeValidator<string[]>((input) => {
  * @param env - the environment to read, normally `process.env`: PORT (default 3000), HOST
  *   (default 127.0.0.1), DATABASE_URL (mysql://…; absent → embedded SQLite under ./data/),
  *   NODE_ENV (development | test | production, default development), LOG_LEVEL (default info),
- *   PUBLIC_BASE_URL and STAGING_BASE_URL (optional, http(s) URLs ending in /v1), CORS_ORIGINS
+ *   PUBLIC_BASE_URL and STAGING_BASE_URL (optional, http(s) URLs ending in /v1), TRUST_PROXY
+ *   (hop count or comma-separated proxy addresses/CIDRs; default none), CORS_ORIGINS
  *   (comma-separated origins, default none), RATE_LIMIT_MAX (600), RATE_LIMIT_UNAUTHENTICATED_MAX (60),
  *   RATE_LIMIT_WINDOW_SECONDS (60), REDIS_URL (optional redis:// URL for shared counters),
  *   RATE_LIMIT_NAMESPACE (prefix of the counters' keys, for several deployments on one Redis),
@@ -154,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       PUBLIC_BASE_URL: baseUrl({ default: undefined }),
       STAGING_BASE_URL: baseUrl({ default: undefined }),
       CORS_ORIGINS: originList({ default: [] }),
+      TRUST_PROXY: trustProxy({ default: false }),
       RATE_LIMIT_MAX: positiveInteger({ default: RATE_LIMIT_DEFAULTS.max }),
       RATE_LIMIT_UNAUTHENTICATED_MAX: positiveInteger({ default: RATE_LIMIT_DEFAULTS.unauthenticatedMax }),
       RATE_LIMIT_WINDOW_SECONDS: positiveInteger({ default: RATE_LIMIT_DEFAULTS.windowSeconds }),
@@ -192,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
           }
         : { type: 'sqlite' as const, path: path.resolve(EMBEDDED_DATABASE_PATH) },
     ),
+    trustProxy: Array.isArray(clean.TRUST_PROXY) ? Object.freeze([...clean.TRUST_PROXY]) : clean.TRUST_PROXY,
     corsOrigins: Object.freeze([...clean.CORS_ORIGINS]),
     rateLimit: Object.freeze({
       max: clean.RATE_LIMIT_MAX,

@@ -10,6 +10,7 @@ describe('loadConfig', () => {
       logLevel: 'info',
       database: { type: 'sqlite', path: path.resolve(EMBEDDED_DATABASE_PATH) },
       corsOrigins: [],
+      trustProxy: false,
       rateLimit: { max: 600, unauthenticatedMax: 60, windowSeconds: 60, namespace: 'petstore-rate-limit:' },
       metrics: { port: 9464, host: '127.0.0.1' },
       shutdown: { drainSeconds: 0, graceSeconds: 10 },
@@ -25,6 +26,7 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'warn',
       DATABASE_URL: 'mysql://user:pass@db:3306/petstore',
       CORS_ORIGINS: 'https://app.example.com, http://localhost:5173',
+      TRUST_PROXY: '10.0.0.0/8, 192.168.1.7, fd00::/8',
       RATE_LIMIT_MAX: '100',
       RATE_LIMIT_UNAUTHENTICATED_MAX: '10',
       RATE_LIMIT_WINDOW_SECONDS: '30',
@@ -48,6 +50,7 @@ describe('loadConfig', () => {
         replicaUrls: ['mysql://user:pass@replica-1:3306/petstore', 'mysql://user:pass@replica-2:3306/petstore'],
       },
       corsOrigins: ['https://app.example.com', 'http://localhost:5173'],
+      trustProxy: ['10.0.0.0/8', '192.168.1.7', 'fd00::/8'],
       rateLimit: { max: 100, unauthenticatedMax: 10, windowSeconds: 30, namespace: 'staging-limits:', redisUrl: 'redis://cache:6379' },
       metrics: { port: 9100, host: '10.0.0.5' },
       shutdown: { drainSeconds: 5, graceSeconds: 30 },
@@ -82,6 +85,9 @@ describe('loadConfig', () => {
     ['RATE_LIMIT_WINDOW_SECONDS', '1.5'],
     ['REDIS_URL', 'http://cache:6379'],
     ['DATABASE_REPLICA_URLS', 'mysql://replica:3306'],
+    ['TRUST_PROXY', 'nginx'],
+    ['TRUST_PROXY', '10.0.0.0/33'],
+    ['TRUST_PROXY', '0'],
     ['DATABASE_CONNECT_ATTEMPTS', '0'],
     ['METRICS_PORT', '3000'],
     ['SHUTDOWN_DRAIN_SECONDS', '-1'],
@@ -93,6 +99,10 @@ describe('loadConfig', () => {
 
   test('when read replicas are set without a primary, then ConfigError', () => {
     expect(() => loadConfig({ DATABASE_REPLICA_URLS: 'mysql://replica:3306/petstore' })).toThrow(/DATABASE_REPLICA_URLS: needs DATABASE_URL/);
+  });
+
+  test('when TRUST_PROXY is a number, then it is the count of trusted hops', () => {
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
   });
 
   test('when METRICS_HOST is unset, then metrics listen where the API does', () => {

@@ -24,6 +24,10 @@ interface ComposeService {
   volumes?: Array<string | { type?: string; source?: string; target?: string }>;
   depends_on?: string[] | Record<string, { condition?: string }>;
   healthcheck?: Healthcheck;
+  expose?: Array<string | number>;
+  deploy?: { replicas?: number };
+  stop_grace_period?: string;
+  command?: string | string[];
 }
 
 interface ComposeFile {
@@ -83,9 +87,50 @@ describe('docker-compose.yml', () => {
   const mysqlEnv = environmentOf(mysql);
   const appEnv = environmentOf(app);
 
-  test('when read, then it declares the mysql and app services and no obsolete version key', () => {
-    expect(Object.keys(services).sort()).toEqual(['app', 'mysql']);
+  const redis = services.redis ?? {};
+  const proxy = services.proxy ?? {};
+  const dependencies = (service: ComposeService) => (service.depends_on ?? {}) as Record<string, { condition?: string }>;
+  /** Compose durations such as 30s, 1m30s, in seconds. */
+  const seconds = (duration = '10s') =>
+    [...duration.matchAll(/(\d+)(h|m|s)/g)].reduce((sum, [, n, unit]) => sum + Number(n) * { h: 3600, m: 60, s: 1 }[unit as 'h' | 'm' | 's'], 0);
+
+  test('when read, then it declares mysql, redis, the app and its proxy, and no obsolete version key', () => {
+    expect(Object.keys(services).sort()).toEqual(['app', 'mysql', 'proxy', 'redis']);
     expect(compose).not.toHaveProperty('version');
+  });
+
+  test('when the app is read, then it runs as two replicas that publish no host port (the proxy does)', () => {
+    expect(app.deploy?.replicas).toBe(2);
+    expect(app.ports ?? []).toEqual([]);
+    expect((app.expose ?? []).map(String)).toEqual(expect.arrayContaining([appEnv.PORT, appEnv.METRICS_PORT]));
+  });
+
+  test('when the redis service is read, then the app shares its rate-limit counters there and waits for it to be healthy', () => {
+    expect(redis.image).toMatch(/^redis:\d/);
+    expect(healthcheckCommand(redis).join(' ')).toMatch(/redis-cli ping/);
+    const url = new URL(appEnv.REDIS_URL ?? '');
+    expect([url.protocol, url.hostname, url.port]).toEqual(['redis:', 'redis', '6379']);
+    expect(dependencies(app).redis?.condition).toBe('service_healthy');
+  });
+
+  test('when the proxy is read, then it is the official nginx image, publishes the port and forwards to every app replica', () => {
+    expect(proxy.image).toMatch(/^nginx:1\.(2[7-9]|[3-9]\d)/);
+    expect(portsOf(proxy)).toContainEqual({ published: appEnv.PORT, target: '80' });
+    expect(dependencies(proxy).app?.condition).toBe('service_healthy');
+    const mount = (proxy.volumes ?? []).map(String).find((volume) => volume.endsWith(':/etc/nginx/conf.d/default.conf:ro'));
+    expect(mount).toBeDefined();
+    const conf = readFileSync(path.join(ROOT, mount!.split(':')[0]), 'utf8');
+    expect(conf).toMatch(new RegExp(`server app:${appEnv.PORT} resolve`));
+    expect(conf).toMatch(/resolver 127\.0\.0\.11/);
+    expect(conf).toMatch(/proxy_pass http:\/\/petstore;/);
+    expect(conf).toMatch(/proxy_set_header X-Forwarded-For/);
+    expect(conf).toMatch(/proxy_set_header X-Request-Id/);
+    expect(appEnv.TRUST_PROXY).toBe('1');
+  });
+
+  test('when the app stops, then Docker waits longer than its drain and grace period', () => {
+    const needed = Number(appEnv.SHUTDOWN_DRAIN_SECONDS ?? 0) + Number(appEnv.SHUTDOWN_GRACE_SECONDS ?? 10);
+    expect(seconds(app.stop_grace_period)).toBeGreaterThan(needed);
   });
 
   test('when the mysql service is read, then its image is mysql:8.4', () => {
@@ -136,13 +181,8 @@ describe('docker-compose.yml', () => {
     expect((app.depends_on as Record<string, { condition?: string }> | undefined)?.mysql?.condition).toBe('service_healthy');
   });
 
-  test('when the app ports are read, then the port from its PORT env is published', () => {
-    const port = appEnv.PORT;
-    expect(portsOf(app)).toContainEqual({ published: port, target: port });
-  });
-
-  test('when the app service is read, then it has a healthcheck against its HTTP port', () => {
-    expect(healthcheckCommand(app).join(' ')).toMatch(/fetch\(.*127\.0\.0\.1:.*\/v1\/pets/);
+  test('when the app service is read, then its healthcheck asks /readyz on its HTTP port', () => {
+    expect(healthcheckCommand(app).join(' ')).toMatch(/fetch\(.*127\.0\.0\.1:.*\/readyz/);
   });
 });
 
@@ -226,10 +266,11 @@ describe('Dockerfile', () => {
     expect(envOf(build).NODE_ENV).not.toBe('production');
   });
 
-  test('when the final stage is read, then it has a HEALTHCHECK', () => {
+  test('when the final stage is read, then it has a HEALTHCHECK on /healthz', () => {
     const healthcheck = last('HEALTHCHECK');
     expect(healthcheck?.args).toMatch(/\bCMD\b/);
     expect(healthcheck?.args).not.toMatch(/^NONE\b/i);
+    expect(healthcheck?.args).toMatch(/\/healthz/);
   });
 
   test('when the CMD is read, then it runs dist/src/main.js, the compiled src/main.ts', () => {

@@ -72,3 +72,29 @@ describe('counters shared through Redis', () => {
     }
   });
 });
+
+describe('behind a proxy (TRUST_PROXY)', () => {
+  const limits = () => ({ max: 5, unauthenticatedMax: 1, windowSeconds: 60, namespace: `rl-${randomUUID()}:` });
+  const from = (t: TestApp, client: string) => request(t, 'GET', '/v1/pets', { apiKey: null, headers: { 'x-forwarded-for': client } });
+
+  test('when one hop is trusted, then clients behind the proxy count per forwarded address', async () => {
+    const t = await startTestApp({ config: { trustProxy: 1, rateLimit: limits() } });
+    try {
+      expect((await from(t, '203.0.113.1')).status).toBe(401);
+      expect((await from(t, '203.0.113.2')).status).toBe(401);
+      expectLimited(await from(t, '203.0.113.1'));
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('when no proxy is trusted, then X-Forwarded-For is ignored and cannot buy a fresh allowance', async () => {
+    const t = await startTestApp({ config: { rateLimit: limits() } });
+    try {
+      expect((await from(t, '203.0.113.1')).status).toBe(401);
+      expectLimited(await from(t, '203.0.113.2'));
+    } finally {
+      await t.close();
+    }
+  });
+});
