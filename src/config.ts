@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { cleanEnv, host, makeValidator, port, str } from 'envalid';
+import { bool, cleanEnv, host, makeValidator, port, str } from 'envalid';
 import { parsePositiveInteger } from './validation/positive-integer';
 
 /** Where the data lives: MySQL (production) or the embedded SQLite file (default). */
@@ -50,6 +50,8 @@ export interface Config {
     /** How long in-flight requests may take to finish once the server stops accepting. */
     readonly graceSeconds: number;
   };
+  /** Whether start-up applies pending migrations (under the migration lock). */
+  readonly migrateOnStart: boolean;
   /** How many times start-up tries to reach the database (with doubling pauses from 0.5 s) before it gives up. */
   readonly databaseConnectAttempts: number;
 }
@@ -156,7 +158,7 @@ const originList = makeValidator<string[]>((input) => {
  *   RATE_LIMIT_WINDOW_SECONDS (60), REDIS_URL (optional redis:// URL for shared counters),
  *   RATE_LIMIT_NAMESPACE (prefix of the counters' keys, for several deployments on one Redis),
  *   DATABASE_REPLICA_URLS (comma-separated mysql:// read replicas; needs DATABASE_URL),
- *   DATABASE_CONNECT_ATTEMPTS (5), METRICS_PORT (9464, not PORT), METRICS_HOST (default HOST),
+ *   DATABASE_CONNECT_ATTEMPTS (5), DATABASE_MIGRATE_ON_START (true), METRICS_PORT (9464, not PORT), METRICS_HOST (default HOST),
  *   SHUTDOWN_DRAIN_SECONDS (0), SHUTDOWN_GRACE_SECONDS (10).
  * @returns a frozen {@link Config}.
  * @throws ConfigError naming every bad key at once.
@@ -184,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       RATE_LIMIT_NAMESPACE: str({ default: RATE_LIMIT_DEFAULTS.namespace }),
       DATABASE_REPLICA_URLS: mysqlUrlList({ default: [] }),
       DATABASE_CONNECT_ATTEMPTS: positiveInteger({ default: 5 }),
+      DATABASE_MIGRATE_ON_START: bool({ default: true }),
       METRICS_PORT: port({ default: 9464 }),
       METRICS_HOST: host({ default: undefined }),
       SHUTDOWN_DRAIN_SECONDS: nonNegativeInteger({ default: 0 }),
@@ -227,6 +230,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     metrics: Object.freeze({ port: clean.METRICS_PORT, host: clean.METRICS_HOST ?? clean.HOST }),
     shutdown: Object.freeze({ drainSeconds: clean.SHUTDOWN_DRAIN_SECONDS, graceSeconds: clean.SHUTDOWN_GRACE_SECONDS }),
     databaseConnectAttempts: clean.DATABASE_CONNECT_ATTEMPTS,
+    migrateOnStart: clean.DATABASE_MIGRATE_ON_START,
     ...(clean.PUBLIC_BASE_URL && { publicBaseUrl: clean.PUBLIC_BASE_URL }),
     ...(clean.STAGING_BASE_URL && { stagingBaseUrl: clean.STAGING_BASE_URL }),
   });

@@ -6,6 +6,7 @@ import { ApiKeyService } from './auth/api-key.service';
 import { ensureDevApiKey } from './auth/dev-api-key';
 import { ConfigError, loadConfig } from './config';
 import { lockEmbeddedDatabase } from './database/embedded-lock';
+import { MigrationLockUnsupportedError } from './database/migration-lock';
 import { DatabaseUnreachableError, openDatabase } from './database/open-database';
 import { drainAndClose } from './operations/graceful-shutdown';
 import type { ServiceState } from './operations/health.routes';
@@ -26,6 +27,7 @@ async function main(): Promise<void> {
   const unlock = await lockEmbeddedDatabase(config.database);
   const dataSource = await openDatabase(config.database, {
     attempts: config.databaseConnectAttempts,
+    migrate: config.migrateOnStart,
     onRetry: ({ attempt, attempts, error, delayMs }) =>
       log.warn({ attempt, attempts, retryInMs: delayMs, reason: error.message }, 'database not reachable yet'),
   });
@@ -70,7 +72,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const known = error instanceof ConfigError || error instanceof DatabaseUnreachableError;
+  const known = error instanceof ConfigError || error instanceof DatabaseUnreachableError || error instanceof MigrationLockUnsupportedError;
   const message = known ? (error as Error).message : `Start-up failed: ${(error as Error).message ?? error}`;
   process.stderr.write(`${message}\n`);
   process.exit(1);

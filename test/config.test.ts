@@ -15,6 +15,7 @@ describe('loadConfig', () => {
       metrics: { port: 9464, host: '127.0.0.1' },
       shutdown: { drainSeconds: 0, graceSeconds: 10 },
       databaseConnectAttempts: 5,
+      migrateOnStart: true,
     });
   });
 
@@ -34,6 +35,7 @@ describe('loadConfig', () => {
       RATE_LIMIT_NAMESPACE: 'staging-limits:',
       DATABASE_REPLICA_URLS: 'mysql://user:pass@replica-1:3306/petstore, mysql://user:pass@replica-2:3306/petstore',
       DATABASE_CONNECT_ATTEMPTS: '2',
+      DATABASE_MIGRATE_ON_START: 'false',
       METRICS_PORT: '9100',
       METRICS_HOST: '10.0.0.5',
       SHUTDOWN_DRAIN_SECONDS: '5',
@@ -55,6 +57,7 @@ describe('loadConfig', () => {
       metrics: { port: 9100, host: '10.0.0.5' },
       shutdown: { drainSeconds: 5, graceSeconds: 30 },
       databaseConnectAttempts: 2,
+      migrateOnStart: false,
     });
   });
 

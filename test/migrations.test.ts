@@ -1,3 +1,4 @@
+import { buildApp } from '../src/app';
 import { openDatabase } from '../src/database/open-database';
 import { MIGRATIONS } from '../src/database/data-source';
 import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
@@ -18,6 +19,24 @@ describe('migrations with several instances', () => {
         await Promise.all(instances.map((instance) => instance.destroy()));
       }
     } finally {
+      await drop();
+    }
+  });
+});
+
+describe('DATABASE_MIGRATE_ON_START=false', () => {
+  test('when the server starts without migrating, then /readyz says migrations are pending until they are applied', async () => {
+    const { database, drop } = await createTestDatabase();
+    const dataSource = await openDatabase(database, { migrate: false });
+    const app = await buildApp({ config: { logLevel: 'silent' }, dataSource });
+    try {
+      const pending = await app.inject({ method: 'GET', url: '/readyz' });
+      expect([pending.statusCode, pending.json()]).toEqual([503, { code: 'SERVICE_UNAVAILABLE', message: 'Database migrations are pending.', status: 503 }]);
+      await dataSource.runMigrations();
+      expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+      await dataSource.destroy();
       await drop();
     }
   });

@@ -8,6 +8,8 @@ import { withMigrationLock } from './migration-lock';
 export interface OpenDatabaseOptions {
   /** Connection attempts before giving up (default 1); the pauses between them double from 0.5 s. */
   attempts?: number;
+  /** Apply pending migrations (default true); with false, only connect (`/readyz` fails while any is pending). */
+  migrate?: boolean;
   /** Told of each failed attempt that will be retried, with the pause before the next, in ms. */
   onRetry?: (failure: { attempt: number; attempts: number; error: Error; delayMs: number }) => void;
 }
@@ -24,15 +26,20 @@ function describe(database: DatabaseConfig): string {
 }
 
 /**
- * Connects (retrying a bounded number of times) and brings the schema up to date under the
- * migration lock, so that several instances starting together apply each migration once.
+ * Connects (retrying a bounded number of times) and, unless told not to, brings the schema up
+ * to date under the migration lock, so that several instances starting together apply each
+ * migration once.
  *
  * @param database - which database to open.
  * @param options - connection attempts and a retry observer.
  * @returns the initialised DataSource, all migrations applied.
- * @throws DatabaseUnreachableError when every attempt failed; the driver's error when a migration fails.
+ * @throws DatabaseUnreachableError when every attempt failed; MigrationLockUnsupportedError
+ *   where GET_LOCK is refused (Galera); the driver's error when a migration fails.
  */
-export async function openDatabase(database: DatabaseConfig, { attempts = 1, onRetry }: OpenDatabaseOptions = {}): Promise<DataSource> {
+export async function openDatabase(
+  database: DatabaseConfig,
+  { attempts = 1, migrate = true, onRetry }: OpenDatabaseOptions = {},
+): Promise<DataSource> {
   let dataSource: DataSource | undefined;
   for (let attempt = 1; !dataSource; attempt++) {
     try {
@@ -48,6 +55,7 @@ export async function openDatabase(database: DatabaseConfig, { attempts = 1, onR
       await sleep(delayMs);
     }
   }
+  if (!migrate) return dataSource;
   try {
     await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }));
   } catch (error) {
