@@ -2,25 +2,12 @@ import 'reflect-metadata';
 import { Command, InvalidArgumentError } from 'commander';
 import { ApiKey } from '../auth/api-key.entity';
 import { ApiKeyService } from '../auth/api-key.service';
-import { loadConfig } from '../config';
-import { lockEmbeddedDatabase } from '../database/embedded-lock';
-import { openDatabase } from '../database/open-database';
 import { parsePositiveInteger } from '../validation/positive-integer';
+import { withDatabase } from './cli-database';
 
 /** Runs `action` with an ApiKeyService on the configured database, then closes everything. */
-async function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise<void> {
-  const config = loadConfig(process.env);
-  const unlock = await lockEmbeddedDatabase(config.database);
-  try {
-    const dataSource = await openDatabase(config.database);
-    try {
-      await action(new ApiKeyService(dataSource.getRepository(ApiKey)));
-    } finally {
-      await dataSource.destroy();
-    }
-  } finally {
-    await unlock();
-  }
+function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise<void> {
+  return withDatabase((dataSource) => action(new ApiKeyService(dataSource.getRepository(ApiKey))));
 }
 
 function parseId(value: string): number {

@@ -1,31 +1,9 @@
 import 'reflect-metadata';
 import { Command, InvalidArgumentError } from 'commander';
-import type { DataSource } from 'typeorm';
-import { loadConfig } from '../config';
-import { createDataSource } from '../database/data-source';
-import { lockEmbeddedDatabase } from '../database/embedded-lock';
 import { withMigrationLock } from '../database/migration-lock';
-import { openDatabase } from '../database/open-database';
 import { seedPets } from '../pets/pet.seed';
 import { parsePositiveInteger } from '../validation/positive-integer';
-
-/** Runs `action` on the configured database (connected, not migrated), then closes everything. */
-async function withDatabase(action: (dataSource: DataSource) => Promise<void>, migrate = false): Promise<void> {
-  const config = loadConfig(process.env);
-  const unlock = await lockEmbeddedDatabase(config.database);
-  try {
-    const dataSource = migrate
-      ? await openDatabase(config.database, { attempts: config.databaseConnectAttempts })
-      : await createDataSource(config.database).initialize();
-    try {
-      await action(dataSource);
-    } finally {
-      await dataSource.destroy();
-    }
-  } finally {
-    await unlock();
-  }
-}
+import { withDatabase } from './cli-database';
 
 /** Where GET_LOCK is refused (Galera), this one operator-run process migrates without the lock. */
 function onUnsupported(reason: string): void {
@@ -49,7 +27,7 @@ program
     withDatabase(async (dataSource) => {
       const applied = await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }), { onUnsupported });
       process.stdout.write(applied.length ? applied.map((m) => `applied ${m.name}\n`).join('') : 'no pending migration\n');
-    }),
+    }, { migrate: false }),
   );
 
 program
@@ -61,7 +39,7 @@ program
       if (Number(before[0].n) === 0) throw new Error('no applied migration to revert');
       await withMigrationLock(dataSource, () => dataSource.undoLastMigration({ transaction: 'each' }), { onUnsupported });
       process.stdout.write('reverted the last migration\n');
-    }),
+    }, { migrate: false }),
   );
 
 program
@@ -72,7 +50,7 @@ program
     withDatabase(async (dataSource) => {
       const added = await seedPets(dataSource, count);
       process.stdout.write(`added ${added} pets\n`);
-    }, true),
+    }),
   );
 
 program.parseAsync(process.argv).catch((error: unknown) => {
