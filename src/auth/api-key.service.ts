@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import { IsNull, type Repository } from 'typeorm';
+import { LRUCache } from 'lru-cache';
+import { type DataSource, IsNull, type Repository } from 'typeorm';
 import { ApiKey } from './api-key.entity';
 
 /** Recognisable prefix of every key, so secret scanners can find leaked ones. */
@@ -28,14 +29,48 @@ export function isWellFormedApiKey(key: string): boolean {
   return match !== null && match[2] === checksum(match[1]);
 }
 
+/** The cache of found keys: at most this many, each trusted this long without asking the database. */
+export const API_KEY_CACHE = Object.freeze({ maxEntries: 10_000, ttlMs: 5_000 });
+
+/** Keys found active, by hex hash; `generation` counts revocations, so a lookup that raced one is not cached. */
+interface KeyCache {
+  found: LRUCache<string, ApiKey>;
+  generation: number;
+}
+
+/**
+ * One cache per database, shared by every ApiKeyService of this process on that DataSource:
+ * a revoke through any of them empties it at once. Other processes (the `apikey` CLI, other
+ * instances) revoke in the database only, which this process sees within the TTL.
+ */
+const caches = new WeakMap<DataSource, KeyCache>();
+
 /**
  * Creates, lists, revokes and checks API keys (spec "Authentication"). A key is `pst_`, then
  * 32 random bytes in base64url, then a CRC-32 checksum (53 characters); only its SHA-256 hash
- * is stored.
+ * is stored. Keys found active are cached (bounded LRU, short TTL); unknown keys are not.
  */
 export class ApiKeyService {
-  /** @param keys - the TypeORM repository of {@link ApiKey}. */
-  constructor(private readonly keys: Repository<ApiKey>) {}
+  private readonly cache: KeyCache;
+
+  /**
+   * @param keys - the TypeORM repository of {@link ApiKey}.
+   * @param options.cacheTtlMs - how long a found key is trusted without a lookup, milliseconds
+   *   (default {@link API_KEY_CACHE}.ttlMs; 0 turns the cache off). Bounds how late a revocation
+   *   made by another process takes effect here.
+   */
+  constructor(
+    private readonly keys: Repository<ApiKey>,
+    private readonly options: { cacheTtlMs?: number } = {},
+  ) {
+    const dataSource = keys.manager.connection;
+    let cache = caches.get(dataSource);
+    if (!cache) {
+      cache = { found: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.ttlMs }), generation: 0 };
+      caches.set(dataSource, cache);
+    }
+    this.cache = cache;
+  }
 
   /**
    * @param name - a label for the key (1-100 characters).
@@ -69,6 +104,9 @@ export class ApiKeyService {
    */
   async revoke(id: number): Promise<boolean> {
     const result = await this.keys.update({ id, revokedAt: IsNull() }, { revokedAt: new Date() });
+    // Revocations are rare: forget every cached key rather than find this one's hash.
+    this.cache.generation++;
+    this.cache.found.clear();
     return (result.affected ?? 0) > 0;
   }
 
@@ -76,7 +114,8 @@ export class ApiKeyService {
    * Finds the active key a client presented. A malformed key or a bad checksum is refused
    * without touching the database. Lookup is by SHA-256 hash, so the key itself never reaches
    * the database and lookup timing says nothing about stored keys; the hash found is then
-   * compared again in constant time (the database's collation may ignore case).
+   * compared again in constant time (the database's collation may ignore case). A key found
+   * active is remembered for a few seconds (see the constructor), so most requests cost no lookup.
    *
    * @param key - the bearer token as sent.
    * @returns the key record, or null when malformed, unknown or revoked.
@@ -84,7 +123,14 @@ export class ApiKeyService {
   async findActive(key: string): Promise<ApiKey | null> {
     if (!isWellFormedApiKey(key)) return null;
     const hash = hashKey(key);
-    const found = await this.keys.findOneBy({ keyHash: hash.toString('hex'), revokedAt: IsNull() });
-    return found && timingSafeEqual(Buffer.from(found.keyHash, 'hex'), hash) ? found : null;
+    const hex = hash.toString('hex');
+    const ttl = this.options.cacheTtlMs ?? API_KEY_CACHE.ttlMs;
+    const cached = ttl > 0 ? this.cache.found.get(hex) : undefined;
+    if (cached) return cached;
+    const generation = this.cache.generation;
+    const found = await this.keys.findOneBy({ keyHash: hex, revokedAt: IsNull() });
+    if (!found || !timingSafeEqual(Buffer.from(found.keyHash, 'hex'), hash)) return null;
+    if (ttl > 0 && generation === this.cache.generation) this.cache.found.set(hex, found, { ttl });
+    return found;
   }
 }
