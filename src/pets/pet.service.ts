@@ -10,6 +10,32 @@ export interface NewPet {
   status: PetStatus;
 }
 
+/** A pet as the database returns it: BIGINT columns as decimal strings (MySQL) or numbers (SQLite). */
+interface PetRow {
+  id: string | number;
+  name: string;
+  categoryId: string | number;
+  status: PetStatus;
+}
+
+/**
+ * The four columns of `pet`, as raw rows (no entity hydration; TypeORM still routes the read
+ * to a replica when one is configured).
+ */
+function selectPets(manager: EntityManager) {
+  return manager
+    .createQueryBuilder(Pet, 'pet')
+    .select('pet.id', 'id')
+    .addSelect('pet.name', 'name')
+    .addSelect('pet.categoryId', 'categoryId')
+    .addSelect('pet.status', 'status');
+}
+
+/** A raw row as a Pet; the one place the int64 columns are converted (exactly, or RangeError). */
+function toPet(row: PetRow): Pet {
+  return { id: toSafeInteger(row.id), name: row.name, categoryId: toSafeInteger(row.categoryId), status: row.status };
+}
+
 /**
  * Pet persistence and queries (spec "listPets", "createPet", "getPet"). Knows neither
  * GraphQL nor HTTP; inputs arrive validated by the resolver.
@@ -25,12 +51,10 @@ export class PetService {
    * @param options.status - only rows with this status, when given.
    * @returns up to `limit` pets, ordered by id ascending.
    */
-  list(options: { limit: number; status?: PetStatus }): Promise<Pet[]> {
-    return this.pets.find({
-      where: options.status ? { status: options.status } : {},
-      order: { id: 'ASC' },
-      take: options.limit,
-    });
+  async list(options: { limit: number; status?: PetStatus }): Promise<Pet[]> {
+    const query = selectPets(this.pets.manager);
+    if (options.status) query.where('pet.status = :status', { status: options.status });
+    return (await query.orderBy('pet.id', 'ASC').limit(options.limit).getRawMany<PetRow>()).map(toPet);
   }
 
   /**
@@ -38,8 +62,9 @@ export class PetService {
    * @param manager - where to read, if not the default (a read replica when configured).
    * @returns the pet, or null when none has that id.
    */
-  findById(id: number, manager?: EntityManager): Promise<Pet | null> {
-    return (manager?.getRepository(Pet) ?? this.pets).findOneBy({ id });
+  async findById(id: number, manager?: EntityManager): Promise<Pet | null> {
+    const row = await selectPets(manager ?? this.pets.manager).where('pet.id = :id', { id }).getRawOne<PetRow>();
+    return row ? toPet(row) : null;
   }
 
   /**
