@@ -1,5 +1,10 @@
 import { ApolloServer } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import type { FastifyPluginAsync, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { createGraphqlErrorFormatter, sendGraphqlError } from '../errors/graphql-error.formatter';
@@ -49,7 +54,18 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     csrfPrevention: true,
     // main.ts owns SIGTERM/SIGINT: Apollo stops when the Fastify app closes, after the requests in flight.
     stopOnTerminationSignals: false,
-    plugins: [...armor.plugins, costLimitPlugin(spend), operationSummaryPlugin(), ApolloServerPluginLandingPageDisabled()],
+    // Speed (bench/): no cache-control hints (that plugin wraps every field resolver; answers are
+    // no-store anyway), no usage reporting or inline tracing. Apollo's parsed-document cache
+    // stays on (its default), so each distinct query is parsed and validated once.
+    plugins: [
+      ...armor.plugins,
+      costLimitPlugin(spend),
+      operationSummaryPlugin(),
+      ApolloServerPluginLandingPageDisabled(),
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginUsageReportingDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+    ],
   });
   await apollo.start();
   app.addHook('onClose', () => apollo.stop());
