@@ -10,7 +10,9 @@ import { PET_LIMITS } from './pet.limits';
  * `Pet` type. Over REST it is sent as is: `{ id, name, categoryId, status }`, all four
  * always present (status is never null: it defaults to `available`).
  */
-@ObjectType({ description: 'An animal of the store.' })
+// simpleResolvers: plain property reads, without type-graphql's per-field resolver wrapper (no
+// field resolvers or middlewares on Pet).
+@ObjectType({ description: 'An animal of the store.', simpleResolvers: true })
 @Entity({ name: 'pet' })
 @Index('idx_pet_status_id', ['status', 'id'])
 export class Pet {
