@@ -39,7 +39,7 @@ export async function prepareDatabase(url: string, petCount: number): Promise<st
 
 /**
  * Grows `pet` to `target` rows by copying existing rows (`INSERT … SELECT`, doubling at most),
- * then refreshes the index statistics.
+ * then refreshes the index statistics. Expects ids 1 to n with no gaps (a freshly seeded table).
  *
  * @returns the row count reached.
  */
@@ -47,9 +47,11 @@ export async function growPets(url: string, target: number): Promise<number> {
   const connection = await createConnection(url);
   try {
     const count = async () => Number(((await connection.query('SELECT COUNT(*) AS n FROM pet')) as any)[0][0].n);
+    // Explicit ids keep them contiguous (1 to `target`), so a random get always finds its pet;
+    // AUTO_INCREMENT alone leaves gaps after INSERT … SELECT.
     for (let rows = await count(); rows < target; rows = await count()) {
       const batch = Math.min(rows, target - rows);
-      await connection.query(`INSERT INTO pet (name, category_id, status) SELECT name, category_id, status FROM pet ORDER BY id LIMIT ${batch}`);
+      await connection.query(`INSERT INTO pet (id, name, category_id, status) SELECT id + ${rows}, name, category_id, status FROM pet WHERE id <= ${batch}`);
     }
     await connection.query('ANALYZE TABLE pet');
     return count();

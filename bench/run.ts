@@ -7,7 +7,8 @@ import { type Measurement, type RunningSystem, type SystemName, freePort, measur
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 
 /**
- * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --cpu-prof]`
+ * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
+ *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B0]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
  * mysql://root@127.0.0.1:3306/petstore_bench), then for each round starts fresh processes of
@@ -25,6 +26,11 @@ const only = argv.includes('--only') ? new RegExp(argv[argv.indexOf('--only') + 
 const SETTINGS = smoke
   ? { rounds: 1, durationSeconds: 0.4, warmupSeconds: 0.1, connections: 10, pets: 10_000, scaleRows: [10_000, 20_000], scaleSeconds: 0.3 }
   : { rounds: 3, durationSeconds: 3, warmupSeconds: 0.5, connections: 10, pets: 10_000, scaleRows: [10_000, 100_000, 1_000_000], scaleSeconds: 2 };
+// For measuring one change quickly: fewer rounds, shorter runs, some systems only.
+const flag = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
+if (flag('--rounds')) SETTINGS.rounds = Number(flag('--rounds'));
+if (flag('--duration')) SETTINGS.durationSeconds = Number(flag('--duration'));
+const SYSTEMS = (flag('--systems') ?? 'service,B1,B0').split(',') as SystemName[];
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/petstore_bench';
 const RESULTS = path.resolve(__dirname, '..', '..', 'bench', 'results');
 const CANNED_FILE = path.join(os.tmpdir(), `petstore-bench-canned-${process.pid}.json`);
@@ -92,7 +98,7 @@ async function main(): Promise<void> {
 
   // A B A B: fresh processes every round, the order reversed every other round.
   for (let round = 0; round < SETTINGS.rounds; round++) {
-    const order: SystemName[] = round % 2 === 0 ? ['service', 'B1', 'B0'] : ['B0', 'B1', 'service'];
+    const order = (round % 2 === 0 ? ['service', 'B1', 'B0'] : ['B0', 'B1', 'service']).filter((name) => SYSTEMS.includes(name as SystemName)) as SystemName[];
     log(`Round ${round + 1} of ${SETTINGS.rounds}: ${order.join(', ')}`);
     for (const name of order) {
       const system = await start(name, apiKey);
@@ -110,7 +116,7 @@ async function main(): Promise<void> {
   // p99 at half of B1's maximum rate, B1 then the service, for get and list-20.
   const halfRate: BenchResults['halfRate'] = [];
   const halfRateScenarios = scenarios.filter((s) => ['get', 'list-20'].includes(s.name));
-  if (halfRateScenarios.length > 0 && !argv.includes('--no-half-rate')) {
+  if (halfRateScenarios.length > 0 && SYSTEMS.includes('B1') && !argv.includes('--no-half-rate')) {
     log('At half of B1\'s maximum rate');
     const rateOf = (name: string) => Math.max(1, Math.round(summarise(runs.find((r) => r.system === 'B1' && r.name === name))!.rps / 2));
     const b1 = await start('B1', apiKey);
@@ -183,7 +189,8 @@ async function main(): Promise<void> {
   };
   const markdown = toMarkdown(results);
   mkdirSync(RESULTS, { recursive: true });
-  const base = path.join(RESULTS, smoke ? 'smoke' : only ? 'partial' : 'latest');
+  const partial = only || flag('--rounds') || flag('--duration') || flag('--systems') || argv.includes('--no-scale') || argv.includes('--no-half-rate');
+  const base = path.join(RESULTS, smoke ? 'smoke' : partial ? 'partial' : 'latest');
   writeFileSync(`${base}.md`, markdown);
   writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, targets: checkTargets(results) }, null, 2)}\n`);
   process.stdout.write(markdown);
