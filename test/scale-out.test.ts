@@ -1,0 +1,190 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { buildApp } from '../src/app';
+import { ApiKey } from '../src/auth/api-key.entity';
+import { ApiKeyService } from '../src/auth/api-key.service';
+import type { DatabaseConfig } from '../src/config';
+import { MIGRATIONS } from '../src/database/data-source';
+import { openDatabase } from '../src/database/open-database';
+import { buildMetricsServer } from '../src/operations/metrics.server';
+import { createMetrics } from '../src/operations/metrics.registry';
+import { PetStatus } from '../src/pets/pet-status.enum';
+import { Pet } from '../src/pets/pet.entity';
+import { built, freePort, startNode, waitForHttp } from './helpers/processes';
+import { type TestApp, request, startTestApp } from './helpers/test-app';
+import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
+
+/**
+ * Several instances on one database (README "Operations"): concurrent migrations, migrating
+ * outside start-up, read replicas, and two built servers sharing MySQL and Redis.
+ */
+
+// MySQL (and Redis) only: defined in the MariaDB run, which .ci/run always makes (SQLite has
+// the embedded file lock, which keeps a second process out).
+const onMysql = TEST_DATABASE_URL ? test : () => undefined;
+describe('migrations with several instances', () => {
+  onMysql('when three instances open the same fresh database at once, then all start and each migration is applied once', async () => {
+    const { database, drop } = await createTestDatabase();
+    try {
+      const instances = await Promise.all([openDatabase(database), openDatabase(database), openDatabase(database)]);
+      try {
+        const applied = await instances[0].query('SELECT name FROM migrations ORDER BY id');
+        expect(applied.map((row: { name: string }) => row.name)).toEqual(MIGRATIONS.map((migration) => migration.name));
+        for (const instance of instances) expect(await instance.showMigrations()).toBe(false);
+      } finally {
+        await Promise.all(instances.map((instance) => instance.destroy()));
+      }
+    } finally {
+      await drop();
+    }
+  });
+});
+
+describe('DATABASE_MIGRATE_ON_START=false', () => {
+  test('when the server starts without migrating, then /readyz says migrations are pending until they are applied', async () => {
+    const { database, drop } = await createTestDatabase();
+    const dataSource = await openDatabase(database, { migrate: false });
+    const app = await buildApp({ config: { logLevel: 'silent' }, dataSource });
+    try {
+      const pending = await app.inject({ method: 'GET', url: '/readyz' });
+      expect([pending.statusCode, pending.json()]).toEqual([503, { code: 'SERVICE_UNAVAILABLE', message: 'Database migrations are pending.', status: 503 }]);
+      await dataSource.runMigrations();
+      expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+      await dataSource.destroy();
+      await drop();
+    }
+  });
+});
+
+/**
+ * DATABASE_REPLICA_URLS (README "Operations"). The "replica" here is a second database that
+ * nothing copies into, so every answer shows where it was read from.
+ */
+describe('read replicas', () => {
+  onMysql('when a replica is configured, then reads go to it, writes to the primary, and Idempotency-Key replays read the primary', async () => {
+    const primary = await createTestDatabase();
+    const replica = await createTestDatabase();
+    const replicaSource = await openDatabase(replica.database);
+    const primarySource = await openDatabase(primary.database);
+    const metrics = createMetrics();
+    const url = (database: DatabaseConfig) => (database as { url: string }).url;
+    let t: TestApp | undefined;
+    try {
+      t = await startTestApp({
+        database: { type: 'mysql', url: url(primary.database), replicaUrls: [url(replica.database)] },
+        observe: { metrics },
+      });
+      // Keys are read on the replica too: copy the new key there, as replication would.
+      const onPrimary = t.dataSource.createQueryRunner('master');
+      await replicaSource.getRepository(ApiKey).insert(await onPrimary.manager.find(ApiKey));
+      await onPrimary.release();
+
+      const created = await request(t, 'POST', '/v1/pets', { body: { name: 'Fresh', categoryId: 1 } });
+      expect(created.status).toBe(201);
+      // Written to the primary only; the list comes from the replica, which has not got it (yet).
+      expect(await replicaSource.getRepository(Pet).count()).toBe(0);
+      expect(await primarySource.getRepository(Pet).count()).toBe(1);
+      expect((await request(t, 'GET', '/v1/pets')).body).toEqual([]);
+      expect((await request(t, 'GET', `/v1/pets/${created.body.id}`)).status).toBe(404);
+      await replicaSource.getRepository(Pet).insert({ name: 'OnReplica', categoryId: 2, status: PetStatus.sold });
+      expect((await request(t, 'GET', '/v1/pets')).body).toEqual([expect.objectContaining({ name: 'OnReplica' })]);
+
+      // A replay must find the first pet although the replica does not have it.
+      const once = () => request(t!, 'POST', '/v1/pets', { body: { name: 'Once', categoryId: 3 }, headers: { 'idempotency-key': 'replica-1' } });
+      const first = await once();
+      const second = await once();
+      expect(second.status).toBe(201);
+      expect(second.body).toEqual(first.body);
+      expect(await primarySource.getRepository(Pet).countBy({ name: 'Once' })).toBe(1);
+
+      expect((await request(t, 'GET', '/readyz', { apiKey: null })).status).toBe(200);
+      const server = await buildMetricsServer(metrics);
+      const text = (await server.inject({ method: 'GET', url: '/metrics' })).body;
+      await server.close();
+      expect(text).toMatch(/petstore_db_pool_connections\{node="master",state="limit"\} \d+/);
+      expect(text).toMatch(/petstore_db_pool_connections\{node="slave0",state="total"\} [1-9]/);
+    } finally {
+      await t?.close();
+      await replicaSource.destroy();
+      await primarySource.destroy();
+      await replica.drop();
+    }
+    // startTestApp does not drop a database it was given.
+    await primary.drop();
+  });
+});
+
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const RATE_LIMIT_MAX = 8;
+
+
+/** Scale-out (README "Operations"): two built servers on one MySQL database and one Redis. */
+describe('two instances', () => {
+  onMysql('when two instances start together on a fresh database, then each serves what the other wrote, shares the rate limit and replays the other\'s Idempotency-Key', async () => {
+    const { database, drop } = await createTestDatabase();
+    const cwd = await mkdtemp(path.join(tmpdir(), 'two-'));
+    const namespace = `two-instances-${randomUUID()}:`;
+    const start = async () => {
+      const port = await freePort();
+      const env = {
+        NODE_ENV: 'production',
+        PORT: String(port),
+        METRICS_PORT: String(await freePort()),
+        DATABASE_URL: (database as { url: string }).url,
+        REDIS_URL,
+        RATE_LIMIT_NAMESPACE: namespace,
+        RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
+      };
+      return { server: startNode(built('src/main.js'), { cwd, env }), base: `http://127.0.0.1:${port}` };
+    };
+    const [a, b] = await Promise.all([start(), start()]);
+    try {
+      // Both migrate the same fresh database at once (the migration lock lets one do it).
+      await Promise.all([waitForHttp(`${a.base}/healthz`), waitForHttp(`${b.base}/healthz`)]);
+      for (const { base } of [a, b]) expect((await fetch(`${base}/readyz`)).status).toBe(200);
+
+      const dataSource = await openDatabase(database);
+      const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey));
+      const writer = (await apiKeys.create('writer')).key;
+      const limited = (await apiKeys.create('limited')).key;
+      const headers = (key: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json', ...extra });
+
+      // Written through A, read through B.
+      const created = await fetch(`${a.base}/v1/pets`, { method: 'POST', headers: headers(writer), body: JSON.stringify({ name: 'Shared', categoryId: 4 }) });
+      expect(created.status).toBe(201);
+      const pet = (await created.json()) as { id: number; name: string };
+      const listed = await (await fetch(`${b.base}/v1/pets?limit=100`, { headers: headers(writer) })).json();
+      expect(listed).toContainEqual(pet);
+      const viaGraphql = await fetch(`${b.base}/graphql`, { method: 'POST', headers: headers(writer), body: JSON.stringify({ query: '{ pets(limit: 100) { id name } }' }) });
+      expect(((await viaGraphql.json()) as { data: { pets: unknown[] } }).data.pets).toContainEqual({ id: String(pet.id), name: 'Shared' });
+
+      // An Idempotency-Key used on A is replayed by B: one pet, the same answer.
+      const idempotent = (base: string) =>
+        fetch(`${base}/v1/pets`, { method: 'POST', headers: headers(writer, { 'idempotency-key': 'two-instances-1' }), body: JSON.stringify({ name: 'Once', categoryId: 5 }) });
+      const first = await idempotent(a.base);
+      const second = await idempotent(b.base);
+      expect([first.status, second.status]).toEqual([201, 201]);
+      expect(await second.json()).toEqual(await first.json());
+      expect(await dataSource.getRepository(Pet).countBy({ name: 'Once' })).toBe(1);
+
+      // One budget for the key across both instances: alternate between them until it runs out.
+      const statuses: number[] = [];
+      for (let i = 0; i < RATE_LIMIT_MAX + 2; i++) {
+        const response = await fetch(`${(i % 2 === 0 ? a : b).base}/v1/pets?limit=1`, { headers: headers(limited) });
+        await response.arrayBuffer();
+        statuses.push(response.status);
+      }
+      expect(statuses).toEqual([...Array(RATE_LIMIT_MAX).fill(200), 429, 429]);
+      await dataSource.destroy();
+    } finally {
+      a.server.child.kill('SIGTERM');
+      b.server.child.kill('SIGTERM');
+      expect(await Promise.all([a.server.exited, b.server.exited])).toEqual([0, 0]);
+      await drop();
+    }
+  });
+});
