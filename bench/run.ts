@@ -11,7 +11,8 @@ import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './
  *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B0]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
- * mysql://root@127.0.0.1:3306/petstore_bench), then for each round starts fresh processes of
+ * mysql://root@127.0.0.1:3306/petstore_bench, or petstore_bench_smoke with --smoke; it is
+ * dropped and recreated, so two runs must not share one), then for each round starts fresh processes of
  * the service (dist/src/main.js, NODE_ENV=production, LOG_LEVEL=warn) and the baselines B1
  * (Fastify + mysql2) and B0 (node:http, canned JSON), alternating their order, and runs every
  * scenario against each with autocannon. Then: p99 at half of B1's maximum rate, and the scale
@@ -31,7 +32,8 @@ const flag = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 
 if (flag('--rounds')) SETTINGS.rounds = Number(flag('--rounds'));
 if (flag('--duration')) SETTINGS.durationSeconds = Number(flag('--duration'));
 const SYSTEMS = (flag('--systems') ?? 'service,B1,B0').split(',') as SystemName[];
-const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/petstore_bench';
+// Smoke runs (CI) get databases of their own, so that one never drops a full run's tables.
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `mysql://root@127.0.0.1:3306/petstore_bench${smoke ? '_smoke' : ''}`;
 const RESULTS = path.resolve(__dirname, '..', '..', 'bench', 'results');
 const CANNED_FILE = path.join(os.tmpdir(), `petstore-bench-canned-${process.pid}.json`);
 
