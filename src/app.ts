@@ -34,7 +34,7 @@ function trustProxyOption(trust: Config['trustProxy']): boolean | string[] | ((a
 
 /** What the app is built from. */
 export interface AppDependencies {
-  config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'> & Partial<Pick<Config, 'nodeEnv' | 'corsOrigins' | 'rateLimit' | 'trustProxy'>>;
+  config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'> & Partial<Pick<Config, 'nodeEnv' | 'corsOrigins' | 'rateLimit' | 'trustProxy' | 'apiKeyCacheSeconds'>>;
   /** An initialised DataSource whose migrations have run. */
   dataSource: DataSource;
   /** Where the JSON log lines go; standard output by default. */
@@ -96,7 +96,11 @@ export async function buildApp({
   const deprecations = new DeprecationTracker(metrics, app.log);
   const petResolver = new PetResolver(new PetService(dataSource.getRepository(Pet)), idempotency, deprecations);
   purgeHourly(app, idempotency);
-  const { identify, requireApiKey } = createAuthHooks(new ApiKeyService(dataSource.getRepository(ApiKey)));
+  const { identify, requireApiKey } = createAuthHooks(
+    new ApiKeyService(dataSource.getRepository(ApiKey), {
+      ...(config.apiKeyCacheSeconds !== undefined && { cacheTtlMs: config.apiKeyCacheSeconds * 1000 }),
+    }),
+  );
 
   // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.
   app.removeContentTypeParser('text/plain');

@@ -50,6 +50,11 @@ export interface Config {
     /** How long in-flight requests may take to finish once the server stops accepting. */
     readonly graceSeconds: number;
   };
+  /**
+   * How long an API key found active is trusted without asking the database, in seconds (0:
+   * always ask). Bounds how late a revocation made by another process takes effect here.
+   */
+  readonly apiKeyCacheSeconds: number;
   /** Whether start-up applies pending migrations (under the migration lock). */
   readonly migrateOnStart: boolean;
   /** How many times start-up tries to reach the database (with doubling pauses from 0.5 s) before it gives up. */
@@ -159,7 +164,7 @@ const originList = makeValidator<string[]>((input) => {
  *   RATE_LIMIT_NAMESPACE (prefix of the counters' keys, for several deployments on one Redis),
  *   DATABASE_REPLICA_URLS (comma-separated mysql:// read replicas; needs DATABASE_URL),
  *   DATABASE_CONNECT_ATTEMPTS (5), DATABASE_MIGRATE_ON_START (true), METRICS_PORT (9464, not PORT), METRICS_HOST (default HOST),
- *   SHUTDOWN_DRAIN_SECONDS (0), SHUTDOWN_GRACE_SECONDS (10).
+ *   SHUTDOWN_DRAIN_SECONDS (0), SHUTDOWN_GRACE_SECONDS (10), API_KEY_CACHE_SECONDS (5).
  * @returns a frozen {@link Config}.
  * @throws ConfigError naming every bad key at once.
  */
@@ -187,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       DATABASE_REPLICA_URLS: mysqlUrlList({ default: [] }),
       DATABASE_CONNECT_ATTEMPTS: positiveInteger({ default: 5 }),
       DATABASE_MIGRATE_ON_START: bool({ default: true }),
+      API_KEY_CACHE_SECONDS: nonNegativeInteger({ default: 5 }),
       METRICS_PORT: port({ default: 9464 }),
       METRICS_HOST: host({ default: undefined }),
       SHUTDOWN_DRAIN_SECONDS: nonNegativeInteger({ default: 0 }),
@@ -231,6 +237,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     shutdown: Object.freeze({ drainSeconds: clean.SHUTDOWN_DRAIN_SECONDS, graceSeconds: clean.SHUTDOWN_GRACE_SECONDS }),
     databaseConnectAttempts: clean.DATABASE_CONNECT_ATTEMPTS,
     migrateOnStart: clean.DATABASE_MIGRATE_ON_START,
+    apiKeyCacheSeconds: clean.API_KEY_CACHE_SECONDS,
     ...(clean.PUBLIC_BASE_URL && { publicBaseUrl: clean.PUBLIC_BASE_URL }),
     ...(clean.STAGING_BASE_URL && { stagingBaseUrl: clean.STAGING_BASE_URL }),
   });

@@ -16,6 +16,7 @@ describe('loadConfig', () => {
       shutdown: { drainSeconds: 0, graceSeconds: 10 },
       databaseConnectAttempts: 5,
       migrateOnStart: true,
+      apiKeyCacheSeconds: 5,
     });
   });
 
@@ -36,6 +37,7 @@ describe('loadConfig', () => {
       DATABASE_REPLICA_URLS: 'mysql://user:pass@replica-1:3306/petstore, mysql://user:pass@replica-2:3306/petstore',
       DATABASE_CONNECT_ATTEMPTS: '2',
       DATABASE_MIGRATE_ON_START: 'false',
+      API_KEY_CACHE_SECONDS: '0',
       METRICS_PORT: '9100',
       METRICS_HOST: '10.0.0.5',
       SHUTDOWN_DRAIN_SECONDS: '5',
@@ -58,6 +60,7 @@ describe('loadConfig', () => {
       shutdown: { drainSeconds: 5, graceSeconds: 30 },
       databaseConnectAttempts: 2,
       migrateOnStart: false,
+      apiKeyCacheSeconds: 0,
     });
   });
 
@@ -95,6 +98,7 @@ describe('loadConfig', () => {
     ['METRICS_PORT', '3000'],
     ['SHUTDOWN_DRAIN_SECONDS', '-1'],
     ['SHUTDOWN_GRACE_SECONDS', '0'],
+    ['API_KEY_CACHE_SECONDS', '1.5'],
   ])('when %s is %p, then ConfigError naming it', (key, value) => {
     expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`${key}: `));
