@@ -1,19 +1,13 @@
 import type { DataSource } from 'typeorm';
-import { openDatabase } from '../src/database/open-database';
-import { createTestDatabase } from './helpers/test-database';
+import { openTestDatabase } from './helpers/test-database';
 
 describe('the migrated database', () => {
   let dataSource: DataSource;
-  let drop: () => Promise<void>;
+  let close: () => Promise<void>;
   beforeAll(async () => {
-    const test = await createTestDatabase();
-    drop = test.drop;
-    dataSource = await openDatabase(test.database);
+    ({ dataSource, close } = await openTestDatabase());
   });
-  afterAll(async () => {
-    await dataSource.destroy();
-    await drop();
-  });
+  afterAll(() => close());
 
   test('when listPets filters by status, then the query plan uses idx_pet_status_id', async () => {
     const sql = "SELECT id, name, category_id, status FROM pet WHERE status = 'sold' ORDER BY id LIMIT 20";

@@ -1,23 +1,16 @@
 import type { DataSource } from 'typeorm';
-import { openDatabase } from '../src/database/open-database';
 import { Pet } from '../src/pets/pet.entity';
 import { SEED_CATEGORY_COUNT, seedPets, seededPet } from '../src/pets/pet.seed';
-import { createTestDatabase } from './helpers/test-database';
+import { openTestDatabase } from './helpers/test-database';
 
 /** seedPets on the run's database (embedded sql.js, or MariaDB with TEST_DATABASE_URL). */
 describe('seedPets', () => {
   let dataSource: DataSource;
-  let drop: () => Promise<void>;
-
+  let close: () => Promise<void>;
   beforeAll(async () => {
-    const test = await createTestDatabase();
-    drop = test.drop;
-    dataSource = await openDatabase(test.database);
+    ({ dataSource, close } = await openTestDatabase());
   });
-  afterAll(async () => {
-    await dataSource.destroy();
-    await drop();
-  });
+  afterAll(() => close());
   beforeEach(() => dataSource.getRepository(Pet).clear());
 
   test('when 2,345 pets are seeded (three chunks), then 2,345 rows with real names over 3 statuses and 20 categories', async () => {

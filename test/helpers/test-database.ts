@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createConnection } from 'mysql2/promise';
+import type { DataSource } from 'typeorm';
 import type { DatabaseConfig } from '../../src/config';
+import { openDatabase } from '../../src/database/open-database';
 
 /** Set to run the suite on MySQL/MariaDB, e.g. mysql://root@127.0.0.1:3306/test. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
@@ -33,6 +35,24 @@ export async function createTestDatabase(): Promise<{ database: DatabaseConfig; 
       } finally {
         await connection.end();
       }
+    },
+  };
+}
+
+/**
+ * A test database of its own, opened and migrated: for suites that work on the DataSource
+ * directly, without the app.
+ *
+ * @returns the DataSource, and `close()` that destroys it and drops the database.
+ */
+export async function openTestDatabase(): Promise<{ dataSource: DataSource; close: () => Promise<void> }> {
+  const { database, drop } = await createTestDatabase();
+  const dataSource = await openDatabase(database);
+  return {
+    dataSource,
+    close: async () => {
+      await dataSource.destroy();
+      await drop();
     },
   };
 }
