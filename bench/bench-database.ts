@@ -7,7 +7,7 @@ import { openDatabase } from '../src/database/open-database';
 import { seedPets } from '../src/pets/pet.seed';
 
 /** `mysql://…/other` from a URL and a database name. */
-export function withDatabase(url: string, name: string): string {
+export function urlForDatabase(url: string, name: string): string {
   const next = new URL(url);
   next.pathname = `/${name}`;
   return next.toString();
@@ -21,7 +21,7 @@ export function withDatabase(url: string, name: string): string {
  */
 export async function prepareDatabase(url: string, petCount: number): Promise<string> {
   const name = new URL(url).pathname.slice(1);
-  const admin = await createConnection(withDatabase(url, ''));
+  const admin = await createConnection(urlForDatabase(url, ''));
   try {
     await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
     await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);

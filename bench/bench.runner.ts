@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import autocannon, { type Request } from 'autocannon';
+import { freePort } from '../test/helpers/processes';
 import type { Scenario, ScenarioContext } from './scenarios';
 
 /** The systems measured: the service and the two baselines. */
@@ -37,17 +37,6 @@ export interface Measurement {
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');
-
-/** @returns a TCP port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 /** Current resident set size of a process, MiB; 0 when unreadable (not Linux, or exited). */
 export function rssMb(pid: number): number {

@@ -1,9 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { databaseVersion, explainQueries, growPets, prepareDatabase, wellFormedUnknownKey, withDatabase } from './bench-database';
+import { Command, InvalidArgumentError } from 'commander';
+import { parsePositiveInteger } from '../src/validation/positive-integer';
+import { freePort } from '../test/helpers/processes';
+import { databaseVersion, explainQueries, growPets, prepareDatabase, urlForDatabase, wellFormedUnknownKey } from './bench-database';
 import { type BenchResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
-import { type Measurement, type RunningSystem, type SystemName, freePort, measure, probe, startSystem } from './bench.runner';
+import { type Measurement, type RunningSystem, type SystemName, measure, probe, startSystem } from './bench.runner';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 
 /**
@@ -21,17 +24,58 @@ import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './
  * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
  * No thresholds are enforced: targets are reported, met or missed.
  */
-const argv = process.argv.slice(2);
-const smoke = argv.includes('--smoke');
-const only = argv.includes('--only') ? new RegExp(argv[argv.indexOf('--only') + 1]) : undefined;
+const SYSTEM_NAMES: readonly SystemName[] = ['service', 'B1', 'B0'];
+
+function positiveNumber(value: string): number {
+  const number = Number(value);
+  if (!(number > 0)) throw new InvalidArgumentError('must be a positive number.');
+  return number;
+}
+
+function positiveInteger(value: string): number {
+  const number = parsePositiveInteger(value);
+  if (number === undefined) throw new InvalidArgumentError('must be a positive integer.');
+  return number;
+}
+
+function systemList(value: string): SystemName[] {
+  const names = value.split(',');
+  const unknown = names.filter((name) => !SYSTEM_NAMES.includes(name as SystemName));
+  if (unknown.length > 0) throw new InvalidArgumentError(`unknown system ${unknown.join(', ')}: choose from ${SYSTEM_NAMES.join(', ')}.`);
+  return names as SystemName[];
+}
+
+const options = new Command('bench')
+  .description('Benchmark the built service against two baselines on MariaDB/MySQL (BENCH_DATABASE_URL).')
+  .option('--smoke', 'one short round on a database of its own, to check the harness (CI)')
+  .option('--only <regex>', 'only the scenarios whose "surface name" matches, e.g. "graphql list"')
+  .option('--rounds <n>', 'rounds (default 3; 1 with --smoke)', positiveInteger)
+  .option('--duration <seconds>', 'seconds per measured run (default 3)', positiveNumber)
+  .option('--systems <list>', 'comma-separated systems to run (default: service,B1,B0)', systemList)
+  .option('--no-scale', 'skip the scale curve')
+  .option('--no-half-rate', 'skip p99 at half of B1\'s maximum rate')
+  .option('--cpu-prof', 'write V8 CPU profiles of the service to bench/results/profiles/')
+  .showHelpAfterError()
+  .parse()
+  .opts<{
+    smoke?: boolean;
+    only?: string;
+    rounds?: number;
+    duration?: number;
+    systems?: SystemName[];
+    scale: boolean;
+    halfRate: boolean;
+    cpuProf?: boolean;
+  }>();
+const smoke = options.smoke === true;
+const only = options.only === undefined ? undefined : new RegExp(options.only);
 const SETTINGS = smoke
   ? { rounds: 1, durationSeconds: 0.4, warmupSeconds: 0.1, connections: 10, pets: 10_000, scaleRows: [10_000, 20_000], scaleSeconds: 0.3 }
   : { rounds: 3, durationSeconds: 3, warmupSeconds: 0.5, connections: 10, pets: 10_000, scaleRows: [10_000, 100_000, 1_000_000], scaleSeconds: 2 };
 // For measuring one change quickly: fewer rounds, shorter runs, some systems only.
-const flag = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-if (flag('--rounds')) SETTINGS.rounds = Number(flag('--rounds'));
-if (flag('--duration')) SETTINGS.durationSeconds = Number(flag('--duration'));
-const SYSTEMS = (flag('--systems') ?? 'service,B1,B0').split(',') as SystemName[];
+if (options.rounds !== undefined) SETTINGS.rounds = options.rounds;
+if (options.duration !== undefined) SETTINGS.durationSeconds = options.duration;
+const SYSTEMS: readonly SystemName[] = options.systems ?? SYSTEM_NAMES;
 // Smoke runs (CI) get databases of their own, so that one never drops a full run's tables.
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `mysql://root@127.0.0.1:3306/petstore_bench${smoke ? '_smoke' : ''}`;
 const RESULTS = path.resolve(__dirname, '..', '..', 'bench', 'results');
@@ -53,7 +97,7 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
         RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
         // A second listener (metrics), if the service has one, must not collide.
         METRICS_PORT: String(await freePort()),
-      }, apiKey, argv.includes('--cpu-prof') ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : []);
+      }, apiKey, options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : []);
     case 'B1':
       return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey);
     case 'B0':
@@ -118,7 +162,7 @@ async function main(): Promise<void> {
   // p99 at half of B1's maximum rate, B1 then the service, for get and list-20.
   const halfRate: BenchResults['halfRate'] = [];
   const halfRateScenarios = scenarios.filter((s) => ['get', 'list-20'].includes(s.name));
-  if (halfRateScenarios.length > 0 && SYSTEMS.includes('B1') && !argv.includes('--no-half-rate')) {
+  if (halfRateScenarios.length > 0 && SYSTEMS.includes('B1') && options.halfRate) {
     log('At half of B1\'s maximum rate');
     const rateOf = (name: string) => Math.max(1, Math.round(summarise(runs.find((r) => r.system === 'B1' && r.name === name))!.rps / 2));
     const b1 = await start('B1', apiKey);
@@ -141,8 +185,8 @@ async function main(): Promise<void> {
 
   // The scale curve: one connection, so latency is the cost of one request.
   const scale: BenchResults['scale'] = [];
-  if (!argv.includes('--no-scale')) {
-    const scaleUrl = withDatabase(DATABASE_URL, `${new URL(DATABASE_URL).pathname.slice(1)}_scale`);
+  if (options.scale) {
+    const scaleUrl = urlForDatabase(DATABASE_URL, `${new URL(DATABASE_URL).pathname.slice(1)}_scale`);
     const scaleKey = await prepareDatabase(scaleUrl, SETTINGS.scaleRows[0]);
     const service = await start('service', scaleKey, scaleUrl);
     try {
@@ -191,7 +235,8 @@ async function main(): Promise<void> {
   };
   const markdown = toMarkdown(results);
   mkdirSync(RESULTS, { recursive: true });
-  const partial = only || flag('--rounds') || flag('--duration') || flag('--systems') || argv.includes('--no-scale') || argv.includes('--no-half-rate');
+  const partial =
+    only !== undefined || options.rounds !== undefined || options.duration !== undefined || SYSTEMS.length < SYSTEM_NAMES.length || !options.scale || !options.halfRate;
   const base = path.join(RESULTS, smoke ? 'smoke' : partial ? 'partial' : 'latest');
   writeFileSync(`${base}.md`, markdown);
   writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, targets: checkTargets(results) }, null, 2)}\n`);
