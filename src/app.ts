@@ -23,6 +23,7 @@ import { IdempotencyService } from './idempotency/idempotency.service';
 import { DeprecationTracker } from './operations/deprecation.tracker';
 import { type ServiceState, healthRoutes } from './operations/health.routes';
 import { type Metrics, createMetrics } from './operations/metrics.registry';
+import { closeConnectionsWhileDraining } from './operations/graceful-shutdown';
 import { createLogger } from './operations/logger';
 import { RequestLogController, observeRequests, requestIdOf } from './operations/request-observer.hook';
 
@@ -37,9 +38,7 @@ export interface AppDependencies {
   config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'> & Partial<Pick<Config, 'nodeEnv' | 'corsOrigins' | 'rateLimit' | 'trustProxy' | 'apiKeyCacheSeconds'>>;
   /** An initialised DataSource whose migrations have run. */
   dataSource: DataSource;
-  /** Where the JSON log lines go; standard output by default. */
-  logStream?: { write: (line: string) => void };
-  /** The logger to use instead of one made from `config.logLevel` and `logStream`. */
+  /** Where the JSON log lines go; by default `createLogger(config.logLevel)`, on standard output. */
   logger?: Logger;
   /** Where requests are counted; a fresh registry by default (main.ts serves it on its own port). */
   metrics?: Metrics;
@@ -59,13 +58,12 @@ export interface AppDependencies {
 export async function buildApp({
   config,
   dataSource,
-  logStream,
-  logger,
+  logger = createLogger(config.logLevel),
   metrics = createMetrics(),
   state = { draining: false },
 }: AppDependencies): Promise<FastifyInstance> {
   const app = fastify({
-    loggerInstance: (logger ?? createLogger(config.logLevel, logStream)) as FastifyBaseLogger,
+    loggerInstance: logger as FastifyBaseLogger,
     // One log line per request instead of Fastify's two; ids from X-Request-Id when safe.
     logController: new RequestLogController(),
     requestIdHeader: false,
@@ -88,9 +86,7 @@ export async function buildApp({
   await hardenResponses(app, config.corsOrigins);
   observeRequests(app, metrics);
   metrics.watchDatabasePool(dataSource);
-  app.addHook('onSend', async (_request, reply) => {
-    if (state.draining) reply.header('Connection', 'close');
-  });
+  closeConnectionsWhileDraining(app, state);
 
   const idempotency = new IdempotencyService(dataSource);
   const deprecations = new DeprecationTracker(metrics, app.log);

@@ -1,4 +1,5 @@
 import { buildApp } from '../src/app';
+import { createLogger } from '../src/operations/logger';
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService, isWellFormedApiKey } from '../src/auth/api-key.service';
 import { openDatabase } from '../src/database/open-database';
@@ -119,7 +120,8 @@ describe('logs', () => {
   test('when requests carry an API key, then no log line holds it, even at trace level', async () => {
     const lines: string[] = [];
     const dataSource = await openDatabase({ type: 'sqlite', path: ':memory:' });
-    const app = await buildApp({ config: { logLevel: 'trace' }, dataSource, logStream: { write: (line) => void lines.push(line) } });
+    const logger = createLogger('trace', { write: (line) => void lines.push(line) });
+    const app = await buildApp({ config: { logLevel: 'trace' }, dataSource, logger });
     try {
       const { key } = await new ApiKeyService(dataSource.getRepository(ApiKey)).create('logged');
       const url = await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1,6 +1,7 @@
 import { buildMetricsServer } from '../src/operations/metrics.server';
 import { type Metrics, createMetrics } from '../src/operations/metrics.registry';
 import { DeprecationTracker } from '../src/operations/deprecation.tracker';
+import { createLogger } from '../src/operations/logger';
 import type { ServiceState } from '../src/operations/health.routes';
 import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
 import { TEST_DATABASE_URL } from './helpers/test-database';
@@ -19,7 +20,7 @@ describe('operations', () => {
     metrics = createMetrics();
     t = await startTestApp({
       config: { logLevel: 'info', rateLimit: { max: 1000, unauthenticatedMax: 2, windowSeconds: 60, namespace: `ops-${process.pid}:` } },
-      observe: { metrics, state, logStream: { write: (line) => void lines.push(JSON.parse(line)) } },
+      observe: { metrics, state, logger: createLogger('info', { write: (line) => void lines.push(JSON.parse(line)) }) },
     });
   });
   afterAll(() => t.close());

@@ -3,6 +3,16 @@ import type { FastifyInstance } from 'fastify';
 import type { ServiceState } from './health.routes';
 
 /**
+ * While `state.draining`, every answer carries `Connection: close`, so clients and load
+ * balancers open their next request elsewhere instead of reusing a connection that is about to go.
+ */
+export function closeConnectionsWhileDraining(app: FastifyInstance, state: ServiceState): void {
+  app.addHook('onSend', async (_request, reply) => {
+    if (state.draining) reply.header('Connection', 'close');
+  });
+}
+
+/**
  * Stops the app without losing an accepted request (README "Operations"):
  * 1. `state.draining`: `/readyz` answers 503 and every response closes its connection, for
  *    `drainMs`, while the server still serves, so load balancers move new traffic away;

@@ -33,14 +33,14 @@ export interface TestApp {
  * @param options.database - open this database instead of a fresh test one (it is then not dropped).
  * @param options.createKey - create an API key (default true).
  * @param options.config - configuration for the app (defaults: silent logs, everything else unset).
- * @param options.observe - a log stream, metrics or service state to build the app with.
+ * @param options.observe - a logger, metrics or service state to build the app with.
  */
 export async function startTestApp(
   options: {
     database?: DatabaseConfig;
     createKey?: boolean;
     config?: Partial<AppDependencies['config']>;
-    observe?: Pick<AppDependencies, 'logStream' | 'metrics' | 'state'>;
+    observe?: Pick<AppDependencies, 'logger' | 'metrics' | 'state'>;
   } = {},
 ): Promise<TestApp> {
   const owned = options.database ? null : await createTestDatabase();
