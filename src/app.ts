@@ -15,7 +15,6 @@ import { createRateLimiter } from './http/rate-limit';
 import { hardenResponses } from './http/security-headers';
 import { describeWithOpenapi, serveOpenapi } from './openapi/openapi.plugin';
 import { petController } from './pets/pet.controller';
-import { Pet } from './pets/pet.entity';
 import { PetResolver } from './pets/pet.resolver';
 import { PetService } from './pets/pet.service';
 import { purgeHourly } from './idempotency/idempotency-purge';
@@ -90,7 +89,7 @@ export async function buildApp({
 
   const idempotency = new IdempotencyService(dataSource);
   const deprecations = new DeprecationTracker(metrics, app.log);
-  const petResolver = new PetResolver(new PetService(dataSource.getRepository(Pet)), idempotency, deprecations);
+  const petResolver = new PetResolver(new PetService(dataSource), idempotency, deprecations);
   purgeHourly(app, idempotency);
   const { identify, requireApiKey } = createAuthHooks(
     new ApiKeyService(dataSource.getRepository(ApiKey), {

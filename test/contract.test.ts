@@ -68,7 +68,7 @@ describe('the published document', () => {
     for (const status of ['200', '400', '401', '404']) {
       expect(Object.keys(getPet.responses[status].headers)).toEqual(expect.arrayContaining(['Deprecation', 'Sunset', 'Link']));
     }
-    expect(Object.keys(doc.paths['/pets'].post.responses).sort()).toEqual(['201', '400', '401', '409', '413', '415', '422', '429', '500', '503']);
+    expect(Object.keys(doc.paths['/pets'].post.responses).sort()).toEqual(['201', '400', '401', '409', '413', '415', '422', '429', '500', '503', '504']);
   });
 
   test('when production and staging addresses are configured, then the document lists them as servers', async () => {

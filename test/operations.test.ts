@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { EntitySubscriberInterface } from 'typeorm';
 import { buildMetricsServer } from '../src/operations/metrics.server';
 import { type Metrics, createMetrics } from '../src/operations/metrics.registry';
 import { DeprecationTracker } from '../src/operations/deprecation.tracker';
@@ -113,6 +115,21 @@ describe('operations', () => {
           expect({ path, status: response.status, body: response.body }).toEqual({ path, status: 200, body: { status: 'ok' } });
           expect(response.headers.get('ratelimit')).toBeNull();
         }
+      }
+    });
+
+    test('when /readyz is probed 50 times at once and again within the second, then the database is asked once', async () => {
+      const statements: string[] = [];
+      const counter: EntitySubscriberInterface = { afterQuery: (event) => void statements.push(event.query) };
+      await sleep(1100); // past any result cached by earlier probes
+      t.dataSource.subscribers.push(counter);
+      try {
+        const first = await Promise.all(Array.from({ length: 50 }, () => request(t, 'GET', '/readyz', { apiKey: null })));
+        const again = await Promise.all(Array.from({ length: 50 }, () => request(t, 'GET', '/readyz', { apiKey: null })));
+        expect([...first, ...again].map((answer) => answer.status)).toEqual(Array(100).fill(200));
+        expect(statements.filter((query) => query === 'SELECT 1')).toEqual(['SELECT 1']);
+      } finally {
+        t.dataSource.subscribers.splice(t.dataSource.subscribers.indexOf(counter), 1);
       }
     });
 

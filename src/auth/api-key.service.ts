@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { LRUCache } from 'lru-cache';
 import { type DataSource, IsNull, type Repository } from 'typeorm';
+import { withinDeadline } from '../database/database-deadline';
 import { ApiKey } from './api-key.entity';
 
 /** Recognisable prefix of every key, so secret scanners can find leaked ones. */
@@ -119,6 +120,7 @@ export class ApiKeyService {
    *
    * @param key - the bearer token as sent.
    * @returns the key record, or null when malformed, unknown or revoked.
+   * @throws DatabaseDeadlineError (503) when the lookup does not finish within its deadline.
    */
   async findActive(key: string): Promise<ApiKey | null> {
     if (!isWellFormedApiKey(key)) return null;
@@ -128,7 +130,11 @@ export class ApiKeyService {
     const cached = ttl > 0 ? this.cache.found.get(hex) : undefined;
     if (cached) return cached;
     const generation = this.cache.generation;
-    const found = await this.keys.findOneBy({ keyHash: hex, revokedAt: IsNull() });
+    const found = await withinDeadline(
+      this.keys.manager.connection,
+      (manager) => manager.getRepository(ApiKey).findOneBy({ keyHash: hex, revokedAt: IsNull() }),
+      { mode: 'slave' },
+    );
     if (!found || !timingSafeEqual(Buffer.from(found.keyHash, 'hex'), hash)) return null;
     if (ttl > 0 && generation === this.cache.generation) this.cache.found.set(hex, found, { ttl });
     return found;

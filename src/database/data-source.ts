@@ -6,6 +6,7 @@ import { ApiKey } from '../auth/api-key.entity';
 import type { DatabaseConfig } from '../config';
 import { Pet } from '../pets/pet.entity';
 import { IdempotencyRecord } from '../idempotency/idempotency-record.entity';
+import { DATABASE_DEADLINES } from './database-deadline';
 import { CreatePetAndApiKey1763769600000 } from './migrations/1763769600000-create-pet-and-api-key';
 import { CreateIdempotencyKey1763856000000 } from './migrations/1763856000000-create-idempotency-key';
 
@@ -38,11 +39,11 @@ export function createDataSource(database: DatabaseConfig): DataSource {
       supportBigNumbers: true,
       bigNumberStrings: true,
       timezone: 'Z',
-      // Fail fast when the database is down or stalls (answered 503): connecting may take 1 s,
-      // a query 2 s; the pool makes new connections by itself once the database is back.
-      connectTimeout: 1000,
-      maxQueryExecutionTime: 2000,
-      enableQueryTimeout: true,
+      // Fail fast when the database is down (answered 503): connecting may take 1 s. Stalls are
+      // bounded per call by withinDeadline (database-deadline.ts), which covers what mysql2's
+      // own query timeout does not: the wait for a connection and the connection's queue. The
+      // pool makes new connections by itself once the database is back.
+      connectTimeout: DATABASE_DEADLINES.connectMs,
       poolSize: 10,
       extra: { enableKeepAlive: true },
     });

@@ -12,6 +12,8 @@ const UNAVAILABLE_CODES = new Set([
   'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
   'ER_CON_COUNT_ERROR',
   'ER_SERVER_SHUTDOWN',
+  // Ours (database-deadline.ts): a call outlasted its deadline and was abandoned, uncommitted.
+  'DATABASE_DEADLINE_EXCEEDED',
 ]);
 
 /**
@@ -24,4 +26,14 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const candidate = error as { code?: unknown; driverError?: { code?: unknown }; fatal?: unknown } | null;
   const code = candidate?.driverError?.code ?? candidate?.code;
   return typeof code === 'string' && UNAVAILABLE_CODES.has(code);
+}
+
+/**
+ * Tells whether an error means a COMMIT was sent and never confirmed, so that the database
+ * may or may not have stored the work (see `withinDeadline`).
+ *
+ * @param error - any thrown value.
+ */
+export function isCommitOutcomeUnknown(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'COMMIT_OUTCOME_UNKNOWN';
 }

@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable } from '../database/database-errors';
+import { isCommitOutcomeUnknown, isDatabaseUnavailable } from '../database/database-errors';
 
 /**
  * The one error catalogue (spec "Errors"): every code either surface can send, with its HTTP
@@ -34,8 +34,15 @@ export const ERROR_CATALOGUE = {
   TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests: slow down and retry after Retry-After seconds.' },
   REQUEST_HEADER_FIELDS_TOO_LARGE: { status: 431, message: 'The request headers are too large.' },
   INTERNAL_SERVER_ERROR: { status: 500, message: 'An unexpected error occurred.' },
-  /** The database is down, unreachable or too slow; retry after Retry-After seconds. */
+  /** The database is down, unreachable or too slow, and nothing was stored: retry after Retry-After seconds. */
   SERVICE_UNAVAILABLE: { status: 503, message: 'The service is temporarily unavailable: retry shortly.' },
+  /** A create was sent to the database, which never confirmed it: it may or may not be stored. */
+  GATEWAY_TIMEOUT: {
+    status: 504,
+    message:
+      'The database did not confirm in time whether the pet was stored. Retry with the same Idempotency-Key to get it ' +
+      'or store it once; without one, look for it before creating it again.',
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** A code of {@link ERROR_CATALOGUE}. */
@@ -88,7 +95,8 @@ export function codeForStatus(status: number): ErrorCode | undefined {
 /**
  * Turns anything thrown into an {@link AppError}. Framework errors that are the client's
  * fault (Fastify's 4xx errors: bad JSON or URL, too large, wrong media type) keep their status;
- * a database that cannot be reached becomes SERVICE_UNAVAILABLE (503, `Retry-After: 1`);
+ * a database that cannot be reached becomes SERVICE_UNAVAILABLE (503, `Retry-After: 1`: nothing
+ * was stored); a COMMIT the database never confirmed becomes GATEWAY_TIMEOUT (504: unknown outcome);
  * everything else becomes INTERNAL_SERVER_ERROR with the catalogue's generic message, so
  * no SQL, stack or internal detail reaches a client.
  *
@@ -103,6 +111,9 @@ export function toAppError(error: unknown): { appError: AppError; unexpected: bo
     // Fastify's own messages for these are safe and useful ("Body is not valid JSON…").
     const message = (error as Error).message || undefined;
     return { appError: new AppError(code, message), unexpected: false };
+  }
+  if (isCommitOutcomeUnknown(error)) {
+    return { appError: new AppError('GATEWAY_TIMEOUT'), unexpected: true };
   }
   if (isDatabaseUnavailable(error)) {
     return { appError: new AppError('SERVICE_UNAVAILABLE', undefined, { 'Retry-After': '1' }), unexpected: true };

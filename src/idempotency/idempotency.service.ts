@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type DataSource, type EntityManager, LessThan } from 'typeorm';
+import { withinDeadline } from '../database/database-deadline';
+import { isCommitOutcomeUnknown, isDatabaseUnavailable } from '../database/database-errors';
 import { AppError } from '../errors/error-catalogue';
 import { IdempotencyRecord } from './idempotency-record.entity';
 
@@ -20,8 +22,10 @@ export const IDEMPOTENCY_LIMITS = Object.freeze({
  *   commit together (a request cut off midway leaves no pet, and can be retried);
  * - same key, same input, done: the first result is returned again (no second row);
  * - same key while the first is in flight: 409 IDEMPOTENCY_KEY_IN_USE;
- * - same key, other input: 422 IDEMPOTENCY_KEY_REUSED.
- * Knows neither GraphQL nor HTTP.
+ * - same key, other input: 422 IDEMPOTENCY_KEY_REUSED;
+ * - a COMMIT the database never confirmed (504): the key keeps whatever was committed, so a
+ *   retry replays the pet if it was stored, or runs once more after 20 s if it was not.
+ * Each step is one database call within its deadline (`withinDeadline`). Knows neither GraphQL nor HTTP.
  */
 export class IdempotencyService {
   constructor(private readonly dataSource: DataSource) {}
@@ -36,7 +40,8 @@ export class IdempotencyService {
    * @param replay - loads the resource made by the first request, through the given
    *   EntityManager (on the primary: a read replica may not have it yet).
    * @returns the created or the replayed resource.
-   * @throws AppError IDEMPOTENCY_KEY_IN_USE (409) or IDEMPOTENCY_KEY_REUSED (422).
+   * @throws AppError IDEMPOTENCY_KEY_IN_USE (409) or IDEMPOTENCY_KEY_REUSED (422);
+   *   DatabaseDeadlineError (503) or CommitOutcomeUnknownError (504) when the database fails.
    */
   async once<T extends { id: number }>(
     scope: { apiKeyId: number; key: string },
@@ -45,7 +50,6 @@ export class IdempotencyService {
     replay: (id: number, manager: EntityManager) => Promise<T | null>,
   ): Promise<T> {
     const requestHash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
-    const records = this.dataSource.getRepository(IdempotencyRecord);
     const record = await this.claim(scope, requestHash);
     if (record.requestHash !== requestHash) {
       throw new AppError('IDEMPOTENCY_KEY_REUSED');
@@ -58,14 +62,23 @@ export class IdempotencyService {
       throw new AppError('IDEMPOTENCY_KEY_IN_USE');
     }
     try {
-      return await this.dataSource.transaction(async (manager) => {
-        const result = await work(manager);
-        await manager.getRepository(IdempotencyRecord).update({ id: record.id }, { petId: result.id });
-        return result;
-      });
+      return await withinDeadline(
+        this.dataSource,
+        async (manager) => {
+          const result = await work(manager);
+          await manager.getRepository(IdempotencyRecord).update({ id: record.id }, { petId: result.id });
+          return result;
+        },
+        { transaction: true },
+      );
     } catch (error) {
-      // Nothing was created: free the key so that the client may retry.
-      await records.delete({ id: record.id });
+      // The record may hold the pet: keep it, so that a retry finds out which.
+      if (isCommitOutcomeUnknown(error)) throw error;
+      // Nothing was created: free the key so that the client may retry. While the database
+      // fails, the client is not kept waiting for that (the key is free after 20 s anyway).
+      const freed = withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).delete({ id: record.id }));
+      if (isDatabaseUnavailable(error)) freed.catch(() => undefined);
+      else await freed;
       throw error;
     }
   }
@@ -82,13 +95,8 @@ export class IdempotencyService {
    * Runs reads on the primary database. With read replicas (DATABASE_REPLICA_URLS), TypeORM
    * sends reads outside transactions to a replica, which may not yet have a row just written.
    */
-  private async onPrimary<R>(read: (manager: EntityManager) => Promise<R>): Promise<R> {
-    const runner = this.dataSource.createQueryRunner('master');
-    try {
-      return await read(runner.manager);
-    } finally {
-      await runner.release();
-    }
+  private onPrimary<R>(read: (manager: EntityManager) => Promise<R>): Promise<R> {
+    return withinDeadline(this.dataSource, read, { mode: 'master' });
   }
 
   /** Inserts the in-flight row, or finds the existing one (taking it over when abandoned). */
@@ -101,16 +109,19 @@ export class IdempotencyService {
     const now = new Date();
     try {
       const fresh = records.create({ ...where, requestHash, petId: null, createdAt: now });
-      await records.insert(fresh);
+      await withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).insert(fresh));
       return Object.assign(fresh, { claimedNow: true });
     } catch (error) {
+      if (isDatabaseUnavailable(error)) throw error;
       const existing = await this.onPrimary((manager) => manager.getRepository(IdempotencyRecord).findOneBy(where));
       if (!existing) throw error;
       const expired = existing.createdAt.getTime() < now.getTime() - IDEMPOTENCY_LIMITS.retentionMs;
       const abandoned = existing.petId === null && existing.createdAt.getTime() < now.getTime() - IDEMPOTENCY_LIMITS.abandonedAfterMs;
       if (expired || abandoned) {
         // Take over, only if nobody else did in between.
-        const taken = await records.update({ id: existing.id, createdAt: existing.createdAt }, { requestHash, petId: null, createdAt: now });
+        const taken = await withinDeadline(this.dataSource, (manager) =>
+          manager.getRepository(IdempotencyRecord).update({ id: existing.id, createdAt: existing.createdAt }, { requestHash, petId: null, createdAt: now }),
+        );
         if ((taken.affected ?? 0) === 1) return Object.assign(existing, { requestHash, petId: null, createdAt: now, claimedNow: true });
       }
       return Object.assign(existing, { claimedNow: false });

@@ -117,6 +117,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
           'TOO_MANY_REQUESTS',
           'INTERNAL_SERVER_ERROR',
           'SERVICE_UNAVAILABLE',
+          'GATEWAY_TIMEOUT',
         ]),
       },
     },
