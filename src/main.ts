@@ -28,6 +28,7 @@ async function main(): Promise<void> {
   const dataSource = await openDatabase(config.database, {
     attempts: config.databaseConnectAttempts,
     migrate: config.migrateOnStart,
+    log,
     onRetry: ({ attempt, attempts, error, delayMs }) =>
       log.warn({ attempt, attempts, retryInMs: delayMs, reason: error.message }, 'database not reachable yet'),
   });

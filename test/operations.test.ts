@@ -1,12 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EntitySubscriberInterface } from 'typeorm';
+import { openDatabase } from '../src/database/open-database';
 import { buildMetricsServer } from '../src/operations/metrics.server';
 import { type Metrics, createMetrics } from '../src/operations/metrics.registry';
 import { DeprecationTracker } from '../src/operations/deprecation.tracker';
 import { createLogger } from '../src/operations/logger';
 import type { ServiceState } from '../src/operations/health.routes';
 import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
-import { TEST_DATABASE_URL } from './helpers/test-database';
+import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
 
 // MySQL only: defined in the MariaDB run, which .ci/run always makes.
 const onMysql = TEST_DATABASE_URL ? test : () => undefined;
@@ -180,6 +181,27 @@ describe('operations', () => {
       // Earlier tests of this file may already have logged this key today: at most one line, never three.
       expect(lines.filter((line) => line.msg === 'deprecated operation called').length).toBeLessThanOrEqual(1);
     });
+  });
+});
+
+describe('database log lines', () => {
+  onMysql('when a statement is slower than 500 ms, then one JSON line at warn says so, with its duration and without its parameters, and nothing else is printed', async () => {
+    const { database, drop } = await createTestDatabase();
+    const lines: Array<Record<string, any>> = [];
+    const dataSource = await openDatabase(database, { log: createLogger('info', { write: (line) => void lines.push(JSON.parse(line)) }) });
+    const printed = jest.spyOn(console, 'log');
+    try {
+      await dataSource.query('SELECT SLEEP(?) AS slept', [0.6]);
+      const slow = lines.filter((line) => line.msg === 'slow database query');
+      expect(slow).toEqual([expect.objectContaining({ level: 40, component: 'database', query: 'SELECT SLEEP(?) AS slept', durationMs: expect.any(Number) })]);
+      expect(slow[0].durationMs).toBeGreaterThanOrEqual(500);
+      expect(JSON.stringify(slow[0])).not.toContain('0.6');
+      expect(printed).not.toHaveBeenCalled();
+    } finally {
+      printed.mockRestore();
+      await dataSource.destroy();
+      await drop();
+    }
   });
 });
 

@@ -1,12 +1,14 @@
 import 'reflect-metadata';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import pino, { type Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import { ApiKey } from '../auth/api-key.entity';
 import type { DatabaseConfig } from '../config';
 import { Pet } from '../pets/pet.entity';
 import { IdempotencyRecord } from '../idempotency/idempotency-record.entity';
 import { DATABASE_DEADLINES } from './database-deadline';
+import { TypeormPinoLogger } from './typeorm-pino.logger';
 import { CreatePetAndApiKey1763769600000 } from './migrations/1763769600000-create-pet-and-api-key';
 import { CreateIdempotencyKey1763856000000 } from './migrations/1763856000000-create-idempotency-key';
 
@@ -21,10 +23,20 @@ export const MIGRATIONS = [CreatePetAndApiKey1763769600000, CreateIdempotencyKey
  *
  * @param database - MySQL URL (and read replicas' URLs), or SQLite file path / `':memory:'` (sql.js, persisted to the
  *   file after every write when a path is given).
+ * @param log - where slow statements, driver warnings and migrations are logged (JSON lines);
+ *   nowhere when absent.
  * @returns an uninitialised DataSource; call `initialize()` then `runMigrations()`.
  */
-export function createDataSource(database: DatabaseConfig): DataSource {
-  const common = { entities: ENTITIES, migrations: MIGRATIONS, synchronize: false, logging: false } as const;
+export function createDataSource(database: DatabaseConfig, log?: Logger): DataSource {
+  const common = {
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    synchronize: false,
+    logging: false,
+    // TypeORM logs slow statements whatever `logging` says: as JSON through pino, or not at all.
+    logger: new TypeormPinoLogger(log ?? pino({ level: 'silent' })),
+    maxQueryExecutionTime: DATABASE_DEADLINES.slowQueryMs,
+  } as const;
   if (database.type === 'mysql') {
     return new DataSource({
       ...common,

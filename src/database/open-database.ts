@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { DatabaseConfig } from '../config';
 import { createDataSource } from './data-source';
@@ -12,6 +13,8 @@ export interface OpenDatabaseOptions {
   migrate?: boolean;
   /** Told of each failed attempt that will be retried, with the pause before the next, in ms. */
   onRetry?: (failure: { attempt: number; attempts: number; error: Error; delayMs: number }) => void;
+  /** Where the database layer logs slow statements and driver warnings (JSON lines); nowhere by default. */
+  log?: Logger;
 }
 
 /** Raised when the database cannot be reached at start-up; the message names where, without credentials. */
@@ -38,12 +41,12 @@ function describe(database: DatabaseConfig): string {
  */
 export async function openDatabase(
   database: DatabaseConfig,
-  { attempts = 1, migrate = true, onRetry }: OpenDatabaseOptions = {},
+  { attempts = 1, migrate = true, onRetry, log }: OpenDatabaseOptions = {},
 ): Promise<DataSource> {
   let dataSource: DataSource | undefined;
   for (let attempt = 1; !dataSource; attempt++) {
     try {
-      dataSource = await createDataSource(database).initialize();
+      dataSource = await createDataSource(database, log).initialize();
     } catch (error) {
       if (attempt >= attempts) {
         throw new DatabaseUnreachableError(
