@@ -14,9 +14,10 @@ export const DATABASE_DEADLINES = Object.freeze({
 });
 
 /**
- * The database did not finish a call within its deadline. Nothing the call did is stored: it
- * never sent COMMIT, and its connection was destroyed, which makes the server roll back.
- * Answered 503 SERVICE_UNAVAILABLE (safe to retry).
+ * The database did not finish a call within its deadline, and its connection was destroyed.
+ * A transaction of the call never sent COMMIT, so the server rolls it back: nothing of it is
+ * stored. (A single statement outside a transaction may have run; pets are only ever written
+ * in transactions.) Answered 503 SERVICE_UNAVAILABLE: safe to retry.
  */
 export class DatabaseDeadlineError extends Error {
   override readonly name = 'DatabaseDeadlineError';
