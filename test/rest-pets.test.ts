@@ -1,4 +1,6 @@
 import { connect } from 'node:net';
+import { In } from 'typeorm';
+import { Pet } from '../src/pets/pet.entity';
 import { EXPECTED_DRIVER } from './helpers/test-database';
 import { countPets, createPet, request, startTestApp, type TestApp } from './helpers/test-app';
 
@@ -38,6 +40,19 @@ describe('POST /v1/pets (createPet)', () => {
     const result = await request(t, 'POST', '/v1/pets', { body: { name: 'Tom', categoryId: 2 } });
     expect(result.status).toBe(201);
     expect(result.body.status).toBe('available');
+  });
+
+  test('when 40 creates arrive at once, half with an Idempotency-Key, then each gets 201 and its own id and is stored once', async () => {
+    const names = Array.from({ length: 40 }, (_, i) => `Crowd ${i}`);
+    const answers = await Promise.all(
+      names.map((name, i) =>
+        request(t, 'POST', '/v1/pets', { body: { name, categoryId: 1 }, headers: i % 2 === 0 ? { 'idempotency-key': `crowd-${i}-${Date.now()}` } : {} }),
+      ),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(201));
+    expect(new Set(answers.map((answer) => answer.body.id)).size).toBe(40);
+    const stored = await t.dataSource.getRepository(Pet).findBy({ name: In(names) });
+    expect(stored.map((pet) => pet.name).sort()).toEqual([...names].sort());
   });
 
   test.each(['available', 'pending', 'sold'])('when status is %s, then it is stored', async (status) => {

@@ -124,17 +124,10 @@ export async function withinDeadline<T>(
   }
 }
 
-/** The transaction that last took its turn on each in-process database. */
-const lastTurn = new WeakMap<DataSource, Promise<unknown>>();
-
 /**
- * A call on sql.js: in-process and synchronous underneath, so it cannot stall. Its one
- * connection is shared by every caller, so transactions take turns: two at once would nest
- * into each other (a second BEGIN becomes a savepoint of the first).
+ * A call on sql.js: in-process, and synchronous from BEGIN to COMMIT (it writes its file only
+ * after COMMIT), so it can neither stall nor interleave with another call's transaction.
  */
 function inProcess<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>, transaction: boolean): Promise<T> {
-  if (!transaction) return work(dataSource.manager);
-  const turn = (lastTurn.get(dataSource) ?? Promise.resolve()).catch(() => undefined).then(() => dataSource.transaction(work));
-  lastTurn.set(dataSource, turn);
-  return turn;
+  return transaction ? dataSource.transaction(work) : work(dataSource.manager);
 }
