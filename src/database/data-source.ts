@@ -8,6 +8,7 @@ import type { DatabaseConfig } from '../config';
 import { Pet } from '../pets/pet.entity';
 import { IdempotencyRecord } from '../idempotency/idempotency-record.entity';
 import { DATABASE_DEADLINES } from './database-deadline';
+import { saveInOrder } from './embedded-file.saver';
 import { TypeormPinoLogger } from './typeorm-pino.logger';
 import { CreatePetAndApiKey1763769600000 } from './migrations/1763769600000-create-pet-and-api-key';
 import { CreateIdempotencyKey1763856000000 } from './migrations/1763856000000-create-idempotency-key';
@@ -65,6 +66,7 @@ export function createDataSource(database: DatabaseConfig, log?: Logger): DataSo
   return new DataSource({
     ...common,
     type: 'sqljs',
-    ...(inMemory ? {} : { location: database.path, autoSave: true }),
+    // Read from the file at start; written back after every write, in order and atomically.
+    ...(inMemory ? {} : { location: database.path, autoSave: true, autoSaveCallback: saveInOrder(database.path) }),
   });
 }
