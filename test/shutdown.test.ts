@@ -1,5 +1,6 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,7 +13,8 @@ import { Pet } from '../src/pets/pet.entity';
 import { built, freePort, startNode, waitForHttp } from './helpers/processes';
 import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
 
-const GRACE_SECONDS = 5;
+/** The default grace period: longer than an idle connection's keep-alive timeout (5 s + Node's 1 s). */
+const GRACE_SECONDS = 10;
 /** Concurrent clients, each on its own kept-alive connection (fetch keeps connections by default). */
 const CLIENTS = 16;
 
@@ -45,7 +47,7 @@ async function setUp() {
 }
 
 /** The built server on `database`, answering on a free port. */
-async function startServer(cwd: string, database: DatabaseConfig, drainSeconds: number) {
+async function startServer(cwd: string, database: DatabaseConfig, drainSeconds: number, graceSeconds = GRACE_SECONDS) {
   const port = await freePort();
   const server = startNode(built('src/main.js'), {
     cwd,
@@ -54,7 +56,7 @@ async function startServer(cwd: string, database: DatabaseConfig, drainSeconds: 
       PORT: String(port),
       METRICS_PORT: String(await freePort()),
       SHUTDOWN_DRAIN_SECONDS: String(drainSeconds),
-      SHUTDOWN_GRACE_SECONDS: String(GRACE_SECONDS),
+      SHUTDOWN_GRACE_SECONDS: String(graceSeconds),
       RATE_LIMIT_MAX: '1000000',
       ...(database.type === 'mysql' && { DATABASE_URL: database.url }),
     },
@@ -157,6 +159,39 @@ function slowCreate(base: string, apiKey: string) {
   return { response, finish: () => finish() };
 }
 
+/** GET /v1/pets on `agent`: the status, the Connection header, and the socket it went on. */
+function getPets(base: string, apiKey: string, agent: Agent) {
+  return new Promise<{ status: number; connection?: string; reusedSocket: boolean; socket: Socket }>((resolve, reject) => {
+    const req = httpRequest(`${base}/v1/pets?limit=1`, { agent, headers: { authorization: `Bearer ${apiKey}` } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, reusedSocket: req.reusedSocket, socket: req.socket! }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** How a kept-alive client socket ends: `end` (the server closed it in order) or its error code. */
+function endOf(socket: Socket): Promise<string> {
+  return new Promise((resolve) => {
+    socket.once('end', () => resolve('end'));
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? String(error)));
+  });
+}
+
+/** Resolves once a new connection to `port` is refused: the server no longer accepts. */
+async function untilRefused(port: number): Promise<void> {
+  for (;;) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => (socket.destroy(), resolve(false)));
+      socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
+    });
+    if (refused) return;
+    await sleep(20);
+  }
+}
+
 /** The number of pets in `database`, read after the server has stopped. */
 async function countPets(database: DatabaseConfig): Promise<number> {
   const dataSource = await openDatabase(database);
@@ -211,6 +246,66 @@ describe('graceful shutdown', () => {
       await setup.drop();
     }
   }, 60_000);
+
+  test('when kept-alive connections are idle at SIGTERM, then a request sent on one after the server stopped accepting is answered with Connection: close, and the other is closed in order at its keep-alive timeout, not reset', async () => {
+    const setup = await setUp();
+    const { server, port, base } = await startServer(setup.cwd, setup.database, 0);
+    const agents = [new Agent({ keepAlive: true, maxSockets: 1 }), new Agent({ keepAlive: true, maxSockets: 1 })];
+    try {
+      const apiKey = await setup.apiKey();
+      const [used, unused] = await Promise.all(agents.map((agent) => getPets(base, apiKey, agent)));
+      const unusedEnd = endOf(unused.socket);
+
+      const signalledAt = Date.now();
+      server.child.kill('SIGTERM');
+      await untilRefused(port);
+      const late = await getPets(base, apiKey, agents[0]);
+      expect({ status: late.status, connection: late.connection, reusedSocket: late.reusedSocket, sameSocket: late.socket === used.socket })
+        .toEqual({ status: 200, connection: 'close', reusedSocket: true, sameSocket: true });
+      await expect(getPets(base, apiKey, agents[0])).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+
+      expect(await unusedEnd).toBe('end');
+      expect(await server.exited).toBe(0);
+      console.info(`Idle keep-alive connection at SIGTERM: the server stopped after ${Date.now() - signalledAt} ms`);
+    } finally {
+      for (const agent of agents) agent.destroy();
+      server.child.kill('SIGKILL');
+      await setup.drop();
+    }
+  });
+
+  test('when only an idle kept-alive connection is left at the end of the grace period, then it is closed in order and the process exits 0', async () => {
+    const setup = await setUp();
+    const { server, base } = await startServer(setup.cwd, setup.database, 0, 1);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const idle = await getPets(base, await setup.apiKey(), agent);
+      const idleEnd = endOf(idle.socket);
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(0);
+      expect(await idleEnd).toBe('end');
+    } finally {
+      agent.destroy();
+      server.child.kill('SIGKILL');
+      await setup.drop();
+    }
+  });
+
+  test('when a request is still arriving at the end of the grace period, then it is cut and the process exits 1', async () => {
+    const setup = await setUp();
+    const { server, base } = await startServer(setup.cwd, setup.database, 0, 1);
+    try {
+      const upload = slowCreate(base, await setup.apiKey());
+      const cut = upload.response.then(() => 'answered', (error: NodeJS.ErrnoException) => error.code);
+      await sleep(300);
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(1);
+      expect(await cut).toBe('ECONNRESET');
+    } finally {
+      server.child.kill('SIGKILL');
+      await setup.drop();
+    }
+  });
 
   test.each([0, 1])(
     'when 16 keep-alive clients load the server through 3 SIGTERMs with SHUTDOWN_DRAIN_SECONDS=%i, then no request is reset or answered non-2xx: a client only sees its connection refused',

@@ -1,3 +1,4 @@
+import { Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { ServiceState } from './health.routes';
@@ -13,14 +14,16 @@ export function closeConnectionsWhileDraining(app: FastifyInstance, state: Servi
 }
 
 /**
- * Stops the app without losing an accepted request (README "Operations"):
+ * Stops the app without resetting a connection it accepted (README "Operations" → "Signals"):
  * 1. `state.draining`: `/readyz` answers 503 and every response closes its connection, for
  *    `drainMs`, while the server still serves, so load balancers move new traffic away;
- * 2. the server stops accepting and waits for the requests in flight, at most `graceMs`;
- *    past that, the remaining connections are cut.
- * Closing the app also stops Apollo, the idempotency purge and the Redis client.
+ * 2. the server stops accepting; each open connection closes after its next response (with
+ *    `Connection: close`), or once idle past the keep-alive timeout it advertised (clients stop
+ *    reusing it before that), so no request sent on one is lost. After `graceMs` the idle
+ *    connections are closed and those with a request still on them are cut.
+ * Closing the app then stops Apollo, the idempotency purge and the Redis client.
  *
- * @returns `clean` when every request finished within the grace period, else `timed-out`.
+ * @returns `clean` when no request had to be cut at the end of the grace period, else `timed-out`.
  */
 export async function drainAndClose(
   app: FastifyInstance,
@@ -29,12 +32,21 @@ export async function drainAndClose(
 ): Promise<'clean' | 'timed-out'> {
   state.draining = true;
   if (drainMs > 0) await sleep(drainMs);
+  const server = app.server;
   let outcome: 'clean' | 'timed-out' = 'clean';
   const deadline = setTimeout(() => {
-    outcome = 'timed-out';
-    app.server.closeAllConnections();
+    server.closeIdleConnections();
+    server.getConnections((_error, open) => {
+      if (open === 0) return;
+      outcome = 'timed-out';
+      server.closeAllConnections();
+    });
   }, graceMs);
   try {
+    // net.Server's close, not http.Server's: since Node 19 the latter also destroys idle
+    // keep-alive connections at once, resetting a request a client has just sent on one.
+    // Calls back when the last connection has closed.
+    await new Promise<void>((resolve) => Server.prototype.close.call(server, () => resolve()));
     await app.close();
   } finally {
     clearTimeout(deadline);
