@@ -22,7 +22,7 @@ import { IdempotencyService } from './idempotency/idempotency.service';
 import { DeprecationTracker } from './operations/deprecation.tracker';
 import { type ServiceState, healthRoutes } from './operations/health.routes';
 import { type Metrics, createMetrics } from './operations/metrics.registry';
-import { closeConnectionsWhileDraining } from './operations/graceful-shutdown';
+import { closeConnectionsOnceNotAccepting } from './operations/graceful-shutdown';
 import { createLogger } from './operations/logger';
 import { RequestLogController, observeRequests, requestIdOf } from './operations/request-observer.hook';
 
@@ -41,7 +41,7 @@ export interface AppDependencies {
   logger?: Logger;
   /** Where requests are counted; a fresh registry by default (main.ts serves it on its own port). */
   metrics?: Metrics;
-  /** Set `draining` to make `/readyz` fail and close each connection after its response (shutdown). */
+  /** Set `draining` to make `/readyz` fail (shutdown); once the server stops accepting, each response also closes its connection. */
   state?: ServiceState;
 }
 
@@ -85,7 +85,7 @@ export async function buildApp({
   await hardenResponses(app, config.corsOrigins);
   observeRequests(app, metrics);
   metrics.watchDatabasePool(dataSource);
-  closeConnectionsWhileDraining(app, state);
+  closeConnectionsOnceNotAccepting(app, state);
 
   const idempotency = new IdempotencyService(dataSource);
   const deprecations = new DeprecationTracker(metrics, app.log);

@@ -134,16 +134,16 @@ describe('operations', () => {
       }
     });
 
-    test('when the service is draining, then /readyz is 503 in the Error shape, /healthz stays 200, and answers close their connection', async () => {
+    test('when the service is draining, then /readyz is 503 in the Error shape, /healthz stays 200, and answers keep their connection while the server still accepts', async () => {
       state.draining = true;
       const ready = await request(t, 'GET', '/readyz', { apiKey: null });
       expect(ready.status).toBe(503);
       expect(ready.body).toEqual({ code: 'SERVICE_UNAVAILABLE', message: 'Shutting down.', status: 503 });
-      expect(ready.headers.get('connection')).toBe('close');
+      expect(ready.headers.get('connection')).toBe('keep-alive');
       expect((await request(t, 'GET', '/healthz', { apiKey: null })).status).toBe(200);
       const served = await request(t, 'GET', '/v1/pets');
       expect(served.status).toBe(200);
-      expect(served.headers.get('connection')).toBe('close');
+      expect(served.headers.get('connection')).toBe('keep-alive');
     });
   });
 

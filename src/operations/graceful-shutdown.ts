@@ -4,19 +4,22 @@ import type { FastifyInstance } from 'fastify';
 import type { ServiceState } from './health.routes';
 
 /**
- * While `state.draining`, every answer carries `Connection: close`, so clients and load
- * balancers open their next request elsewhere instead of reusing a connection that is about to go.
+ * Once the server has stopped accepting connections (shutdown), every answer carries
+ * `Connection: close`: the client opens its next request on a new connection, which is refused,
+ * so it goes elsewhere, instead of finding its kept-alive connection closed under it.
+ * Not during the drain: a client that reconnected then might still be in the kernel's accept
+ * queue when the listener closes, and those connections are reset.
  */
-export function closeConnectionsWhileDraining(app: FastifyInstance, state: ServiceState): void {
+export function closeConnectionsOnceNotAccepting(app: FastifyInstance, state: ServiceState): void {
   app.addHook('onSend', async (_request, reply) => {
-    if (state.draining) reply.header('Connection', 'close');
+    if (state.draining && !app.server.listening) reply.header('Connection', 'close');
   });
 }
 
 /**
  * Stops the app without resetting a connection it accepted (README "Operations" → "Signals"):
- * 1. `state.draining`: `/readyz` answers 503 and every response closes its connection, for
- *    `drainMs`, while the server still serves, so load balancers move new traffic away;
+ * 1. `state.draining`: `/readyz` answers 503 for `drainMs` while the server still serves as
+ *    before, so load balancers move new traffic away;
  * 2. the server stops accepting; each open connection closes after its next response (with
  *    `Connection: close`), or once idle past the keep-alive timeout it advertised (clients stop
  *    reusing it before that), so no request sent on one is lost. After `graceMs` the idle
