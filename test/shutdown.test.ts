@@ -82,13 +82,14 @@ function loadUntilExit(
 ) {
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   const outcomes: Outcome[] = [];
-  const connections = { opened: 0, openedBeforeSignal: 0 };
+  const connections = { opened: 0, openedBeforeSignal: 0, lastOpenedAt: Date.now() };
   let signalled = false;
   let stop = false;
   void exited.then(() => (stop = true));
   const onConnected = (message: unknown) => {
     if (Number((message as { connectParams: { port: unknown } }).connectParams.port) !== port) return;
     connections.opened++;
+    connections.lastOpenedAt = Date.now();
     if (!signalled) connections.openedBeforeSignal++;
   };
   subscribe('undici:client:connected', onConnected);
@@ -112,7 +113,15 @@ function loadUntilExit(
   const done = Promise.all(Array.from({ length: clients }, (_, n) => client(n))).finally(() =>
     unsubscribe('undici:client:connected', onConnected),
   );
-  return { outcomes, connections, done, signal: () => (signalled = true) };
+  /**
+   * Resolves once the clients have opened no connection for `quietMs` (fetch's pool grows for a
+   * while): they are all on kept-alive connections. A connection still being set up in the
+   * kernel when the listener closes is reset by the OS; keeping new ones away then is the drain's job.
+   */
+  const settled = async (quietMs = 500) => {
+    while (Date.now() - connections.lastOpenedAt < quietMs) await sleep(50);
+  };
+  return { outcomes, connections, done, settled, signal: () => (signalled = true) };
 }
 
 /** What one shutdown under load looked like, for the log and the assertions. */
@@ -216,6 +225,7 @@ describe('graceful shutdown', () => {
       const apiKey = await setup.apiKey();
       const load = loadUntilExit({ base, port, apiKey, exited: server.exited });
       await sleep(1000);
+      await load.settled();
       const upload = slowCreate(base, apiKey);
       await sleep(100);
 
@@ -318,6 +328,7 @@ describe('graceful shutdown', () => {
           try {
             const load = loadUntilExit({ base, port, apiKey: await setup.apiKey(), exited: server.exited });
             await sleep(1000);
+            await load.settled();
             const signalledAt = Date.now();
             load.signal();
             server.child.kill('SIGTERM');
