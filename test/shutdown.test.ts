@@ -348,6 +348,8 @@ describe('graceful shutdown', () => {
           // Kept alive: the clients sent many requests per connection before the signal.
           expect(run.requestsBeforeSignal).toBeGreaterThan(2 * run.connectionsBeforeSignal);
         }
+        // One pet per 201 answer: no create was lost or half-done.
+        expect(await countPets(setup.database)).toBe(runs.reduce((sum, run) => sum + run.created, 0));
       } finally {
         await setup.drop();
       }
