@@ -22,7 +22,7 @@ export class Pet {
   @Generated('increment')
   id!: number;
 
-  @Field({ description: 'The animal\'s name (1 to 100 characters, not blank).' })
+  @Field({ description: `The animal's name: 1 to ${PET_LIMITS.nameMaxLength} characters (Unicode code points), not blank.` })
   @Column({ type: 'varchar', length: PET_LIMITS.nameMaxLength })
   name!: string;
 

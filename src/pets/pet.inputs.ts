@@ -1,5 +1,5 @@
 import { SafeIntResolver } from 'graphql-scalars';
-import { IsDefined, IsEnum, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateBy, buildMessage } from 'class-validator';
+import { IsDefined, IsEnum, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy, buildMessage } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
 import { PetStatus } from './pet-status.enum';
@@ -31,10 +31,36 @@ function IsIdentifier(): PropertyDecorator {
   };
 }
 
+/**
+ * A string of at most `max` Unicode code points: the unit MySQL counts in a utf8mb4
+ * `VARCHAR(max)` column, so what passes always fits, on every database. (class-validator's
+ * `@MaxLength` counts validator.js's way, which skips variation selectors: `"x" * 99 + "❤️"`
+ * is 101 code points yet passed as 100, and MySQL refused it.) Documented in OpenAPI as
+ * `maxLength`, which JSON Schema also counts in code points. README "Decisions": `name` bounds.
+ *
+ * @param max - the largest number of code points accepted.
+ */
+function MaxCodePoints(max: number): PropertyDecorator {
+  const rule = ValidateBy({
+    name: 'maxCodePoints',
+    constraints: [max],
+    validator: {
+      // A string iterates by code point; an unpaired surrogate (refused by the name's pattern anyway) counts as one.
+      validate: (value: unknown) => typeof value === 'string' && [...value].length <= max,
+      defaultMessage: buildMessage((each) => `${each}$property must be at most $constraint1 characters (Unicode code points)`),
+    },
+  });
+  const schema = JSONSchema({ maxLength: max });
+  return (target, property) => {
+    rule(target, property);
+    schema(target, property as string);
+  };
+}
+
 /** Body of createPet (spec "NewPet"). `status` defaults to `available` when omitted. */
 @InputType({ description: 'A new animal to add.' })
 export class NewPetInput {
-  @Field({ description: `The animal's name: 1 to ${PET_LIMITS.nameMaxLength} characters, not blank, no control characters.` })
+  @Field({ description: `The animal's name: 1 to ${PET_LIMITS.nameMaxLength} characters (Unicode code points), not blank, no control characters.` })
   @IsDefined(REQUIRED)
   @IsString()
   // Not blank; no control characters; well-formed Unicode (no unpaired surrogate, which
@@ -42,7 +68,7 @@ export class NewPetInput {
   @Matches(/^[^\p{Cc}\p{Cs}]*[^\s\p{Cc}\p{Cs}][^\p{Cc}\p{Cs}]*$/u, {
     message: '$property must have a non-space character and no control characters or unpaired surrogates',
   })
-  @MaxLength(PET_LIMITS.nameMaxLength)
+  @MaxCodePoints(PET_LIMITS.nameMaxLength)
   name!: string;
 
   @Field(() => SafeIntResolver, { description: 'Identifier of the category (a positive integer).' })

@@ -4,7 +4,7 @@ export const PET_LIMITS = Object.freeze({
   listMin: 1,
   listMax: 100,
   listDefault: 20,
-  /** Longest accepted name, in characters (spec leaves it open; see README). */
+  /** Longest accepted name, in Unicode code points, as MySQL counts a VARCHAR's characters (spec leaves it open; see README). */
   nameMaxLength: 100,
   /** Largest identifier accepted: integers beyond it cannot be represented exactly in JSON clients. */
   maxInt64: Number.MAX_SAFE_INTEGER,
