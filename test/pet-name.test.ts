@@ -5,7 +5,8 @@ import { countPets, graphql, request, startTestApp, type TestApp } from './helpe
 /**
  * The rules on a pet's `name` (README "Decisions where the spec is silent"), through both
  * surfaces, down to what the database stores: at most 100 Unicode code points (the unit
- * MySQL's utf8mb4 VARCHAR(100) counts).
+ * MySQL's utf8mb4 VARCHAR(100) counts), and not blank, where characters that show nothing
+ * (white space, control, format and default-ignorable characters) do not make a name.
  */
 let t: TestApp;
 beforeAll(async () => {
@@ -62,4 +63,32 @@ describe.each(['REST', 'GraphQL'] as const)('name length through %s (code points
     expect(await create(surface, name)).toEqual({ code: 'BAD_USER_INPUT', status: surface === 'REST' ? 400 : 200 });
     expect(await countPets(t)).toBe(0);
   });
+});
+
+describe.each(['REST', 'GraphQL'] as const)('blank names through %s', (surface) => {
+  test.each([
+    ['a zero-width space', '\u200b'],
+    ['a word joiner', '\u2060'],
+    ['a byte order mark', '\ufeff'],
+    ['a zero-width space and non-joiner', '\u200b\u200c'],
+    ['a lone variation selector', '\ufe0f'],
+    ['a zero-width joiner', '\u200d'],
+    ['a soft hyphen', '\u00ad'],
+    ['a Hangul filler', '\u3164'],
+    ['spaces around invisible characters', ' \u200b\u2060 '],
+    ['an ideographic space', '\u3000'],
+    ['a no-break space', '\u00a0'],
+  ])('when the name is only %s, then BAD_USER_INPUT and nothing is stored', async (_case, name) => {
+    expect(await create(surface, name)).toEqual({ code: 'BAD_USER_INPUT', status: surface === 'REST' ? 400 : 200 });
+    expect(await countPets(t)).toBe(0);
+  });
+
+  test.each([['❤️'], ['👩‍👩‍👧'], ['Ünal'], ['李'], ['\u200bRex'], ['Bo\u00a0Bo'], ['e\u0301']])(
+    'when the name is %s, then it is created and stored exactly',
+    async (name) => {
+      const outcome = await create(surface, name);
+      expect(outcome).toEqual({ id: expect.any(Number) });
+      expect(await storedName((outcome as { id: number }).id)).toBe(name);
+    },
+  );
 });

@@ -63,10 +63,12 @@ export class NewPetInput {
   @Field({ description: `The animal's name: 1 to ${PET_LIMITS.nameMaxLength} characters (Unicode code points), not blank, no control characters.` })
   @IsDefined(REQUIRED)
   @IsString()
-  // Not blank; no control characters; well-formed Unicode (no unpaired surrogate, which
-  // each database would store differently). One pattern, so OpenAPI states the same rule.
-  @Matches(/^[^\p{Cc}\p{Cs}]*[^\s\p{Cc}\p{Cs}][^\p{Cc}\p{Cs}]*$/u, {
-    message: '$property must have a non-space character and no control characters or unpaired surrogates',
+  // Not blank: at least one character that shows, i.e. not white space, control, format (Cf:
+  // zero-width space, BOM, …) or default-ignorable (variation selectors, Hangul fillers, …);
+  // no control characters; well-formed Unicode (no unpaired surrogate, which each database
+  // would store differently). One pattern, so OpenAPI states the same rule.
+  @Matches(/^[^\p{Cc}\p{Cs}]*[^\p{White_Space}\p{Cc}\p{Cf}\p{Cs}\p{Default_Ignorable_Code_Point}][^\p{Cc}\p{Cs}]*$/u, {
+    message: '$property must have a visible character and no control characters or unpaired surrogates',
   })
   @MaxCodePoints(PET_LIMITS.nameMaxLength)
   name!: string;
