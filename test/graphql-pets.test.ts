@@ -201,4 +201,26 @@ describe('authentication and transport', () => {
     expect(result.status).toBe(400);
     expect(onlyError(result.body).code).toBe('BAD_REQUEST');
   });
+
+  test.each([
+    ['a byte that is never UTF-8 (0xFF)', [0xff]],
+    ['an overlong encoding of "/" (0xC0 0xAF)', [0xc0, 0xaf]],
+    ['a truncated sequence (0xE2 0x82)', [0xe2, 0x82]],
+    ['an encoded surrogate (0xED 0xA0 0x80)', [0xed, 0xa0, 0x80]],
+  ])('when a variable holds %s, then HTTP 400 with BAD_REQUEST in a GraphQL error and nothing is stored', async (_case, bytes) => {
+    const json = JSON.stringify({ query: CREATE, variables: { input: { name: 'Re@x', categoryId: 1 } } });
+    const [before, after] = json.split('@');
+    const body = Buffer.concat([Buffer.from(before), Buffer.from(bytes), Buffer.from(after)]);
+    const result = await request(t, 'POST', '/graphql', { body, headers: { 'content-type': 'application/json' } });
+    expect(result.status).toBe(400);
+    expect(onlyError(result.body).code).toBe('BAD_REQUEST');
+    expect(await countPets(t)).toBe(0);
+  });
+
+  test('when a variable holds an escaped unpaired surrogate, then BAD_USER_INPUT and nothing is stored', async () => {
+    const body = `{"query":${JSON.stringify(CREATE)},"variables":{"input":{"name":"\\ud800","categoryId":1}}}`;
+    const result = await request(t, 'POST', '/graphql', { body, headers: { 'content-type': 'application/json' } });
+    expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');
+    expect(await countPets(t)).toBe(0);
+  });
 });

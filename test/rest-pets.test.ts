@@ -130,6 +130,20 @@ describe('POST /v1/pets (createPet)', () => {
     expect(await countPets(t)).toBe(0);
   });
 
+  // Bytes that are not UTF-8 must not be decoded to U+FFFD and stored (README: "well-formed Unicode").
+  const notUtf8: Array<[string, number[]]> = [
+    ['a byte that is never UTF-8 (0xFF)', [0xff]],
+    ['an overlong encoding of "/" (0xC0 0xAF)', [0xc0, 0xaf]],
+    ['a truncated sequence (0xE2 0x82)', [0xe2, 0x82]],
+    ['an encoded surrogate (0xED 0xA0 0x80)', [0xed, 0xa0, 0x80]],
+  ];
+  test.each(notUtf8)('when the name holds %s, then 400 BAD_REQUEST and nothing is stored', async (_case, bytes) => {
+    const body = Buffer.concat([Buffer.from('{"name":"Re'), Buffer.from(bytes), Buffer.from('x","categoryId":1}')]);
+    const result = await request(t, 'POST', '/v1/pets', { body, headers: { 'content-type': 'application/json' }, direct: true });
+    expectError(result, 400, 'BAD_REQUEST');
+    expect(await countPets(t)).toBe(0);
+  });
+
   test('when there is no body at all, then 400 BAD_USER_INPUT', async () => {
     expectError(await request(t, 'POST', '/v1/pets'), 400, 'BAD_USER_INPUT');
   });

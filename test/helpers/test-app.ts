@@ -86,7 +86,7 @@ export interface HttpResult {
  * Sends one HTTP request with Node's fetch. Every answer from a documented REST operation
  * is checked against contract/openapi.json (the call throws when it does not match).
  *
- * @param init.body - an object is sent as JSON; a string is sent as is.
+ * @param init.body - an object is sent as JSON; a string or bytes (a Uint8Array) are sent as they are.
  * @param init.apiKey - sent as `Authorization: Bearer …` unless null.
  * @param init.direct - bypass Prism (TEST_THROUGH_PRISM=1) for a request Prism cannot pass on
  *   verbatim: Prism re-parses bodies and query strings, rounding numbers and answering
@@ -101,8 +101,8 @@ export async function request(
   const headers: Record<string, string> = { ...init.headers };
   const apiKey = init.apiKey === undefined ? target.apiKey : init.apiKey;
   if (apiKey !== null) headers.authorization ??= `Bearer ${apiKey}`;
-  let body: string | undefined;
-  if (typeof init.body === 'string') body = init.body;
+  let body: string | Uint8Array | undefined;
+  if (typeof init.body === 'string' || init.body instanceof Uint8Array) body = init.body;
   else if (init.body !== undefined) {
     body = JSON.stringify(init.body);
     headers['content-type'] ??= 'application/json';
