@@ -1,8 +1,11 @@
+import { createLogger } from '../src/operations/logger';
 import { countPets, createPet, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 
 let t: TestApp;
+/** Log lines at warn and above: what the service reports as unexpected. */
+const warnings: Array<Record<string, unknown>> = [];
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp({ observe: { logger: createLogger('warn', { write: (line) => void warnings.push(JSON.parse(line)) }) } });
 });
 afterAll(() => t.close());
 beforeEach(() => t.clearPets());
@@ -158,6 +161,23 @@ describe('authentication and transport', () => {
     const result = await graphql(t, query);
     expect(result.status).toBe(400);
     expect(onlyError(result.body).code).toBe(code);
+  });
+
+  test.each([
+    ['POST', 'subscription { pets { id } }'],
+    ['POST', 'query Q { pets { id } } subscription S { pets { id } }'],
+    ['GET', 'subscription { pets { id } }'],
+  ])('when a subscription operation is sent with %s (%s), then HTTP 400 GRAPHQL_VALIDATION_FAILED and nothing is logged as unexpected', async (method, query) => {
+    warnings.length = 0;
+    const result =
+      method === 'POST'
+        ? await request(t, 'POST', '/graphql', { body: { query, operationName: query.startsWith('query Q') ? 'Q' : undefined } })
+        : await request(t, 'GET', `/graphql?query=${encodeURIComponent(query)}`, { headers: { 'apollo-require-preflight': '1' } });
+    expect(result.status).toBe(400);
+    const { code, message } = onlyError(result.body);
+    expect(code).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(message).toMatch(/subscription/i);
+    expect(warnings).toEqual([]);
   });
 
   test.each<[string, string, Record<string, string>, number, string]>([

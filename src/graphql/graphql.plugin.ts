@@ -15,6 +15,7 @@ import { operationSummaryPlugin } from './operation-summary.plugin';
 import { registerPlayground } from './playground';
 import { PARSE_OPTIONS, armorSettings, costLimitPlugin } from './query-limits';
 import { buildPetStoreSchema } from './schema';
+import { refuseSubscriptionsOverHttp } from './subscriptions-over-http.rule';
 
 /** What each GraphQL operation can see of its HTTP request. */
 export interface GraphqlContext {
@@ -48,6 +49,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     // Every caller has passed the auth hook, so introspection is for authenticated callers only.
     introspection: true,
     ...armor,
+    validationRules: [...armor.validationRules, refuseSubscriptionsOverHttp],
     parseOptions: PARSE_OPTIONS,
     includeStacktraceInErrorResponses: false,
     allowBatchedHttpRequests: false,
