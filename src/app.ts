@@ -11,6 +11,7 @@ import { answerClientError, sendRestError } from './errors/rest-error.handler';
 import { graphqlPlugin } from './graphql/graphql.plugin';
 import { HTTP_LIMITS } from './http/http-limits';
 import { parseJsonExactly } from './http/json-body.parser';
+import { refuseBadRequestHeads } from './http/request-head.hook';
 import { createRateLimiter } from './http/rate-limit';
 import { hardenResponses } from './http/security-headers';
 import { describeWithOpenapi, serveOpenapi } from './openapi/openapi.plugin';
@@ -79,13 +80,15 @@ export async function buildApp({
     bodyLimit: HTTP_LIMITS.restBodyBytes,
     requestTimeout: HTTP_LIMITS.requestTimeoutMs,
     keepAliveTimeout: HTTP_LIMITS.keepAliveTimeoutMs,
-    http: { maxHeaderSize: HTTP_LIMITS.maxHeaderBytes },
+    // Node's own Host check answers with an empty body: refuseBadRequestHeads answers instead.
+    http: { maxHeaderSize: HTTP_LIMITS.maxHeaderBytes, requireHostHeader: false },
   });
 
   await hardenResponses(app, config.corsOrigins);
   observeRequests(app, metrics);
   metrics.watchDatabasePool(dataSource);
   closeConnectionsOnceNotAccepting(app, state);
+  refuseBadRequestHeads(app);
 
   const idempotency = new IdempotencyService(dataSource);
   const deprecations = new DeprecationTracker(metrics, app.log);

@@ -1,0 +1,49 @@
+import { exchangeRaw, parseRawResponse } from './helpers/raw-http';
+import { countPets, startTestApp, type TestApp } from './helpers/test-app';
+
+/**
+ * What a client sees of the answers Node's HTTP layer would write itself (before any route):
+ * the spec's Error body on every one, no body on a HEAD answer, and the timeouts of README
+ * "Security". Raw sockets, as such requests cannot be sent or read through fetch.
+ */
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+beforeEach(() => t.clearPets());
+
+/** The spec's Error body, with `status` equal to the HTTP status. */
+function expectErrorBody(received: string, status: number, code: string) {
+  const response = parseRawResponse(received);
+  expect(response.status).toBe(status);
+  expect(response.headers['content-type']).toMatch(/^application\/json/);
+  expect(JSON.parse(response.body)).toEqual({ code, message: expect.any(String), status });
+}
+
+describe('answers Node would write with an empty body', () => {
+  const json = 'Content-Type: application/json\r\nContent-Length: 31\r\n\r\n{"name":"Rex","categoryId":1}  ';
+  test.each([
+    ['an HTTP/1.1 request without Host to /v1', 400, 'BAD_REQUEST', `POST /v1/pets HTTP/1.1\r\nAuthorization: Bearer KEY\r\n${json}`],
+    ['an HTTP/1.1 request without Host to /graphql', 400, 'BAD_REQUEST', 'GET /graphql?query=%7B__typename%7D HTTP/1.1\r\n\r\n'],
+    ['an HTTP/1.1 request with two Host headers', 400, 'BAD_REQUEST', `POST /v1/pets HTTP/1.1\r\nHost: x\r\nHost: y\r\nAuthorization: Bearer KEY\r\n${json}`],
+    ['an unknown Expect to /v1', 417, 'EXPECTATION_FAILED', `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY\r\nExpect: teapot\r\n${json}`],
+    ['an unknown Expect to /graphql', 417, 'EXPECTATION_FAILED', `POST /graphql HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n${json}`],
+  ])('when a client sends %s, then %s %s in the Error shape and nothing is stored', async (_case, status, code, raw) => {
+    const { received } = await exchangeRaw(t.url, raw.replace('KEY', t.apiKey), { halfClose: true });
+    expectErrorBody(received, status, code);
+    expect(await countPets(t)).toBe(0);
+  });
+
+  test('when an HTTP/1.0 request has no Host (which HTTP/1.0 allows), then it is served', async () => {
+    const { received } = await exchangeRaw(t.url, 'GET /healthz HTTP/1.0\r\n\r\n', { halfClose: true });
+    expect(parseRawResponse(received).status).toBe(200);
+  });
+
+  test('when a create is sent with Expect: 100-continue, then 100 Continue and the pet is created', async () => {
+    const head = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.apiKey}\r\nExpect: 100-continue\r\nConnection: close\r\n`;
+    const { received } = await exchangeRaw(t.url, head + json, { halfClose: true });
+    expect(received).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /);
+    expect(await countPets(t)).toBe(1);
+  });
+});
