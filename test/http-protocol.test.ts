@@ -47,3 +47,19 @@ describe('answers Node would write with an empty body', () => {
     expect(await countPets(t)).toBe(1);
   });
 });
+
+describe('a HEAD request refused while Node parses it', () => {
+  test.each([
+    ['headers over 16 KiB', 431, (method: string) => `${method} /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`],
+    ['a malformed header', 400, (method: string) => `${method} /v1/pets HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n`],
+    ['a malformed header, after a request served on the same connection', 400, (method: string) => `GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n${method} /v1/pets HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n`],
+    ['no Host header', 400, (method: string) => `${method} /v1/pets HTTP/1.1\r\n\r\n`],
+  ])('when it has %s, then %s with nothing after the head, where GET gets the Error body', async (_case, status, raw) => {
+    const lastResponse = (received: string) => received.slice([...received.matchAll(/HTTP\/1\.1 \d{3} /g)].at(-1)?.index ?? 0);
+    const head = parseRawResponse(lastResponse((await exchangeRaw(t.url, raw('HEAD'), { halfClose: true })).received));
+    expect(head.status).toBe(status);
+    expect(head.body).toBe('');
+    const get = lastResponse((await exchangeRaw(t.url, raw('GET'), { halfClose: true })).received);
+    expectErrorBody(get, status, status === 431 ? 'REQUEST_HEADER_FIELDS_TOO_LARGE' : 'BAD_REQUEST');
+  });
+});
