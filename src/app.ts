@@ -80,8 +80,14 @@ export async function buildApp({
     bodyLimit: HTTP_LIMITS.restBodyBytes,
     requestTimeout: HTTP_LIMITS.requestTimeoutMs,
     keepAliveTimeout: HTTP_LIMITS.keepAliveTimeoutMs,
-    // Node's own Host check answers with an empty body: refuseBadRequestHeads answers instead.
-    http: { maxHeaderSize: HTTP_LIMITS.maxHeaderBytes, requireHostHeader: false },
+    http: {
+      maxHeaderSize: HTTP_LIMITS.maxHeaderBytes,
+      // Node's own Host check answers with an empty body: refuseBadRequestHeads answers instead.
+      requireHostHeader: false,
+      // The whole request, head included, within the request timeout, checked every second.
+      headersTimeout: HTTP_LIMITS.requestTimeoutMs,
+      connectionsCheckingInterval: HTTP_LIMITS.timeoutCheckIntervalMs,
+    },
   });
 
   await hardenResponses(app, config.corsOrigins);

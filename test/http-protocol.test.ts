@@ -1,3 +1,4 @@
+import { HTTP_LIMITS } from '../src/http/http-limits';
 import { exchangeRaw, parseRawResponse } from './helpers/raw-http';
 import { countPets, startTestApp, type TestApp } from './helpers/test-app';
 
@@ -62,4 +63,35 @@ describe('a HEAD request refused while Node parses it', () => {
     const get = lastResponse((await exchangeRaw(t.url, raw('GET'), { halfClose: true })).received);
     expectErrorBody(get, status, status === 431 ? 'REQUEST_HEADER_FIELDS_TOO_LARGE' : 'BAD_REQUEST');
   });
+});
+
+describe('timeouts (README "Security")', () => {
+  const requestTimeout = HTTP_LIMITS.requestTimeoutMs;
+  // Concurrent: each waits for the server to close, about 10 s.
+  test.concurrent.each([
+    ['sends nothing', ''],
+    ['sends half a request head', 'GET /v1/pets HTTP/1.1\r\nHost: x\r\n'],
+    ['sends a head and half its body', 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"name":'],
+  ])(
+    `when a client opens a connection and %s, then it is answered 408 and closed after ${requestTimeout / 1000} s (within 2 s)`,
+    async (_case, raw) => {
+      const { received, closedAfterMs } = await exchangeRaw(t.url, raw.replace('KEY', t.apiKey), { giveUpAfterMs: 45_000 });
+      expect(Math.round(closedAfterMs)).toBeGreaterThanOrEqual(requestTimeout);
+      expect(Math.round(closedAfterMs)).toBeLessThan(requestTimeout + 2_000);
+      expectErrorBody(received, 408, 'REQUEST_TIMEOUT');
+    },
+    50_000,
+  );
+
+  // Node announces keepAliveTimeout in `Keep-Alive: timeout=5` and closes the idle connection a
+  // fixed second later, so a client that honours the announcement never reuses a closing one.
+  test(`when a keep-alive connection is idle after a response, then it is announced as ${HTTP_LIMITS.keepAliveTimeoutMs / 1000} s and closed after it (within 2 s)`, async () => {
+    const { received, idleBeforeCloseMs } = await exchangeRaw(t.url, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', { giveUpAfterMs: 45_000 });
+    const response = parseRawResponse(received);
+    expect(response.status).toBe(200);
+    expect(response.headers['keep-alive']).toBe(`timeout=${HTTP_LIMITS.keepAliveTimeoutMs / 1000}`);
+    expect(response.body).toBe('{"status":"ok"}'); // one answer, nothing sent at the close
+    expect(Math.round(idleBeforeCloseMs)).toBeGreaterThanOrEqual(HTTP_LIMITS.keepAliveTimeoutMs);
+    expect(Math.round(idleBeforeCloseMs)).toBeLessThan(HTTP_LIMITS.keepAliveTimeoutMs + 2_000);
+  }, 50_000);
 });

@@ -9,8 +9,17 @@ export const HTTP_LIMITS = Object.freeze({
   graphqlBodyBytes: 64 * 1024,
   /** A request must be received whole within this time (ms), else 408. */
   requestTimeoutMs: 10_000,
-  /** Idle keep-alive connections are closed after this time (ms). */
+  /**
+   * Idle keep-alive connections are closed after this time (ms), announced as
+   * `Keep-Alive: timeout=5`; Node closes them one second later (its fixed margin, so that a
+   * client honouring the announcement never reuses a connection as it closes).
+   */
   keepAliveTimeoutMs: 5_000,
+  /**
+   * How often Node checks open connections against the request timeout (ms): its default, 30 s,
+   * let a stalled connection live up to 40 s instead of 10. This is the timeout's precision.
+   */
+  timeoutCheckIntervalMs: 1_000,
   /** Largest request head Node accepts (bytes), else 431. */
   maxHeaderBytes: 16 * 1024,
 });
