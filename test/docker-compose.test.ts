@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { HTTP_LIMITS } from '../src/http/http-limits';
 
 const ROOT = path.resolve(__dirname, '..');
 
@@ -79,6 +80,14 @@ function healthcheckCommand(service: ComposeService): string[] {
   return command.length > 1 && command[0] !== 'NONE' ? command : [];
 }
 
+/** An nginx time (`4s`, `500ms`, `1m30s`, a bare number of seconds), in milliseconds. */
+function nginxMilliseconds(time: string): number {
+  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+  const parts = [...time.matchAll(/(\d+)(ms|s|m|h|d)?/g)];
+  expect(parts.map((part) => part[0]).join('')).toBe(time); // nothing left unread
+  return parts.reduce((sum, [, n, unit]) => sum + Number(n) * units[unit ?? 's'], 0);
+}
+
 describe('docker-compose.yml', () => {
   const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8')) as ComposeFile;
   const services = compose.services ?? {};
@@ -126,6 +135,17 @@ describe('docker-compose.yml', () => {
     expect(conf).toMatch(/proxy_set_header X-Forwarded-For/);
     expect(conf).toMatch(/proxy_set_header X-Request-Id/);
     expect(appEnv.TRUST_PROXY).toBe('1');
+  });
+
+  test("when nginx keeps idle connections to the app, then it drops them before the app closes them (else a POST may get a 502)", () => {
+    const mount = (proxy.volumes ?? []).map(String).find((volume) => volume.endsWith(':/etc/nginx/conf.d/default.conf:ro'));
+    const conf = readFileSync(path.join(ROOT, mount!.split(':')[0]), 'utf8').replace(/#.*$/gm, '');
+    const upstream = /upstream\s+petstore\s*\{([^}]*)\}/.exec(conf)?.[1];
+    expect(upstream).toBeDefined();
+    expect(upstream).toMatch(/^\s*keepalive\s+\d+;/m); // connections are kept at all
+    // nginx's default, when the upstream block does not set it, is 60 s.
+    const kept = /^\s*keepalive_timeout\s+([^;\s]+);/m.exec(upstream!)?.[1] ?? '60s';
+    expect(nginxMilliseconds(kept)).toBeLessThan(HTTP_LIMITS.keepAliveTimeoutMs);
   });
 
   test('when the app stops, then Docker waits longer than its drain and grace period', () => {
