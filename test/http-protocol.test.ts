@@ -22,7 +22,7 @@ function expectErrorBody(received: string, status: number, code: string) {
   expect(JSON.parse(response.body)).toEqual({ code, message: expect.any(String), status });
 }
 
-describe('answers Node would write with an empty body', () => {
+describe('requests Node itself would refuse with an empty body', () => {
   const json = 'Content-Type: application/json\r\nContent-Length: 31\r\n\r\n{"name":"Rex","categoryId":1}  ';
   test.each([
     ['an HTTP/1.1 request without Host to /v1', 400, 'BAD_REQUEST', `POST /v1/pets HTTP/1.1\r\nAuthorization: Bearer KEY\r\n${json}`],
@@ -31,19 +31,19 @@ describe('answers Node would write with an empty body', () => {
     ['an unknown Expect to /v1', 417, 'EXPECTATION_FAILED', `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY\r\nExpect: teapot\r\n${json}`],
     ['an unknown Expect to /graphql', 417, 'EXPECTATION_FAILED', `POST /graphql HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n${json}`],
   ])('when a client sends %s, then %s %s in the Error shape and nothing is stored', async (_case, status, code, raw) => {
-    const { received } = await exchangeRaw(t.url, raw.replace('KEY', t.apiKey), { halfClose: true });
+    const { received } = await exchangeRaw(t.url, raw.replace('KEY', t.apiKey));
     expectErrorBody(received, status, code);
     expect(await countPets(t)).toBe(0);
   });
 
   test('when an HTTP/1.0 request has no Host (which HTTP/1.0 allows), then it is served', async () => {
-    const { received } = await exchangeRaw(t.url, 'GET /healthz HTTP/1.0\r\n\r\n', { halfClose: true });
+    const { received } = await exchangeRaw(t.url, 'GET /healthz HTTP/1.0\r\n\r\n');
     expect(parseRawResponse(received).status).toBe(200);
   });
 
   test('when a create is sent with Expect: 100-continue, then 100 Continue and the pet is created', async () => {
     const head = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.apiKey}\r\nExpect: 100-continue\r\nConnection: close\r\n`;
-    const { received } = await exchangeRaw(t.url, head + json, { halfClose: true });
+    const { received } = await exchangeRaw(t.url, head + json);
     expect(received).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /);
     expect(await countPets(t)).toBe(1);
   });
@@ -57,10 +57,10 @@ describe('a HEAD request refused while Node parses it', () => {
     ['no Host header', 400, (method: string) => `${method} /v1/pets HTTP/1.1\r\n\r\n`],
   ])('when it has %s, then %s with nothing after the head, where GET gets the Error body', async (_case, status, raw) => {
     const lastResponse = (received: string) => received.slice([...received.matchAll(/HTTP\/1\.1 \d{3} /g)].at(-1)?.index ?? 0);
-    const head = parseRawResponse(lastResponse((await exchangeRaw(t.url, raw('HEAD'), { halfClose: true })).received));
+    const head = parseRawResponse(lastResponse((await exchangeRaw(t.url, raw('HEAD'))).received));
     expect(head.status).toBe(status);
     expect(head.body).toBe('');
-    const get = lastResponse((await exchangeRaw(t.url, raw('GET'), { halfClose: true })).received);
+    const get = lastResponse((await exchangeRaw(t.url, raw('GET'))).received);
     expectErrorBody(get, status, status === 431 ? 'REQUEST_HEADER_FIELDS_TOO_LARGE' : 'BAD_REQUEST');
   });
 });

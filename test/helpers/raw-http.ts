@@ -12,20 +12,20 @@ export interface RawExchange {
 
 /**
  * Opens a TCP connection to the app, writes `request` byte for byte (nothing when empty),
- * and collects everything the server sends until it closes the connection: how a client
- * sees answers that Node writes itself, which fetch cannot send or read (no Host header,
- * oversized heads, a HEAD with a body, timeouts).
+ * and collects everything the server sends until it closes the connection: how a client sees
+ * what fetch cannot send or show (no Host header, oversized heads, the bytes after a HEAD
+ * answer, timeouts). Our side stays open, like a client waiting for its answer (Node drops
+ * the answers of a client that half-closes), so send requests the server closes after
+ * (`Connection: close`, an error, a timeout, or wait for the keep-alive timeout).
  *
  * @param url - the app's base URL (`http://127.0.0.1:port`).
  * @param request - the raw bytes to send.
- * @param options.halfClose - end our side after writing (default false: stay open, like a
- *   client waiting for its answer, so the server's own timeouts are what closes the connection).
  * @param options.giveUpAfterMs - reject when the server has not closed by then (default 30 s).
  */
 export function exchangeRaw(
   url: string,
   request: string | Buffer,
-  options: { halfClose?: boolean; giveUpAfterMs?: number } = {},
+  options: { giveUpAfterMs?: number } = {},
 ): Promise<RawExchange> {
   const { port, hostname } = new URL(url);
   return new Promise((resolve, reject) => {
@@ -35,7 +35,6 @@ export function exchangeRaw(
     const socket = connect(Number(port), hostname, () => {
       connectedAt = performance.now();
       if (request.length > 0) socket.write(request);
-      if (options.halfClose) socket.end();
     });
     const giveUp = setTimeout(() => {
       socket.destroy();
