@@ -51,8 +51,9 @@ export interface Config {
     readonly graceSeconds: number;
   };
   /**
-   * How long an API key found active is trusted without asking the database, in seconds (0:
-   * always ask). Bounds how late a revocation made by another process takes effect here.
+   * How long a key lookup's answer (found active, or unknown/revoked) is reused without asking
+   * the database, in seconds (0: always ask). Bounds how late a revocation made by another
+   * process takes effect here.
    */
   readonly apiKeyCacheSeconds: number;
   /** Whether start-up applies pending migrations (under the migration lock). */

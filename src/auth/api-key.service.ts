@@ -41,35 +41,64 @@ export function isWellFormedApiKey(key: string): boolean {
   return match !== null && match[2] === checksum(match[1]);
 }
 
-/** The cache of found keys: at most this many, each trusted this long without asking the database. */
-export const API_KEY_CACHE = Object.freeze({ maxEntries: 10_000, ttlMs: 5_000 });
+/**
+ * The key caches (README "Security", "API key"): at most `maxEntries` keys in each; a key's
+ * lookup answer, found active or not, is reused for `ttlMs` without asking the database
+ * (API_KEY_CACHE_SECONDS); a key found active is remembered for `knownMs`, so that once its
+ * answer has expired its requests are still counted against the key, not against its address.
+ */
+export const API_KEY_CACHE = Object.freeze({ maxEntries: 10_000, ttlMs: 5_000, knownMs: 3_600_000 });
 
-/** Keys found active, by hex hash; `generation` counts revocations, so a lookup that raced one is not cached. */
+/** A key found active: the record, and when (Date.now() milliseconds) it was found or created. */
+interface FoundKey {
+  apiKey: ApiKey;
+  checkedAt: number;
+}
+
+/**
+ * The caches of one database, by the key's hex hash. `found` and `refused` are separate LRUs
+ * so that a flood of unknown keys cannot push real keys out. `generation` counts revocations,
+ * so that a lookup that raced one caches nothing.
+ */
 interface KeyCache {
-  found: LRUCache<string, ApiKey>;
+  found: LRUCache<string, FoundKey>;
+  refused: LRUCache<string, true>;
   generation: number;
 }
 
 /**
  * One cache per database, shared by every ApiKeyService of this process on that DataSource:
- * a revoke through any of them empties it at once. Other processes (the `apikey` CLI, other
+ * a revoke through any of them takes effect at once. Other processes (the `apikey` CLI, other
  * instances) revoke in the database only, which this process sees within the TTL.
  */
 const caches = new WeakMap<DataSource, KeyCache>();
 
+/** What this process knows of a presented key without asking the database (see {@link ApiKeyService.recognise}). */
+export type KeyRecognition =
+  /** Not a key of ours: wrong shape or checksum. Never looked up. */
+  | { state: 'malformed' }
+  /** Found active within the cache time: no lookup needed. */
+  | { state: 'trusted'; apiKey: ApiKey }
+  /** Found active within the last hour, but its answer has expired: look it up again, on the key's account. */
+  | { state: 'known'; apiKeyId: number }
+  /** Found unknown or revoked within the cache time: refused without a lookup. */
+  | { state: 'refused' }
+  /** Never seen, or forgotten: only a lookup can tell. */
+  | { state: 'unknown' };
+
 /**
  * Creates, lists, revokes and checks API keys (spec "Authentication"). A key is `pst_`, then
  * 32 random bytes in base64url, then a CRC-32 checksum (53 characters); only its SHA-256 hash
- * is stored. Keys found active are cached (bounded LRU, short TTL); unknown keys are not.
+ * is stored. Lookup answers are cached, found and not found alike (bounded LRUs, short TTL).
  */
 export class ApiKeyService {
   private readonly cache: KeyCache;
 
   /**
    * @param keys - the TypeORM repository of {@link ApiKey}.
-   * @param options.cacheTtlMs - how long a found key is trusted without a lookup, milliseconds
-   *   (default {@link API_KEY_CACHE}.ttlMs; 0 turns the cache off). Bounds how late a revocation
-   *   made by another process takes effect here.
+   * @param options.cacheTtlMs - how long a lookup's answer (found active, or unknown/revoked) is
+   *   reused without asking again, milliseconds (default {@link API_KEY_CACHE}.ttlMs; 0: ask on
+   *   every request). Bounds how late a revocation made by another process takes effect here.
    */
   constructor(
     private readonly keys: Repository<ApiKey>,
@@ -78,13 +107,23 @@ export class ApiKeyService {
     const dataSource = keys.manager.connection;
     let cache = caches.get(dataSource);
     if (!cache) {
-      cache = { found: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.ttlMs }), generation: 0 };
+      cache = {
+        found: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.knownMs }),
+        refused: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.ttlMs }),
+        generation: 0,
+      };
       caches.set(dataSource, cache);
     }
     this.cache = cache;
   }
 
+  private get ttlMs(): number {
+    return this.options.cacheTtlMs ?? API_KEY_CACHE.ttlMs;
+  }
+
   /**
+   * Creates a key; this process knows it from then on (as if it had been looked up).
+   *
    * @param name - a label for the key (1-100 characters).
    * @returns the stored record and the key itself, which is not stored and cannot be shown again.
    * @throws RangeError for an empty or over-long name.
@@ -94,6 +133,9 @@ export class ApiKeyService {
     const key = generateApiKey();
     const apiKey = this.keys.create({ name, keyHash: hashKey(key).toString('hex'), keyHint: key.slice(-4), revokedAt: null });
     await this.keys.save(apiKey);
+    // This process knows the new key is active. (No one can have been refused it: 256 fresh random bits.)
+    this.cache.refused.delete(apiKey.keyHash);
+    this.cache.found.set(apiKey.keyHash, { apiKey, checkedAt: Date.now() });
     return { apiKey, key };
   }
 
@@ -108,45 +150,67 @@ export class ApiKeyService {
   }
 
   /**
-   * Revokes a key at once.
+   * Revokes a key at once: in this process, its next request is looked up again and refused.
    *
    * @param id - the key's id.
    * @returns false when no active key has that id.
    */
   async revoke(id: number): Promise<boolean> {
     const result = await this.keys.update({ id, revokedAt: IsNull() }, { revokedAt: new Date() });
-    // Revocations are rare: forget every cached key rather than find this one's hash.
     this.cache.generation++;
-    this.cache.found.clear();
+    // Forget this key only: the others stay trusted. Revocations are rare, the scan is bounded.
+    const hashes = [...this.cache.found.entries()].filter(([, found]) => found.apiKey.id === id).map(([hex]) => hex);
+    for (const hex of hashes) this.cache.found.delete(hex);
     return (result.affected ?? 0) > 0;
   }
 
   /**
+   * Tells what this process knows of a key without asking the database, so that the caller
+   * can decide whose rate limit a lookup is charged to before making it (README "Security").
+   *
+   * @param key - the bearer token as sent.
+   * @returns see {@link KeyRecognition}.
+   */
+  recognise(key: string): KeyRecognition {
+    if (!isWellFormedApiKey(key)) return { state: 'malformed' };
+    const hex = hashKey(key).toString('hex');
+    const found = this.cache.found.get(hex);
+    if (found) return Date.now() - found.checkedAt < this.ttlMs ? { state: 'trusted', apiKey: found.apiKey } : { state: 'known', apiKeyId: found.apiKey.id };
+    return this.cache.refused.has(hex) ? { state: 'refused' } : { state: 'unknown' };
+  }
+
+  /**
    * Finds the active key a client presented. A malformed key or a bad checksum is refused
-   * without touching the database. Lookup is by SHA-256 hash, so the key itself never reaches
-   * the database and lookup timing says nothing about stored keys; the hash found is then
-   * compared again in constant time (the database's collation may ignore case). A key found
-   * active is remembered for a few seconds (see the constructor), so most requests cost no lookup.
+   * without touching the database, and so is a key whose lookup answered "unknown or revoked"
+   * within the cache time. Lookup is by SHA-256 hash, so the key itself never reaches the
+   * database and lookup timing says nothing about stored keys; the hash found is then compared
+   * again in constant time (the database's collation may ignore case). Each answer is cached
+   * (see the constructor), so most requests cost no lookup.
    *
    * @param key - the bearer token as sent.
    * @returns the key record, or null when malformed, unknown or revoked.
    * @throws DatabaseDeadlineError (503) when the lookup does not finish within its deadline.
    */
   async findActive(key: string): Promise<ApiKey | null> {
-    if (!isWellFormedApiKey(key)) return null;
+    const recognised = this.recognise(key);
+    if (recognised.state === 'trusted') return recognised.apiKey;
+    if (recognised.state === 'malformed' || recognised.state === 'refused') return null;
     const hash = hashKey(key);
     const hex = hash.toString('hex');
-    const ttl = this.options.cacheTtlMs ?? API_KEY_CACHE.ttlMs;
-    const cached = ttl > 0 ? this.cache.found.get(hex) : undefined;
-    if (cached) return cached;
     const generation = this.cache.generation;
     const found = await withinDeadline(
       this.keys.manager.connection,
       (manager) => manager.getRepository(ApiKey).findOneBy({ keyHash: hex, revokedAt: IsNull() }),
       { mode: 'slave' },
     );
-    if (!found || !timingSafeEqual(Buffer.from(found.keyHash, 'hex'), hash)) return null;
-    if (ttl > 0 && generation === this.cache.generation) this.cache.found.set(hex, found, { ttl });
-    return found;
+    const active = found && timingSafeEqual(Buffer.from(found.keyHash, 'hex'), hash) ? found : null;
+    if (generation !== this.cache.generation) return active; // a revocation raced this lookup: cache nothing
+    if (active) {
+      this.cache.found.set(hex, { apiKey: active, checkedAt: Date.now() });
+    } else {
+      this.cache.found.delete(hex);
+      if (this.ttlMs > 0) this.cache.refused.set(hex, true, { ttl: this.ttlMs });
+    }
+    return active;
   }
 }

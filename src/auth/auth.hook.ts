@@ -20,14 +20,22 @@ function unauthenticated(message: string, error?: 'invalid_token'): AppError {
   return new AppError('UNAUTHENTICATED', message, { 'WWW-Authenticate': challenge });
 }
 
+/** Keys of requests that `identify` could not settle from the cache: `requireApiKey` looks them up. */
+const toLookUp = new WeakMap<FastifyRequest, string>();
+
 /**
  * The one authentication decision for both surfaces (spec "Authentication"), as two Fastify
- * `onRequest` hooks that run before the body is read, with the rate limiter between them (so
- * that failed attempts are counted per IP address):
- * - `identify` decides: it sets `request.apiKeyId`, or `request.authFailure` for a missing,
- *   malformed, unknown or revoked key;
- * - `requireApiKey` enforces: it throws that AppError UNAUTHENTICATED (HTTP 401,
- *   `WWW-Authenticate: Bearer …` per RFC 6750), which each surface renders in its own shape.
+ * `onRequest` hooks that run before the body is read, with the rate limiter between them, so
+ * that every request is counted before its key can cost a database lookup (README "Security"):
+ * - `identify` decides what it can without the database: it sets `request.apiKeyId` for a key
+ *   found active (trusted, or known from the last hour and to be looked up again: counted
+ *   against the key), or `request.authFailure` for a missing or malformed key or one found
+ *   unknown or revoked moments ago; a key it has never seen is left to `requireApiKey`, and
+ *   the request is counted against its address;
+ * - `requireApiKey` looks up the keys `identify` left open (only for requests the limiter let
+ *   through, so an address over its limit causes no lookup), then enforces: it throws the
+ *   AppError UNAUTHENTICATED (HTTP 401, `WWW-Authenticate: Bearer …` per RFC 6750), which each
+ *   surface renders in its own shape.
  *
  * @param apiKeys - where keys are checked.
  */
@@ -35,6 +43,7 @@ export function createAuthHooks(apiKeys: ApiKeyService): {
   identify: onRequestAsyncHookHandler;
   requireApiKey: onRequestAsyncHookHandler;
 } {
+  const invalid = () => unauthenticated('Invalid or revoked API key.', 'invalid_token');
   return {
     identify: async function identify(request: FastifyRequest) {
       const header = request.headers.authorization;
@@ -43,12 +52,34 @@ export function createAuthHooks(apiKeys: ApiKeyService): {
         return;
       }
       const match = BEARER.exec(header);
-      const apiKey = match ? await apiKeys.findActive(match[1]) : null;
-      if (apiKey) request.apiKeyId = apiKey.id;
-      else if (!match) request.authFailure = unauthenticated('Malformed Authorization header: expected Bearer <API_KEY>.', 'invalid_token');
-      else request.authFailure = unauthenticated('Invalid or revoked API key.', 'invalid_token');
+      if (!match) {
+        request.authFailure = unauthenticated('Malformed Authorization header: expected Bearer <API_KEY>.', 'invalid_token');
+        return;
+      }
+      const recognised = apiKeys.recognise(match[1]);
+      switch (recognised.state) {
+        case 'trusted':
+          request.apiKeyId = recognised.apiKey.id;
+          return;
+        case 'known':
+          request.apiKeyId = recognised.apiKeyId;
+          toLookUp.set(request, match[1]);
+          return;
+        case 'unknown':
+          toLookUp.set(request, match[1]);
+          return;
+        default:
+          request.authFailure = invalid();
+      }
     },
     requireApiKey: async function requireApiKey(request: FastifyRequest) {
+      const key = toLookUp.get(request);
+      if (key !== undefined) {
+        toLookUp.delete(request);
+        const apiKey = await apiKeys.findActive(key);
+        request.apiKeyId = apiKey?.id;
+        if (!apiKey) request.authFailure = invalid();
+      }
       if (request.authFailure) throw request.authFailure;
     },
   };

@@ -1,0 +1,42 @@
+import type { DataSource, Logger } from 'typeorm';
+
+/** The statements one DataSource has sent since the counter was attached or last reset. */
+export interface StatementCounter {
+  /** How many statements were sent whose SQL matches `pattern` (every statement without one). */
+  count: (pattern?: RegExp) => number;
+  /** Forgets the statements seen so far. */
+  reset: () => void;
+}
+
+/** Matches the statements that read or write the `api_key` table, on every driver. */
+export const API_KEY_TABLE = /[`"]api_key[`"]/;
+/** Matches the statements that read or write the `pet` table, on every driver. */
+export const PET_TABLE = /[`"]pet[`"]/;
+
+/**
+ * Counts the SQL statements a DataSource sends, through a TypeORM logger (TypeORM hands every
+ * statement to its logger before sending it, on MySQL and sql.js alike). Unlike the server's
+ * `Questions` status counter, it sees only this DataSource's statements, so other test files
+ * and other workers on the same MariaDB server cannot disturb the count. Replaces the
+ * DataSource's logger (the test apps log no SQL).
+ *
+ * @param dataSource - an initialised DataSource, e.g. a TestApp's.
+ */
+export function countStatements(dataSource: DataSource): StatementCounter {
+  let statements: string[] = [];
+  const logger: Logger = {
+    logQuery: (query) => void statements.push(query),
+    logQueryError: () => undefined,
+    logQuerySlow: () => undefined,
+    logSchemaBuild: () => undefined,
+    logMigration: () => undefined,
+    log: () => undefined,
+  };
+  dataSource.setOptions({ logger });
+  return {
+    count: (pattern) => (pattern ? statements.filter((sql) => pattern.test(sql)).length : statements.length),
+    reset: () => {
+      statements = [];
+    },
+  };
+}
