@@ -24,12 +24,15 @@ async function expectRejected(query: string, variables?: Record<string, unknown>
   expect(result.body.errors[0].message).toBe(QUERY_REJECTED_MESSAGE);
 }
 
-const aliases = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: pets(limit: 1) { id }`).join(' ')} }`;
+// Each limit's operations are built far below the cost limit, so that only the limit under
+// test can refuse them: a field that reads the database costs 100, `__typename` 1.
+/** Aliases of one pet's fields (Armor does not count aliases of `__typename`). */
+const aliases = (n: number) => `{ pets(limit: 1) { ${Array.from({ length: n }, (_, i) => `a${i}: id`).join(' ')} } }`;
 const directives = (n: number) => `{ ${'... @include(if: true) { __typename } '.repeat(n)}}`;
-/** Exactly n tokens: 15 per fragment, 1 per extra `__typename`, 2 for the braces. */
+/** Exactly n tokens: 6 per fragment, 1 per extra `__typename`, 2 for the braces. */
 const tokens = (n: number) => {
-  const fragments = Math.floor((n - 2) / 15);
-  return `{ ${'... on Query { pets(limit: 1) { id name } } '.repeat(fragments)}${'__typename '.repeat(n - 2 - 15 * fragments)}}`;
+  const fragments = Math.floor((n - 2) / 6);
+  return `{ ${'... on Query { __typename } '.repeat(fragments)}${'__typename '.repeat(n - 2 - 6 * fragments)}}`;
 };
 /** An operation n levels deep: inline fragments count as a level (the schema itself is only 2 deep). */
 const depth = (n: number) => `{ ${'... on Query { '.repeat(n - 2)}pets(limit: 1) { id }${' }'.repeat(n - 2)} }`;
@@ -60,6 +63,39 @@ describe('the cost limit (a list costs its limit times its selection)', () => {
 
   test('when the standard introspection query is sent, then it runs (GraphiQL needs it)', () =>
     expectAccepted(getIntrospectionQuery()));
+});
+
+/** The most fields that read or write the database one operation may hold: each costs at least one request's worth. */
+const MAX_DATABASE_FIELDS = QUERY_LIMITS.maxCost / QUERY_LIMITS.costPerRequestUnit;
+
+describe.each([
+  ['lookups by id', (i: number) => `p${i}: pet(id: "1") { id name categoryId status }`],
+  ['one-pet lists', (i: number) => `l${i}: pets(limit: 1) { id }`],
+])('each field that reads the database costs at least one request (%s)', (_name, field) => {
+  const operation = (n: number) => `{ ${Array.from({ length: n }, (_, i) => field(i)).join(' ')} }`;
+  test(`when an operation holds ${MAX_DATABASE_FIELDS} of them (the maximum cost), then it runs`, () => expectAccepted(operation(MAX_DATABASE_FIELDS)));
+  test('when it holds one more, then it is refused', () => expectRejected(operation(MAX_DATABASE_FIELDS + 1)));
+});
+
+const newPet = (alias: string) => `${alias}createPet(input: { name: "Rex", categoryId: 1 }) { id }`;
+const creates = (n: number) => `mutation { ${Array.from({ length: n }, (_, i) => newPet(`c${i}: `)).join(' ')} }`;
+
+describe('the mutation limit (createPet fields per operation)', () => {
+  test(`when an operation creates ${QUERY_LIMITS.maxMutations}, then it runs and stores them`, async () => {
+    const before = await countPets(t);
+    await expectAccepted(creates(QUERY_LIMITS.maxMutations));
+    expect(await countPets(t)).toBe(before + QUERY_LIMITS.maxMutations);
+  });
+
+  test.each([
+    ['one more, aliased', creates(QUERY_LIMITS.maxMutations + 1)],
+    ['one more, through fragments', `mutation { ...A ...B } fragment A on Mutation { ${newPet('a: ')} } fragment B on Mutation { ${newPet('b: ')} }`],
+    ['16, as in issue 10 (15 aliases and one plain field)', `mutation { ${newPet('')} ${Array.from({ length: 15 }, (_, i) => newPet(`c${i}: `)).join(' ')} }`],
+  ])('when an operation creates %s, then it is refused without revealing the limit, and no pet is stored', async (_name, operation) => {
+    const before = await countPets(t);
+    await expectRejected(operation);
+    expect(await countPets(t)).toBe(before);
+  });
 });
 
 describe('known attacks are refused', () => {

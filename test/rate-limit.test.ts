@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { PET_TABLE, type StatementCounter, countStatements } from './helpers/statement-counter';
 import { graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -41,18 +42,60 @@ describe('rate limits per API key and per IP address', () => {
   });
 });
 
-describe('GraphQL spends by query cost', () => {
+const lookups = (k: number) => `{ ${Array.from({ length: k }, (_, i) => `p${i}: pet(id: "1") { id name }`).join(' ')} }`;
+
+describe.each([
+  ['in memory', undefined],
+  ['in Redis', REDIS_URL],
+])('GraphQL charges the rate limit for the whole operation (counters %s)', (_where, redisUrl) => {
+  const BUDGET = 5;
   let t: TestApp;
+  let statements: StatementCounter;
   beforeAll(async () => {
-    t = await startTestApp({ config: { rateLimit: { max: 5, unauthenticatedMax: 5, windowSeconds: 60, namespace: `rl-${randomUUID()}:` } } });
+    const rateLimit = { max: BUDGET, unauthenticatedMax: 100, windowSeconds: 60, namespace: `rl-${randomUUID()}:`, ...(redisUrl && { redisUrl }) };
+    t = await startTestApp({ config: { rateLimit } });
+    statements = countStatements(t.dataSource);
   });
   afterAll(() => t.close());
 
-  test('when an operation costs 400, then it spends 4 requests of 5, and the next costly one is 429', async () => {
-    const costly = '{ pets(limit: 100) { id name categoryId status } }';
-    expect((await graphql(t, costly)).status).toBe(200);
-    expect((await graphql(t, '{ __typename }')).status).toBe(200);
-    expectLimited(await graphql(t, costly), true);
+  /** A key of its own for each test: a fresh budget. */
+  const freshKey = async () => (await t.apiKeys.create('budget')).key;
+  const remainingAfter = (result: { headers: Headers }) => result.headers.get('ratelimit')?.match(/;r=(\d+);/)?.[1];
+
+  test('when an operation has as many pet lookups as the budget, then it runs and spends all of it, as many getPet calls would', async () => {
+    const apiKey = await freshKey();
+    const result = await graphql(t, lookups(BUDGET), undefined, { apiKey });
+    expect({ status: result.status, errors: result.body.errors }).toEqual({ status: 200, errors: undefined });
+    expect(remainingAfter(result)).toBe('0');
+    expectLimited(await request(t, 'GET', '/v1/pets', { apiKey }));
+  });
+
+  test('when it has one lookup more than the budget, then it is 429, reads no pet, and spends only its one request', async () => {
+    const apiKey = await freshKey();
+    statements.reset();
+    const result = await graphql(t, lookups(BUDGET + 1), undefined, { apiKey });
+    expectLimited(result, true);
+    expect(result.body.data).toBeUndefined();
+    expect(statements.count(PET_TABLE)).toBe(0);
+    const next = await request(t, 'GET', '/v1/pets', { apiKey });
+    expect(next.status).toBe(200);
+    expect(remainingAfter(next)).toBe(String(BUDGET - 2));
+  });
+
+  test('when a list of 100 pets with 4 fields costs 400, then it spends 4 requests', async () => {
+    const apiKey = await freshKey();
+    const result = await graphql(t, '{ pets(limit: 100) { id name categoryId status } }', undefined, { apiKey });
+    expect(result.status).toBe(200);
+    expect(remainingAfter(result)).toBe(String(BUDGET - 4));
+    expect((await graphql(t, '{ __typename }', undefined, { apiKey })).status).toBe(200);
+    expectLimited(await graphql(t, '{ __typename }', undefined, { apiKey }), true);
+  });
+
+  test('when a pet is created, then it spends one request, as POST /v1/pets does', async () => {
+    const apiKey = await freshKey();
+    const result = await graphql(t, 'mutation { createPet(input: { name: "Rex", categoryId: 1 }) { id name categoryId status } }', undefined, { apiKey });
+    expect(result.status).toBe(200);
+    expect(remainingAfter(result)).toBe(String(BUDGET - 1));
   });
 });
 

@@ -27,7 +27,7 @@ export interface GraphqlPluginOptions {
   petResolver: PetResolver;
   /** The onRequest hooks guarding every operation: authentication and rate limiting. */
   guard: onRequestAsyncHookHandler[];
-  /** Charges a request extra rate-limit units (by query cost); throws 429 when they run out. */
+  /** Charges a request extra rate-limit units (by operation cost); throws 429, charging none, when fewer are left. */
   spend: (request: FastifyRequest, units: number) => Promise<void>;
   /** Production hides field suggestions from error messages. */
   production: boolean;

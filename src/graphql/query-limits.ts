@@ -1,17 +1,21 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { FastifyRequest } from 'fastify';
-import { GraphQLError } from 'graphql';
-import type { AppError } from '../errors/error-catalogue';
-import { fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
+import { GraphQLError, OperationTypeNode } from 'graphql';
+import { AppError } from '../errors/error-catalogue';
+import { type ComplexityEstimator, fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
 
 /**
- * Limits on one GraphQL operation (OWASP GraphQL cheat sheet; issue "hard to break").
- * Armor's defaults, tuned to this schema:
+ * Limits on one GraphQL operation (OWASP GraphQL cheat sheet; issue "hard to break"; README
+ * "Security"). Armor's defaults, tuned to this schema:
  * - depth 6 (fragments count as a level; introspection, which GraphiQL needs, is exempt):
  *   real queries here are 2 deep;
- * - cost 1000: one field costs 1, a list costs its `limit` times its selection, so
- *   `pets(limit: 100) { id name categoryId status }` costs 400: two full pages per operation.
+ * - cost 1000, priced by {@link databaseFieldCost}: a field that reads or writes the database
+ *   costs at least one request's worth (100), a list its `limit` times its selection, any
+ *   other field 1. So `pets(limit: 100) { id name categoryId status }` costs 400 (two full
+ *   pages per operation), and one operation reads or writes the database at most 10 times;
+ * - 1 mutation field (`createPet`) per operation: one create per operation, as on REST, and
+ *   one Idempotency-Key never covers several creates.
  * The values are never shown to clients; every rejection says "Query validation error.".
  */
 export const QUERY_LIMITS = Object.freeze({
@@ -20,9 +24,24 @@ export const QUERY_LIMITS = Object.freeze({
   maxTokens: 1000,
   maxDirectives: 50,
   maxCost: 1000,
-  /** Rate limiting charges one request per started 100 of cost. */
+  /** One request's worth of cost: the rate limit charges 1 request per started 100 of cost. */
   costPerRequestUnit: 100,
+  /** Root fields of the Mutation type per operation, counted as written (aliases and fragments included, `@skip`/`@include` applied). */
+  maxMutations: 1,
 });
+
+/**
+ * The price of a field that reads or writes the database (`pets`, `pet`, `createPet`): its
+ * selection once per pet it can return, and at least one request's worth, so that N such
+ * fields in one operation cost at least N requests, what N REST calls cost (README "Security").
+ *
+ * @param pets - how many pets the field can return: 1 for `pet` and `createPet`, `limit` for `pets`.
+ * @param selection - the cost of its selection (type-graphql's `childComplexity`), 1 per field.
+ * @returns its cost, in the units of {@link QUERY_LIMITS}.maxCost.
+ */
+export function databaseFieldCost(pets: number, selection: number): number {
+  return Math.max(QUERY_LIMITS.costPerRequestUnit, pets * selection);
+}
 
 /** The one message for every rejected operation: limits are not revealed. */
 export const QUERY_REJECTED_MESSAGE = 'Query validation error.';
@@ -64,51 +83,51 @@ export function withoutLimits(message: string): string {
 }
 
 /**
- * Rejects an operation whose cost is over {@link QUERY_LIMITS}.maxCost, once its variables
- * are known (so `pets(limit: $n)` is priced with the real `$n`), and charges the rate limit
- * one request per started {@link QUERY_LIMITS}.costPerRequestUnit of cost. Costs come from the schema's
- * `complexity` extensions (type-graphql's `complexity` option), 1 per field otherwise.
+ * Rejects an operation that creates more than {@link QUERY_LIMITS}.maxMutations times or costs
+ * more than {@link QUERY_LIMITS}.maxCost, once its variables are known (so `pets(limit: $n)` is
+ * priced with the real `$n`, and `@skip`/`@include` are applied), and charges the rate limit for
+ * the whole operation: one request per started {@link QUERY_LIMITS}.costPerRequestUnit of cost,
+ * of which the request already paid 1 when it came in. This runs in `didResolveOperation`, before
+ * anything executes, so a refused operation reads and writes nothing. Costs come from the
+ * schema's `complexity` extensions (type-graphql's `complexity` option, see
+ * {@link databaseFieldCost}), 1 per field otherwise.
  *
- * @param spend - charges the caller's rate limit (see http/rate-limit.ts).
+ * @param spend - charges the caller's rate limit that many more requests, or throws the AppError
+ *   TOO_MANY_REQUESTS without charging when fewer are left (see http/rate-limit.ts).
  * @returns an Apollo plugin; a rejection is HTTP 400 GRAPHQL_VALIDATION_FAILED, an exhausted
  *   rate limit HTTP 429 TOO_MANY_REQUESTS.
  */
 export function costLimitPlugin(
   spend: (request: FastifyRequest, units: number) => Promise<void>,
 ): ApolloServerPlugin<{ request: FastifyRequest }> {
+  const rejected = () =>
+    new GraphQLError(QUERY_REJECTED_MESSAGE, { extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } } });
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ request, document, schema, contextValue }) {
+        async didResolveOperation({ request, document, schema, operation, contextValue }) {
+          const measure = (estimators: ComplexityEstimator[]) =>
+            getComplexity({ schema, query: document, operationName: request.operationName ?? undefined, variables: request.variables ?? {}, estimators });
           let cost: number;
+          let mutations = 0;
           try {
-            cost = getComplexity({
-              schema,
-              query: document,
-              operationName: request.operationName ?? undefined,
-              variables: request.variables ?? {},
-              estimators: [fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })],
-            });
+            cost = measure([fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
+            if (operation?.operation === OperationTypeNode.MUTATION) {
+              const mutationType = schema.getMutationType();
+              mutations = measure([({ type, field }) => (type === mutationType && !field.name.startsWith('__') ? 1 : 0)]);
+            }
           } catch {
             return; // variables that do not fit the operation: Apollo answers BAD_USER_INPUT next
           }
-          if (cost > QUERY_LIMITS.maxCost) {
-            throw new GraphQLError(QUERY_REJECTED_MESSAGE, {
-              extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
+          if (mutations > QUERY_LIMITS.maxMutations || cost > QUERY_LIMITS.maxCost) throw rejected();
+          try {
+            await spend(contextValue.request, Math.ceil(cost / QUERY_LIMITS.costPerRequestUnit) - 1);
+          } catch (error) {
+            if (!(error instanceof AppError)) throw error; // e.g. Redis unreachable: an unexpected error
+            throw new GraphQLError(error.message, {
+              originalError: error,
+              extensions: { code: error.code, http: { status: error.status, headers: new Map(Object.entries(error.headers)) } },
             });
-          }
-          // The request already paid 1 unit at the door; a costly one pays for its cost.
-          const units = Math.ceil(cost / QUERY_LIMITS.costPerRequestUnit) - 1;
-          if (units > 0) {
-            try {
-              await spend(contextValue.request, units);
-            } catch (error) {
-              const appError = error as AppError;
-              throw new GraphQLError(appError.message, {
-                originalError: appError,
-                extensions: { code: appError.code, http: { status: appError.status, headers: new Map(Object.entries(appError.headers)) } },
-              });
-            }
           }
         },
       };

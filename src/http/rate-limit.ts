@@ -10,14 +10,25 @@ export type RateLimitConfig = Config['rateLimit'];
 /** The policy name in the RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10). */
 const POLICY = 'default';
 
+/** What the RateLimit header fields of one answer say: the policy's quota, what is left, seconds to the reset. */
+interface RateLimitState {
+  quota: number;
+  remaining: number;
+  resetSeconds: number;
+}
+
 /**
  * Rate limiting with @fastify/rate-limit: per API key, or per IP address for requests without
  * a valid key. Counters are in memory, or in Redis when `redisUrl` is set, so that several
- * instances share them. A refused request is 429 TOO_MANY_REQUESTS with `Retry-After`;
- * every limited answer carries `RateLimit-Policy` and `RateLimit`.
+ * instances share them. One counter per client serves both the request itself and the extra
+ * units GraphQL charges (README "Security"). A refused request is 429 TOO_MANY_REQUESTS with
+ * `Retry-After`; every limited answer carries `RateLimit-Policy` and `RateLimit`, which tell
+ * what is left after everything the request was charged.
  *
- * @returns `limit`, the onRequest hook to run after `identify`, and `spend`, which charges a
- *   request extra units (GraphQL charges by query cost) and throws 429 when they run out.
+ * @returns `limit`, the onRequest hook to run after `identify`, which charges 1 unit; and
+ *   `spend`, which charges a request `units` more (GraphQL, by operation cost): when fewer
+ *   are left it charges none and throws the AppError TOO_MANY_REQUESTS, so that the operation
+ *   does not run.
  */
 export async function createRateLimiter(
   app: FastifyInstance,
@@ -25,42 +36,54 @@ export async function createRateLimiter(
 ): Promise<{ limit: onRequestAsyncHookHandler; spend: (request: FastifyRequest, units: number) => Promise<void> }> {
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 1000 }) : undefined;
   if (redis) app.addHook('onClose', async () => void (await redis.quit()));
-  await app.register(fastifyRateLimit, { global: false, redis, nameSpace: config.namespace, skipOnError: false });
-
-  const windowMs = config.windowSeconds * 1000;
   const keyOf = (request: FastifyRequest) => (request.apiKeyId ? `key:${request.apiKeyId}` : `ip:${request.ip}`);
   const maxOf = (request: FastifyRequest) => (request.apiKeyId ? config.max : config.unauthenticatedMax);
-  const tooMany = (seconds: number) =>
-    new AppError('TOO_MANY_REQUESTS', `Rate limit reached: retry in ${seconds} s.`, { 'Retry-After': String(seconds) });
-
-  const hook = app.rateLimit({
+  await app.register(fastifyRateLimit, {
+    global: false,
+    redis,
+    nameSpace: config.namespace,
+    skipOnError: false,
     max: async (request) => maxOf(request),
-    timeWindow: windowMs,
+    timeWindow: config.windowSeconds * 1000,
     keyGenerator: keyOf,
-    errorResponseBuilder: (_request, context) => tooMany(Math.ceil(context.ttl / 1000)),
   });
-  const check = app.createRateLimit({ max: async (request) => maxOf(request), timeWindow: windowMs, keyGenerator: keyOf });
+  // The plugin's own store: the door and GraphQL's extra units count on the same counters.
+  const counter = app.createRateLimit();
+  const states = new WeakMap<FastifyRequest, RateLimitState>();
 
-  // Restate the library's x-ratelimit-* headers as the draft's two fields.
-  app.addHook('onSend', async (_request, reply: FastifyReply) => {
-    const remaining = reply.getHeader('x-ratelimit-remaining');
-    const reset = reply.getHeader('x-ratelimit-reset');
-    const limit = reply.getHeader('x-ratelimit-limit');
-    if (remaining === undefined) return;
-    reply.removeHeader('x-ratelimit-remaining').removeHeader('x-ratelimit-reset').removeHeader('x-ratelimit-limit');
-    reply.header('RateLimit-Policy', `"${POLICY}";q=${limit};w=${config.windowSeconds}`);
-    reply.header('RateLimit', `"${POLICY}";r=${remaining};t=${reset}`);
+  const tooMany = (seconds: number) => {
+    const retryAfter = String(Math.max(1, seconds));
+    return new AppError('TOO_MANY_REQUESTS', `Rate limit reached: retry in ${retryAfter} s.`, { 'Retry-After': retryAfter });
+  };
+  /** Counts (or, with `increment: false`, reads) the request's counter and notes it for the header fields. */
+  const count = async (request: FastifyRequest, increment = true) => {
+    const result = await counter(request, { increment });
+    if (result.isAllowed) throw new Error('rate limit allow lists are not used'); // narrows the type
+    states.set(request, { quota: result.max, remaining: result.remaining, resetSeconds: result.ttlInSeconds });
+    return result;
+  };
+
+  app.addHook('onSend', async (request, reply: FastifyReply) => {
+    const state = states.get(request);
+    if (!state) return;
+    reply.header('RateLimit-Policy', `"${POLICY}";q=${state.quota};w=${config.windowSeconds}`);
+    reply.header('RateLimit', `"${POLICY}";r=${state.remaining};t=${state.resetSeconds}`);
   });
 
   return {
-    limit: async function limit(request, reply) {
-      await hook.call(app, request, reply);
+    limit: async function limit(request) {
+      const result = await count(request);
+      if (result.isExceeded) throw tooMany(result.ttlInSeconds);
     },
     spend: async (request, units) => {
-      for (let i = 0; i < units; i++) {
-        const result = await check(request);
-        if (!result.isAllowed && result.isExceeded) throw tooMany(result.ttlInSeconds);
-      }
+      if (units <= 0) return;
+      const before = await count(request, false);
+      if (before.remaining < units) throw tooMany(before.ttlInSeconds);
+      // Both stores add 1 at a time; a concurrent request of the same client may still win the last units.
+      const after = await Promise.all(Array.from({ length: units }, () => count(request)));
+      const last = after.reduce((highest, result) => (result.remaining < highest.remaining ? result : highest));
+      states.set(request, { quota: last.max, remaining: last.remaining, resetSeconds: last.ttlInSeconds });
+      if (last.isExceeded) throw tooMany(last.ttlInSeconds);
     },
   };
 }

@@ -2,6 +2,7 @@ import { Arg, Args, Ctx, Mutation, Query, Resolver } from 'type-graphql';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { DeprecationTracker } from '../operations/deprecation.tracker';
 import { type RequestContext, idempotencyKeyOf } from '../idempotency/request-context';
+import { databaseFieldCost } from '../graphql/query-limits';
 import { validateInput } from '../validation/validate-input';
 import { Pet } from './pet.entity';
 import { ListPetsArgs, NewPetInput, PetIdArgs } from './pet.inputs';
@@ -36,8 +37,8 @@ export class PetResolver {
    */
   @Query(() => [Pet], {
     description: 'Lists animals in ascending id order, optionally by status.',
-    // Cost for the query limits: the selection once per pet that may come back.
-    complexity: ({ args, childComplexity }) => listSize(args.limit) * childComplexity,
+    // Cost for the query limits: the selection once per pet that may come back, at least one request.
+    complexity: ({ args, childComplexity }) => databaseFieldCost(listSize(args.limit), childComplexity),
   })
   async pets(@Args(() => ListPetsArgs) args: ListPetsArgs): Promise<Pet[]> {
     const { limit, status } = await validateInput(ListPetsArgs, args);
@@ -56,6 +57,8 @@ export class PetResolver {
     nullable: true,
     description: 'Returns one animal by identifier, or null when it does not exist.',
     deprecationReason: GET_PET_DEPRECATION.graphqlReason,
+    // One lookup costs one request, as getPet does on REST.
+    complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
   async pet(@Args(() => PetIdArgs) args: PetIdArgs, @Ctx() context: RequestContext): Promise<Pet | null> {
     if (context.request.apiKeyId !== undefined) this.deprecations.record('getPet', context.request.apiKeyId);
@@ -72,7 +75,11 @@ export class PetResolver {
    * @throws AppError BAD_USER_INPUT for missing, unknown or invalid fields or a malformed
    *   Idempotency-Key; IDEMPOTENCY_KEY_IN_USE (409) or IDEMPOTENCY_KEY_REUSED (422).
    */
-  @Mutation(() => Pet, { description: 'Adds a new animal. Send an Idempotency-Key header to make retries safe.' })
+  @Mutation(() => Pet, {
+    description: 'Adds a new animal. Send an Idempotency-Key header to make retries safe.',
+    // One create costs one request, as createPet does on REST.
+    complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
+  })
   async createPet(@Arg('input', () => NewPetInput) input: NewPetInput, @Ctx() context: RequestContext): Promise<Pet> {
     const { name, categoryId, status } = await validateInput(NewPetInput, input);
     const key = idempotencyKeyOf(context);
