@@ -110,6 +110,11 @@ describe('known attacks are refused', () => {
 
   test('when nesting is 100 levels deep, then it is refused', () => expectRejected(depth(100)));
 
+  test('when fragments multiply past what the cost can be computed for (40,000 nodes), then it is refused rather than run unpriced', () =>
+    expectRejected(
+      `{ ...A } fragment A on Query { ${'...B '.repeat(200)}} fragment B on Query { pets(limit: 100) { id name categoryId status } ${'__typename '.repeat(200)}}`,
+    ));
+
   test('when a string argument is huge, then 413 PAYLOAD_TOO_LARGE and nothing is stored', async () => {
     const before = await countPets(t);
     const result = await graphql(t, 'mutation($n: String!) { createPet(input: {name: $n, categoryId: 1}) { id } }', { n: 'x'.repeat(100_000) });

@@ -1,7 +1,7 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { FastifyRequest } from 'fastify';
-import { GraphQLError, OperationTypeNode } from 'graphql';
+import { GraphQLError, OperationTypeNode, getVariableValues } from 'graphql';
 import { AppError } from '../errors/error-catalogue';
 import { type ComplexityEstimator, fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
 
@@ -88,9 +88,10 @@ export function withoutLimits(message: string): string {
  * priced with the real `$n`, and `@skip`/`@include` are applied), and charges the rate limit for
  * the whole operation: one request per started {@link QUERY_LIMITS}.costPerRequestUnit of cost,
  * of which the request already paid 1 when it came in. This runs in `didResolveOperation`, before
- * anything executes, so a refused operation reads and writes nothing. Costs come from the
- * schema's `complexity` extensions (type-graphql's `complexity` option, see
- * {@link databaseFieldCost}), 1 per field otherwise.
+ * anything executes, so a refused operation reads and writes nothing. An operation that cannot be
+ * priced (fragments that expand past 10,000 selections) is refused too. Costs come from the schema's
+ * `complexity` extensions (type-graphql's `complexity` option, see {@link databaseFieldCost}),
+ * 1 per field otherwise.
  *
  * @param spend - charges the caller's rate limit that many more requests, or throws the AppError
  *   TOO_MANY_REQUESTS without charging when fewer are left (see http/rate-limit.ts).
@@ -106,18 +107,23 @@ export function costLimitPlugin(
     async requestDidStart() {
       return {
         async didResolveOperation({ request, document, schema, operation, contextValue }) {
+          if (!operation) return; // Apollo answers OPERATION_RESOLUTION_FAILURE
+          // Variables that do not fit the operation: Apollo answers BAD_USER_INPUT next, running nothing.
+          if (getVariableValues(schema, operation.variableDefinitions ?? [], request.variables ?? {}).errors) return;
           const measure = (estimators: ComplexityEstimator[]) =>
             getComplexity({ schema, query: document, operationName: request.operationName ?? undefined, variables: request.variables ?? {}, estimators });
           let cost: number;
           let mutations = 0;
           try {
             cost = measure([fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
-            if (operation?.operation === OperationTypeNode.MUTATION) {
+            if (operation.operation === OperationTypeNode.MUTATION) {
               const mutationType = schema.getMutationType();
               mutations = measure([({ type, field }) => (type === mutationType && !field.name.startsWith('__') ? 1 : 0)]);
             }
           } catch {
-            return; // variables that do not fit the operation: Apollo answers BAD_USER_INPUT next
+            // The library gives up past 10,000 selections (fragments expanded), beyond what an
+            // operation within the depth and cost limits holds: one that cannot be priced does not run.
+            throw rejected();
           }
           if (mutations > QUERY_LIMITS.maxMutations || cost > QUERY_LIMITS.maxCost) throw rejected();
           try {
