@@ -114,8 +114,10 @@ export async function buildApp({
     throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
   });
   const limiter = await createRateLimiter(app, config.rateLimit ?? RATE_LIMIT_DEFAULTS);
-  // Every operation on both surfaces: who is calling, how much they may, then the 401 if any.
-  const guard = [identify, limiter.limit, requireApiKey];
+  // Every operation on both surfaces: who is calling, how much they (their key, else their
+  // address) may, the key lookup if needed and the 401 if any; then a key found only by that
+  // lookup pays for the request too, the address having paid for the lookup (README "Security").
+  const guard = [identify, limiter.limit, requireApiKey, limiter.limit];
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: '/v1', petResolver, guard });
   await app.register(graphqlPlugin, { petResolver, guard, spend: limiter.spend, production: config.nodeEnv === 'production' });

@@ -31,7 +31,7 @@ const toLookUp = new WeakMap<FastifyRequest, string>();
  *   found active (trusted, or known from the last hour and to be looked up again: counted
  *   against the key), or `request.authFailure` for a missing or malformed key or one found
  *   unknown or revoked moments ago; a key it has never seen is left to `requireApiKey`, and
- *   the request is counted against its address;
+ *   the request is counted against its address (then, once the key is found, against the key);
  * - `requireApiKey` looks up the keys `identify` left open (only for requests the limiter let
  *   through, so an address over its limit causes no lookup), then enforces: it throws the
  *   AppError UNAUTHENTICATED (HTTP 401, `WWW-Authenticate: Bearer …` per RFC 6750), which each

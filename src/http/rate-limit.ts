@@ -25,7 +25,9 @@ interface RateLimitState {
  * `Retry-After`; every limited answer carries `RateLimit-Policy` and `RateLimit`, which tell
  * what is left after everything the request was charged.
  *
- * @returns `limit`, the onRequest hook to run after `identify`, which charges 1 unit; and
+ * @returns `limit`, the onRequest hook to run after `identify`, which charges the request 1 unit
+ *   on its client's counter (the API key's, else the address's), once per client: run again
+ *   after a key has been looked up, it charges the key too; and
  *   `spend`, which charges a request `units` more (GraphQL, by operation cost): when fewer
  *   are left it charges none and throws the AppError TOO_MANY_REQUESTS, so that the operation
  *   does not run.
@@ -70,8 +72,15 @@ export async function createRateLimiter(
     reply.header('RateLimit', `"${POLICY}";r=${state.remaining};t=${state.resetSeconds}`);
   });
 
+  // The clients each request has been counted against: `limit` counts each at most once.
+  const counted = new WeakMap<FastifyRequest, Set<string>>();
+
   return {
     limit: async function limit(request) {
+      const client = keyOf(request);
+      const already = counted.get(request) ?? new Set<string>();
+      if (already.has(client)) return;
+      counted.set(request, already.add(client));
       const result = await count(request);
       if (result.isExceeded) throw tooMany(result.ttlInSeconds);
     },
