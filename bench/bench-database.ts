@@ -1,8 +1,6 @@
-import { crc32 } from 'node:zlib';
-import { randomBytes } from 'node:crypto';
 import { createConnection } from 'mysql2/promise';
 import { ApiKey } from '../src/auth/api-key.entity';
-import { API_KEY_PREFIX, ApiKeyService, isWellFormedApiKey } from '../src/auth/api-key.service';
+import { ApiKeyService } from '../src/auth/api-key.service';
 import { openDatabase } from '../src/database/open-database';
 import { seedPets } from '../src/pets/pet.seed';
 
@@ -102,16 +100,4 @@ export async function databaseVersion(url: string): Promise<string> {
   } finally {
     await connection.end();
   }
-}
-
-/**
- * A key that passes the service's format and CRC-32 checksum check (`isWellFormedApiKey`) but
- * is stored nowhere: the realistic bad key, which costs the service a database lookup.
- */
-export function wellFormedUnknownKey(): string {
-  const secret = randomBytes(32).toString('base64url');
-  const checksum = Buffer.from(crc32(secret).toString(16).padStart(8, '0'), 'hex').toString('base64url');
-  const key = API_KEY_PREFIX + secret + checksum;
-  if (!isWellFormedApiKey(key)) throw new Error('the bad key must be well formed: the checksum rule changed');
-  return key;
 }

@@ -2,9 +2,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
+import { generateApiKey } from '../src/auth/api-key.service';
 import { parsePositiveInteger } from '../src/validation/positive-integer';
 import { freePort } from '../test/helpers/processes';
-import { databaseVersion, explainQueries, growPets, prepareDatabase, urlForDatabase, wellFormedUnknownKey } from './bench-database';
+import { databaseVersion, explainQueries, growPets, prepareDatabase, urlForDatabase } from './bench-database';
 import { type BenchResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
 import { type Measurement, type RunningSystem, type SystemName, measure, probe, startSystem } from './bench.runner';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
@@ -133,7 +134,7 @@ async function main(): Promise<void> {
   const loadBefore = os.loadavg()[0];
   log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
   const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
-  const context: ScenarioContext = { apiKey, badKey: wellFormedUnknownKey(), petCount: SETTINGS.pets };
+  const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
   const scenarios = SCENARIOS.filter((s) => !only || only.test(`${s.surface} ${s.name}`));
   const runs: ScenarioRuns[] = [];
   const record = (system: SystemName, scenario: Scenario, measurement: Measurement) => {
