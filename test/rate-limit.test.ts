@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { type PrivateRedis, startPrivateRedis } from './helpers/private-redis';
 import { PET_TABLE, type StatementCounter, countStatements } from './helpers/statement-counter';
 import { graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 
@@ -113,6 +114,47 @@ describe('counters shared through Redis', () => {
       await a.close();
       await b.close();
     }
+  });
+});
+
+describe('when the Redis of the counters fails (a private redis-server, paused and killed)', () => {
+  let redis: PrivateRedis;
+  let t: TestApp;
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    t = await startTestApp({ config: { rateLimit: { max: 1000, unauthenticatedMax: 1000, windowSeconds: 60, namespace: `rl-${randomUUID()}:`, redisUrl: redis.url } } });
+  });
+  afterAll(async () => {
+    redis.resume();
+    await t.close();
+    await redis.stop();
+  });
+
+  async function expectUnavailableQuickly(path: '/v1/pets' | '/graphql'): Promise<number> {
+    const start = performance.now();
+    const result = path === '/graphql' ? await graphql(t, '{ pets { id } }') : await request(t, 'GET', path);
+    const ms = Math.round(performance.now() - start);
+    expect(result.status).toBe(503);
+    expect(path === '/graphql' ? result.body.errors[0].extensions.code : result.body.code).toBe('SERVICE_UNAVAILABLE');
+    expect(result.headers.get('retry-after')).toBe('1');
+    expect(ms).toBeLessThan(3000); // the promise: no hang (the command timeout is 1 s)
+    return ms;
+  }
+
+  test('when it stalls, then requests end with 503 and Retry-After instead of hanging, and pass again once it is back', async () => {
+    expect((await request(t, 'GET', '/v1/pets')).status).toBe(200);
+    redis.pause();
+    const rest = await expectUnavailableQuickly('/v1/pets');
+    const gql = await expectUnavailableQuickly('/graphql');
+    redis.resume();
+    expect((await request(t, 'GET', '/v1/pets')).status).toBe(200);
+    console.info(`Redis paused: 503 after ${rest} ms (REST) and ${gql} ms (GraphQL); 200 again once resumed`);
+  });
+
+  test('when it is gone, then requests end with 503 and Retry-After', async () => {
+    await redis.stop();
+    const ms = await expectUnavailableQuickly('/v1/pets');
+    console.info(`Redis killed: 503 after ${ms} ms`);
   });
 });
 

@@ -7,6 +7,9 @@ import { AppError } from '../errors/error-catalogue';
 /** What one rate-limited client may spend, from configuration (README "Security"). */
 export type RateLimitConfig = Config['rateLimit'];
 
+/** How long the Redis of the counters may take (ms): to connect, and to answer one command. */
+export const REDIS_TIMEOUTS = Object.freeze({ connectMs: 1000, commandMs: 1000 });
+
 /** The policy name in the RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10). */
 const POLICY = 'default';
 
@@ -36,8 +39,14 @@ export async function createRateLimiter(
   app: FastifyInstance,
   config: RateLimitConfig,
 ): Promise<{ limit: onRequestAsyncHookHandler; spend: (request: FastifyRequest, units: number) => Promise<void> }> {
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 1000 }) : undefined;
-  if (redis) app.addHook('onClose', async () => void (await redis.quit()));
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: REDIS_TIMEOUTS.connectMs, commandTimeout: REDIS_TIMEOUTS.commandMs })
+    : undefined;
+  if (redis) {
+    // ioredis reconnects by itself; without a listener it would print each failure as plain text.
+    redis.on('error', (error) => app.log.warn({ err: error }, 'rate-limit store (Redis) unreachable'));
+    app.addHook('onClose', async () => void (await redis.quit()));
+  }
   const keyOf = (request: FastifyRequest) => (request.apiKeyId ? `key:${request.apiKeyId}` : `ip:${request.ip}`);
   const maxOf = (request: FastifyRequest) => (request.apiKeyId ? config.max : config.unauthenticatedMax);
   await app.register(fastifyRateLimit, {
@@ -57,9 +66,18 @@ export async function createRateLimiter(
     const retryAfter = String(Math.max(1, seconds));
     return new AppError('TOO_MANY_REQUESTS', `Rate limit reached: retry in ${retryAfter} s.`, { 'Retry-After': retryAfter });
   };
-  /** Counts (or, with `increment: false`, reads) the request's counter and notes it for the header fields. */
+  /**
+   * Counts (or, with `increment: false`, reads) the request's counter and notes it for the header
+   * fields. Counters that cannot be read refuse the request (fail closed: no client gets past its
+   * limit while Redis is away) with 503, within the command timeout.
+   */
   const count = async (request: FastifyRequest, increment = true) => {
-    const result = await counter(request, { increment });
+    let result: Awaited<ReturnType<typeof counter>>;
+    try {
+      result = await counter(request, { increment });
+    } catch {
+      throw new AppError('SERVICE_UNAVAILABLE', 'The rate limit cannot be checked now: retry shortly.', { 'Retry-After': '1' });
+    }
     if (result.isAllowed) throw new Error('rate limit allow lists are not used'); // narrows the type
     states.set(request, { quota: result.max, remaining: result.remaining, resetSeconds: result.ttlInSeconds });
     return result;
