@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { In } from 'typeorm';
 import { Pet } from '../src/pets/pet.entity';
-import { type PrivateMariadb, startPrivateMariadb } from './helpers/private-mariadb';
+import { type PrivateServer, startPrivateMariadb } from './helpers/private-servers';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy';
 import { type HttpResult, request, startTestApp, type TestApp } from './helpers/test-app';
 import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
@@ -200,7 +200,7 @@ interface Outcome {
 const KINDS = ['rest-list', 'rest-create', 'rest-create-idempotent', 'graphql-list', 'graphql-create'] as const;
 
 onMysql('when the database itself stalls (a private MariaDB paused with SIGSTOP)', () => {
-  let mariadb: PrivateMariadb;
+  let mariadb: PrivateServer;
   let t: TestApp;
 
   beforeAll(async () => {

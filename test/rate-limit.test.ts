@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type PrivateRedis, startPrivateRedis } from './helpers/private-redis';
+import { type PrivateServer, startPrivateRedis } from './helpers/private-servers';
 import { PET_TABLE, type StatementCounter, countStatements } from './helpers/statement-counter';
 import { graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 
@@ -118,7 +118,7 @@ describe('counters shared through Redis', () => {
 });
 
 describe('when the Redis of the counters fails (a private redis-server, paused and killed)', () => {
-  let redis: PrivateRedis;
+  let redis: PrivateServer;
   let t: TestApp;
   beforeAll(async () => {
     redis = await startPrivateRedis();
