@@ -36,8 +36,11 @@ export const ERROR_CATALOGUE = {
   TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests: slow down and retry after Retry-After seconds.' },
   REQUEST_HEADER_FIELDS_TOO_LARGE: { status: 431, message: 'The request headers are too large.' },
   INTERNAL_SERVER_ERROR: { status: 500, message: 'An unexpected error occurred.' },
-  /** The database is down, unreachable or too slow, and nothing was stored: retry after Retry-After seconds. */
-  SERVICE_UNAVAILABLE: { status: 503, message: 'The service is temporarily unavailable: retry shortly.' },
+  /**
+   * The database (or the rate limit's Redis) is down, unreachable or too slow, and nothing was
+   * stored: retry after Retry-After seconds, which every such answer carries.
+   */
+  SERVICE_UNAVAILABLE: { status: 503, message: 'The service is temporarily unavailable: retry shortly.', retryAfterSeconds: 1 },
   /** A create was sent to the database, which never confirmed it: it may or may not be stored. */
   GATEWAY_TIMEOUT: {
     status: 504,
@@ -45,7 +48,7 @@ export const ERROR_CATALOGUE = {
       'The database did not confirm in time whether the pet was stored. Retry with the same Idempotency-Key to get it ' +
       'or store it once; without one, look for it before creating it again.',
   },
-} as const satisfies Record<string, { status: number; message: string }>;
+} as const satisfies Record<string, { status: number; message: string; retryAfterSeconds?: number }>;
 
 /** A code of {@link ERROR_CATALOGUE}. */
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
@@ -64,19 +67,23 @@ export interface ErrorBody {
  * @param code - a catalogue code; the HTTP status follows from it.
  * @param message - human-readable text; defaults to the catalogue's message. Never holds
  *   internals (SQL, stack, key material).
- * @param headers - HTTP headers the response must carry (e.g. `WWW-Authenticate`, `Allow`).
+ * @param headers - HTTP headers the response must carry (e.g. `WWW-Authenticate`, `Allow`);
+ *   a code with a `retryAfterSeconds` in the catalogue adds its `Retry-After` by itself.
  */
 export class AppError extends Error {
   override readonly name = 'AppError';
   readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
 
   constructor(
     readonly code: ErrorCode,
     message: string = ERROR_CATALOGUE[code].message,
-    readonly headers: Readonly<Record<string, string>> = {},
+    headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
-    this.status = ERROR_CATALOGUE[code].status;
+    const entry: { status: number; retryAfterSeconds?: number } = ERROR_CATALOGUE[code];
+    this.status = entry.status;
+    this.headers = entry.retryAfterSeconds === undefined ? headers : { 'Retry-After': String(entry.retryAfterSeconds), ...headers };
   }
 
   /** The REST body for this error (spec "Error"). */
@@ -118,7 +125,7 @@ export function toAppError(error: unknown): { appError: AppError; unexpected: bo
     return { appError: new AppError('GATEWAY_TIMEOUT'), unexpected: true };
   }
   if (isDatabaseUnavailable(error)) {
-    return { appError: new AppError('SERVICE_UNAVAILABLE', undefined, { 'Retry-After': '1' }), unexpected: true };
+    return { appError: new AppError('SERVICE_UNAVAILABLE'), unexpected: true };
   }
   return { appError: new AppError('INTERNAL_SERVER_ERROR'), unexpected: true };
 }

@@ -76,7 +76,7 @@ export async function createRateLimiter(
     try {
       result = await counter(request, { increment });
     } catch {
-      throw new AppError('SERVICE_UNAVAILABLE', 'The rate limit cannot be checked now: retry shortly.', { 'Retry-After': '1' });
+      throw new AppError('SERVICE_UNAVAILABLE', 'The rate limit cannot be checked now: retry shortly.');
     }
     if (result.isAllowed) throw new Error('rate limit allow lists are not used'); // narrows the type
     states.set(request, { quota: result.max, remaining: result.remaining, resetSeconds: result.ttlInSeconds });

@@ -66,7 +66,7 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app,
   app.get('/readyz', { schema }, async () => {
     if (state.draining) throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down.');
     const problem = await databaseProblem();
-    if (problem) throw new AppError('SERVICE_UNAVAILABLE', problem, { 'Retry-After': '1' });
+    if (problem) throw new AppError('SERVICE_UNAVAILABLE', problem);
     return { status: 'ok' };
   });
 };
