@@ -27,13 +27,3 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const code = candidate?.driverError?.code ?? candidate?.code;
   return typeof code === 'string' && UNAVAILABLE_CODES.has(code);
 }
-
-/**
- * Tells whether an error means a COMMIT was sent and never confirmed, so that the database
- * may or may not have stored the work (see `withinDeadline`).
- *
- * @param error - any thrown value.
- */
-export function isCommitOutcomeUnknown(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === 'COMMIT_OUTCOME_UNKNOWN';
-}

@@ -1,4 +1,5 @@
-import { isCommitOutcomeUnknown, isDatabaseUnavailable } from '../database/database-errors';
+import { CommitOutcomeUnknownError } from '../database/database-deadline';
+import { isDatabaseUnavailable } from '../database/database-errors';
 
 /**
  * The one error catalogue (spec "Errors"): every code either surface can send, with its HTTP
@@ -121,7 +122,7 @@ export function toAppError(error: unknown): { appError: AppError; unexpected: bo
     const message = (error as Error).message || undefined;
     return { appError: new AppError(code, message), unexpected: false };
   }
-  if (isCommitOutcomeUnknown(error)) {
+  if (error instanceof CommitOutcomeUnknownError) {
     return { appError: new AppError('GATEWAY_TIMEOUT'), unexpected: true };
   }
   if (isDatabaseUnavailable(error)) {

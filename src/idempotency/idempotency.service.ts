@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type DataSource, type EntityManager, LessThan } from 'typeorm';
-import { withinDeadline } from '../database/database-deadline';
-import { isCommitOutcomeUnknown, isDatabaseUnavailable } from '../database/database-errors';
+import { CommitOutcomeUnknownError, withinDeadline } from '../database/database-deadline';
+import { isDatabaseUnavailable } from '../database/database-errors';
 import { AppError } from '../errors/error-catalogue';
 import { IdempotencyRecord } from './idempotency-record.entity';
 
@@ -73,7 +73,7 @@ export class IdempotencyService {
       );
     } catch (error) {
       // The record may hold the pet: keep it, so that a retry finds out which.
-      if (isCommitOutcomeUnknown(error)) throw error;
+      if (error instanceof CommitOutcomeUnknownError) throw error;
       // Nothing was created: free the key so that the client may retry. While the database
       // fails, the client is not kept waiting for that (the key is free after 20 s anyway).
       const freed = withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).delete({ id: record.id }));
