@@ -135,7 +135,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
       schema: {
         operationId: 'getPet',
         summary: 'Return one animal by identifier (deprecated: use listPets with status)',
-        description: 'Deprecated; removed on 2030-12-05. Every answer carries Deprecation, Sunset and Link headers.',
+        description: `Deprecated; removed on ${GET_PET_DEPRECATION.sunsetDay}. Every answer carries Deprecation, Sunset and Link headers.`,
         tags: ['pets'],
         deprecated: true,
         params: PET_ID_PARAMS,
