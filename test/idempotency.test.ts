@@ -1,5 +1,6 @@
 import { IdempotencyRecord } from '../src/idempotency/idempotency-record.entity';
-import { IDEMPOTENCY_LIMITS, IdempotencyService } from '../src/idempotency/idempotency.service';
+import { IDEMPOTENCY_LIMITS } from '../src/idempotency/idempotency.limits';
+import { IdempotencyService } from '../src/idempotency/idempotency.service';
 import { countPets, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 
 let t: TestApp;

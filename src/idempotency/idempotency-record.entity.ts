@@ -1,5 +1,6 @@
 import { Column, Entity, Generated, Index, PrimaryColumn } from 'typeorm';
 import { int64Transformer } from '../database/int64';
+import { IDEMPOTENCY_LIMITS } from './idempotency.limits';
 
 /** One create request made with an Idempotency-Key (table `idempotency_key`). */
 @Entity({ name: 'idempotency_key' })
@@ -14,7 +15,7 @@ export class IdempotencyRecord {
   apiKeyId!: number;
 
   /** The client's Idempotency-Key. */
-  @Column({ name: 'idempotency_key', type: 'varchar', length: 255 })
+  @Column({ name: 'idempotency_key', type: 'varchar', length: IDEMPOTENCY_LIMITS.maxKeyLength })
   key!: string;
 
   /** SHA-256 (hex) of the validated input: the same key with other input is refused. */

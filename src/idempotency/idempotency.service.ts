@@ -4,16 +4,7 @@ import { CommitOutcomeUnknownError, withinDeadline } from '../database/database-
 import { isDatabaseUnavailable } from '../database/database-errors';
 import { AppError } from '../errors/error-catalogue';
 import { IdempotencyRecord } from './idempotency-record.entity';
-
-/** How long keys are kept, and when an unfinished request counts as abandoned. */
-export const IDEMPOTENCY_LIMITS = Object.freeze({
-  /** A key can be replayed for 24 hours; then it is purged and may be used again. */
-  retentionMs: 24 * 60 * 60 * 1000,
-  /** A request still unfinished after this long (twice the request timeout) was cut off. */
-  abandonedAfterMs: 20_000,
-  /** Longest Idempotency-Key accepted. */
-  maxKeyLength: 255,
-});
+import { IDEMPOTENCY_LIMITS } from './idempotency.limits';
 
 /**
  * Idempotent creates (IETF draft-ietf-httpapi-idempotency-key-header, Stripe's semantics).

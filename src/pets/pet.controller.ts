@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { AppError } from '../errors/error-catalogue';
 import { HTTP_LIMITS } from '../http/http-limits';
+import { IDEMPOTENCY_LIMITS } from '../idempotency/idempotency.limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import { parsePositiveInteger } from '../validation/positive-integer';
 import { HEADERS, LIST_PETS_QUERY, PET_ID_PARAMS, errorResponses } from '../openapi/openapi.schemas';
@@ -97,7 +98,8 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
           'Idempotency-Key': {
             type: 'string',
             minLength: 1,
-            maxLength: 255,
+            maxLength: IDEMPOTENCY_LIMITS.maxKeyLength,
+            pattern: IDEMPOTENCY_LIMITS.keyPattern,
             description:
               'Makes retries safe: the same key with the same body returns the first response (same id, no second pet) ' +
               'for 24 hours; 409 while the first request is in flight; 422 with a different body.',
