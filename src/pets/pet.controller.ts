@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { AppError } from '../errors/error-catalogue';
-import { HTTP_LIMITS } from '../http/http-limits';
 import { IDEMPOTENCY_LIMITS } from '../idempotency/idempotency.limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import { parsePositiveInteger } from '../validation/positive-integer';
@@ -86,7 +85,6 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
   });
 
   app.post('/pets', {
-    bodyLimit: HTTP_LIMITS.restBodyBytes,
     schema: {
       operationId: 'createPet',
       summary: 'Add a new animal',
