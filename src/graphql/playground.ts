@@ -223,7 +223,6 @@ export async function registerPlayground(app: FastifyInstance): Promise<onReques
         reply
           .header('Content-Type', contentType)
           .header('Cache-Control', ASSET_CACHE_CONTROL)
-          .header('X-Content-Type-Options', 'nosniff')
           .send(body),
       );
       rejectOtherMethods(scope, url, ['GET', 'HEAD']);
@@ -240,7 +239,6 @@ export async function registerPlayground(app: FastifyInstance): Promise<onReques
       .header('Content-Type', 'text/html; charset=utf-8')
       .header('Cache-Control', 'no-cache')
       .header('Content-Security-Policy', PLAYGROUND_CSP)
-      .header('X-Content-Type-Options', 'nosniff')
       .header('X-Frame-Options', 'DENY')
       .header('Referrer-Policy', 'no-referrer')
       .send(page);

@@ -103,6 +103,7 @@ describe('GET /graphql content negotiation', () => {
 describe('playground assets', () => {
   test('when the page is read, then each asset it links is served without a key, cacheable, with its type', async () => {
     const page = await request(t, 'GET', '/graphql', { apiKey: null, headers: { accept: BROWSER_ACCEPT } });
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
     const links: string[] = [...page.body.matchAll(/(?:src|href)="(\/graphql\/playground\/[^"]+)"/g)].map((match) => match[1]);
     expect(links.map((link) => link.split('?')[0].split('/').pop()).sort()).toEqual(
       ['graphiql.min.css', 'graphiql.min.js', 'playground.css', 'playground.js', 'react-dom.production.min.js', 'react.production.min.js'].sort(),
