@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { bool, cleanEnv, host, makeValidator, port, str } from 'envalid';
+import { API_KEY_CACHE } from './auth/api-key.service';
 import { parsePositiveInteger } from './validation/positive-integer';
 
 /** Where the data lives: MySQL (production) or the embedded SQLite file (default). */
@@ -193,7 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       DATABASE_REPLICA_URLS: mysqlUrlList({ default: [] }),
       DATABASE_CONNECT_ATTEMPTS: positiveInteger({ default: 5 }),
       DATABASE_MIGRATE_ON_START: bool({ default: true }),
-      API_KEY_CACHE_SECONDS: nonNegativeInteger({ default: 5 }),
+      API_KEY_CACHE_SECONDS: nonNegativeInteger({ default: API_KEY_CACHE.ttlMs / 1000 }),
       METRICS_PORT: port({ default: 9464 }),
       METRICS_HOST: host({ default: undefined }),
       SHUTDOWN_DRAIN_SECONDS: nonNegativeInteger({ default: 0 }),
