@@ -83,6 +83,17 @@ export function withoutLimits(message: string): string {
 }
 
 /**
+ * An AppError as an Apollo plugin raises it before execution: the catalogue's code, and the
+ * HTTP status and headers Apollo is to answer with (429 with Retry-After, 400, …).
+ */
+function raisedByPlugin(error: AppError): GraphQLError {
+  return new GraphQLError(error.message, {
+    originalError: error,
+    extensions: { code: error.code, http: { status: error.status, headers: new Map(Object.entries(error.headers)) } },
+  });
+}
+
+/**
  * Rejects an operation that creates more than {@link QUERY_LIMITS}.maxMutations times or costs
  * more than {@link QUERY_LIMITS}.maxCost, once its variables are known (so `pets(limit: $n)` is
  * priced with the real `$n`, and `@skip`/`@include` are applied), and charges the rate limit for
@@ -101,8 +112,7 @@ export function withoutLimits(message: string): string {
 export function costLimitPlugin(
   spend: (request: FastifyRequest, units: number) => Promise<void>,
 ): ApolloServerPlugin<{ request: FastifyRequest }> {
-  const rejected = () =>
-    new GraphQLError(QUERY_REJECTED_MESSAGE, { extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } } });
+  const rejected = () => raisedByPlugin(new AppError('GRAPHQL_VALIDATION_FAILED', QUERY_REJECTED_MESSAGE));
   return {
     async requestDidStart() {
       return {
@@ -129,11 +139,7 @@ export function costLimitPlugin(
           try {
             await spend(contextValue.request, Math.ceil(cost / QUERY_LIMITS.costPerRequestUnit) - 1);
           } catch (error) {
-            if (!(error instanceof AppError)) throw error; // e.g. Redis unreachable: an unexpected error
-            throw new GraphQLError(error.message, {
-              originalError: error,
-              extensions: { code: error.code, http: { status: error.status, headers: new Map(Object.entries(error.headers)) } },
-            });
+            throw error instanceof AppError ? raisedByPlugin(error) : error;
           }
         },
       };
