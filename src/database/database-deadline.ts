@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { isDatabaseUnavailable } from './database-errors';
+import { DEADLINE_EXCEEDED, isDatabaseUnavailable } from './database-errors';
 
 /** How long database work may take (README "Security"), defined once. */
 export const DATABASE_DEADLINES = Object.freeze({
@@ -21,7 +21,7 @@ export const DATABASE_DEADLINES = Object.freeze({
  */
 export class DatabaseDeadlineError extends Error {
   override readonly name = 'DatabaseDeadlineError';
-  readonly code = 'DATABASE_DEADLINE_EXCEEDED';
+  readonly code = DEADLINE_EXCEEDED;
 
   constructor(timeoutMs: number) {
     super(`The database did not answer within ${timeoutMs} ms.`);

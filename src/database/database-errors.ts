@@ -1,3 +1,6 @@
+/** Ours (database-deadline.ts): a call outlasted its deadline and was abandoned, uncommitted. */
+export const DEADLINE_EXCEEDED = 'DATABASE_DEADLINE_EXCEEDED';
+
 /** Error codes of the MySQL driver and of Node's sockets that mean "the database cannot be reached now". */
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
@@ -12,8 +15,7 @@ const UNAVAILABLE_CODES = new Set([
   'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
   'ER_CON_COUNT_ERROR',
   'ER_SERVER_SHUTDOWN',
-  // Ours (database-deadline.ts): a call outlasted its deadline and was abandoned, uncommitted.
-  'DATABASE_DEADLINE_EXCEEDED',
+  DEADLINE_EXCEEDED,
 ]);
 
 /**
