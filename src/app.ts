@@ -7,17 +7,18 @@ import { ApiKeyService } from './auth/api-key.service';
 import { createAuthHooks } from './auth/auth.hook';
 import { type Config, RATE_LIMIT_DEFAULTS } from './config';
 import { AppError } from './errors/error-catalogue';
-import { answerClientError, sendRestError } from './errors/rest-error.handler';
 import { graphqlPlugin } from './graphql/graphql.plugin';
+import { readCaller } from './http/caller.hook';
 import { HTTP_LIMITS } from './http/http-limits';
 import { parseJsonExactly } from './http/json-body.parser';
 import { refuseBadRequestHeads } from './http/request-head.hook';
 import { createRateLimiter } from './http/rate-limit';
 import { hardenResponses } from './http/security-headers';
-import { describeWithOpenapi, serveOpenapi } from './openapi/openapi.plugin';
-import { petController } from './pets/pet.controller';
-import { PetResolver } from './pets/pet.resolver';
+import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
+import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
+import { petController } from './rest/pet.controller';
+import { answerClientError, sendRestError } from './rest/rest-error.handler';
 import { purgeHourly } from './idempotency/idempotency-purge';
 import { IdempotencyService } from './idempotency/idempotency.service';
 import { DeprecationTracker } from './operations/deprecation.tracker';
@@ -48,7 +49,7 @@ export interface AppDependencies {
 
 /**
  * Builds the HTTP app (does not listen): GraphQL at `/graphql` and the REST contract at
- * `/v1`, both over one PetResolver behind one guard (authentication, rate limit), plus the OpenAPI document
+ * `/v1`, both over one PetService behind one guard (authentication, rate limit, caller), plus the OpenAPI document
  * (`/v1/openapi.json`, `.yaml`), Swagger UI (`/docs`), `/healthz` and `/readyz`. Every request
  * gets an `X-Request-Id`, one log line and a metrics sample. Closing the app stops Apollo; the
  * DataSource belongs to the caller.
@@ -98,7 +99,7 @@ export async function buildApp({
 
   const idempotency = new IdempotencyService(dataSource);
   const deprecations = new DeprecationTracker(metrics, app.log);
-  const petResolver = new PetResolver(new PetService(dataSource), idempotency, deprecations);
+  const petService = new PetService(new PetRepository(dataSource), idempotency, deprecations);
   purgeHourly(app, idempotency);
   const { identify, requireApiKey } = createAuthHooks(
     new ApiKeyService(dataSource.getRepository(ApiKey), {
@@ -116,11 +117,12 @@ export async function buildApp({
   const limiter = await createRateLimiter(app, config.rateLimit ?? RATE_LIMIT_DEFAULTS);
   // Every operation on both surfaces: who is calling, how much they (their key, else their
   // address) may, the key lookup if needed and the 401 if any; then a key found only by that
-  // lookup pays for the request too, the address having paid for the lookup (README "Security").
-  const guard = [identify, limiter.limit, requireApiKey, limiter.limit];
+  // lookup pays for the request too, the address having paid for the lookup (README "Security");
+  // last, the caller the pet operations are given (API key id, checked Idempotency-Key).
+  const guard = [identify, limiter.limit, requireApiKey, limiter.limit, readCaller];
   await describeWithOpenapi(app, config);
-  await app.register(petController, { prefix: '/v1', petResolver, guard });
-  await app.register(graphqlPlugin, { petResolver, guard, spend: limiter.spend, production: config.nodeEnv === 'production' });
+  await app.register(petController, { prefix: '/v1', petService, guard });
+  await app.register(graphqlPlugin, { petService, guard, spend: limiter.spend, production: config.nodeEnv === 'production' });
   await serveOpenapi(app);
   // Public and outside the guard: no key, no rate limit.
   await app.register(healthRoutes, { dataSource, state });

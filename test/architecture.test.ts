@@ -9,33 +9,76 @@ function sourceFiles(dir = SRC): string[] {
   );
 }
 
-function importsOf(file: string): string[] {
-  return [...readFileSync(file, 'utf8').matchAll(/^import[^'"]*['"]([^'"]+)['"]/gm)].map((match) => match[1]);
+/** The code of a file without its comments, so a docstring that names a header is not a read of one. */
+function codeOf(file: string): string {
+  return readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
 }
 
-const HTTP_OR_GRAPHQL = /^(fastify|@fastify\/|@apollo\/|@as-integrations\/|graphql|type-graphql)/;
+/** The code of a file without comments and string literals: what it does, not what it says. */
+function statementsOf(file: string): string {
+  return codeOf(file).replace(/'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\]|\\.)*`/g, "''");
+}
+
+function importsOf(file: string): string[] {
+  return [...codeOf(file).matchAll(/^(?:import|export)[^'"]*from\s*['"]([^'"]+)['"]|^import\s*['"]([^'"]+)['"]/gm)].map((match) => match[1] ?? match[2]);
+}
+
+/** Every source file `file` reaches through relative imports, itself included. */
+function closureOf(file: string, seen = new Set<string>()): Set<string> {
+  if (seen.has(file)) return seen;
+  seen.add(file);
+  for (const module of importsOf(file).filter((m) => m.startsWith('.'))) closureOf(`${path.resolve(path.dirname(file), module)}.ts`, seen);
+  return seen;
+}
+
+const relative = (file: string) => path.relative(SRC, file);
+const TRANSPORT = /^(fastify|@fastify\/|@apollo\/|@as-integrations\/|graphql$|ioredis)/;
+
+describe('the seam between the surfaces and the pet operations', () => {
+  const operations = path.join(SRC, 'pets', 'pet.service.ts');
+  const below = [...closureOf(operations)];
+
+  test('when the pet operations are read with everything they import, then no file imports Fastify, Apollo or GraphQL execution', () => {
+    expect(below.length).toBeGreaterThan(5);
+    const forbidden = below.flatMap((file) => importsOf(file).filter((m) => TRANSPORT.test(m)).map((m) => `${relative(file)} → ${m}`));
+    expect(forbidden).toEqual([]);
+  });
+
+  test('when the pet operations are read, then they use no type-graphql (resolvers and their context are the GraphQL adapter)', () => {
+    expect(importsOf(operations)).not.toContain('type-graphql');
+  });
+
+  test('when the pet operations are read with everything they import, then nothing reads a header or an HTTP request', () => {
+    const readers = below.filter((file) => /\brequest\b|\breply\b|\.headers\s*\[|\.headers\.\w/.test(statementsOf(file))).map(relative);
+    expect(readers).toEqual([]);
+  });
+
+  test('when a surface hands input to the pet operations, then it passes it on as received, without casting it to a validated type', () => {
+    for (const file of ['rest/pet.controller.ts', 'graphql/pet.resolver.ts']) {
+      expect({ file, casts: codeOf(path.join(SRC, file)).match(/as (unknown as )?(NewPetInput|ListPetsArgs|PetIdArgs)\b/g) }).toEqual({ file, casts: null });
+    }
+  });
+});
 
 describe('boundaries', () => {
   const files = sourceFiles();
 
-  test('when a service is read, then it imports neither HTTP nor GraphQL code', () => {
-    const services = files.filter((file) => file.endsWith('.service.ts'));
-    expect(services.length).toBeGreaterThan(0);
+  test('when a service or repository is read, then it imports neither HTTP nor GraphQL code', () => {
+    const services = files.filter((file) => /\.(service|repository)\.ts$/.test(file));
+    expect(services.length).toBeGreaterThan(2);
     for (const file of services) {
-      const forbidden = importsOf(file).filter((module) => HTTP_OR_GRAPHQL.test(module));
-      expect({ file: path.relative(SRC, file), forbidden }).toEqual({ file: path.relative(SRC, file), forbidden: [] });
+      expect({ file: relative(file), forbidden: importsOf(file).filter((m) => TRANSPORT.test(m)) }).toEqual({ file: relative(file), forbidden: [] });
     }
   });
 
-  test('when a resolver is read, then it imports no HTTP code and no database code', () => {
-    for (const file of files.filter((f) => f.endsWith('.resolver.ts'))) {
-      expect(importsOf(file).filter((m) => /^(fastify|typeorm|mysql2)/.test(m))).toEqual([]);
-    }
-  });
-
-  test('when a REST controller is read, then it reaches data only through the resolver', () => {
-    for (const file of files.filter((f) => f.endsWith('.controller.ts'))) {
-      expect(importsOf(file).filter((m) => /^(typeorm|mysql2)|\.service$/.test(m))).toEqual([]);
+  test('when a resolver or controller is read, then it reaches data only through the pet operations', () => {
+    const adapters = files.filter((f) => /\.(resolver|controller)\.ts$/.test(f));
+    expect(adapters.length).toBe(2);
+    for (const file of adapters) {
+      expect({ file: relative(file), forbidden: importsOf(file).filter((m) => /^(typeorm|mysql2)|\.repository$|database\//.test(m)) }).toEqual({
+        file: relative(file),
+        forbidden: [],
+      });
     }
   });
 

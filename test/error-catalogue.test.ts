@@ -2,8 +2,8 @@ import { ApolloServerErrorCode } from '@apollo/server/errors';
 import fastify from 'fastify';
 import { GraphQLError } from 'graphql';
 import { AppError, ERROR_CATALOGUE, type ErrorCode, toAppError } from '../src/errors/error-catalogue';
-import { createGraphqlErrorFormatter, sendGraphqlError } from '../src/errors/graphql-error.formatter';
-import { sendRestError } from '../src/errors/rest-error.handler';
+import { createGraphqlErrorFormatter, sendGraphqlError } from '../src/graphql/graphql-error.formatter';
+import { sendRestError } from '../src/rest/rest-error.handler';
 import { graphql, request, startTestApp } from './helpers/test-app';
 
 const codes = Object.keys(ERROR_CATALOGUE) as ErrorCode[];

@@ -7,25 +7,24 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import type { FastifyPluginAsync, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import { createGraphqlErrorFormatter, sendGraphqlError } from '../errors/graphql-error.formatter';
+import { callerOf } from '../http/caller.hook';
 import { HTTP_LIMITS } from '../http/http-limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
-import type { PetResolver } from '../pets/pet.resolver';
+import type { PetService } from '../pets/pet.service';
+import { costLimitPlugin } from './cost-limit.plugin';
+import type { GraphqlContext } from './graphql-context';
+import { createGraphqlErrorFormatter, sendGraphqlError } from './graphql-error.formatter';
 import { operationSummaryPlugin } from './operation-summary.plugin';
 import { registerPlayground } from './playground';
-import { PARSE_OPTIONS, armorSettings, costLimitPlugin } from './query-limits';
+import { PARSE_OPTIONS, armorSettings } from './query-limits';
 import { buildPetStoreSchema } from './schema';
 import { refuseSubscriptionsOverHttp } from './subscriptions-over-http.rule';
 
-/** What each GraphQL operation can see of its HTTP request. */
-export interface GraphqlContext {
-  request: FastifyRequest;
-}
-
 /** What the GraphQL surface needs. */
 export interface GraphqlPluginOptions {
-  petResolver: PetResolver;
-  /** The onRequest hooks guarding every operation: authentication and rate limiting. */
+  /** The pet operations, shared with the REST surface. */
+  petService: PetService;
+  /** The onRequest hooks guarding every operation: authentication, rate limiting, then `readCaller`. */
   guard: onRequestAsyncHookHandler[];
   /** Charges a request extra rate-limit units (by operation cost); throws 429, charging none, when fewer are left. */
   spend: (request: FastifyRequest, units: number) => Promise<void>;
@@ -41,10 +40,10 @@ export interface GraphqlPluginOptions {
  * GraphiQL playground instead, without an API key (see `./playground`); the GraphQL requests
  * the playground sends are ordinary requests and pass the auth hook.
  */
-export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petResolver, guard, spend, production }) => {
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, spend, production }) => {
   const armor = armorSettings(production);
   const apollo = new ApolloServer<GraphqlContext>({
-    schema: await buildPetStoreSchema(petResolver),
+    schema: await buildPetStoreSchema(petService),
     formatError: createGraphqlErrorFormatter((error) => app.log.error({ err: error }, 'unexpected GraphQL error')),
     // Every caller has passed the auth hook, so introspection is for authenticated callers only.
     introspection: true,
@@ -74,7 +73,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
 
   const servePlaygroundToBrowsers = await registerPlayground(app);
 
-  app.setErrorHandler(sendGraphqlError);
+  // Errors on /graphql get a GraphQL body; the playground's files keep the app's Error body.
   app.route({
     method: ['GET', 'POST'],
     url: '/graphql',
@@ -84,7 +83,8 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     schema: { hide: true },
     // The playground first: it answers browsers' page visits without a key and leaves every other request to the auth hook.
     onRequest: [servePlaygroundToBrowsers, ...guard],
-    handler: fastifyApolloHandler(apollo, { context: async (request) => ({ request }) }),
+    errorHandler: sendGraphqlError,
+    handler: fastifyApolloHandler(apollo, { context: async (request) => ({ caller: callerOf(request), request }) }),
   });
-  rejectOtherMethods(app, '/graphql', ['GET', 'POST']);
+  rejectOtherMethods(app, '/graphql', ['GET', 'POST'], { errorHandler: sendGraphqlError });
 };

@@ -1,6 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { Kind } from 'graphql';
-import type { GraphqlContext } from './graphql.plugin';
+import type { GraphqlContext } from './graphql-context';
 
 /**
  * Apollo plugin: once the operation is known, notes on the HTTP request what it is (the

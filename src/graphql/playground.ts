@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import { sendRestError } from '../errors/rest-error.handler';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 
 /*
@@ -200,7 +199,7 @@ function isNegotiable(request: FastifyRequest): boolean {
  * Sets up the GraphQL playground (GraphiQL) in a Fastify scope: reads its files once, now,
  * from the installed `react`, `react-dom` and `graphiql` packages, and serves them with
  * `GET /graphql/playground/<name>` (long-lived `Cache-Control`, no API key; other methods
- * 405, errors in the REST Error shape).
+ * 405, errors rendered by the app's error handler, in the REST Error shape).
  *
  * @param app - the scope that also serves `/graphql`.
  * @returns the `onRequest` hook `servePlaygroundToBrowsers`, to put on the `/graphql` route
@@ -215,7 +214,6 @@ export async function registerPlayground(app: FastifyInstance): Promise<onReques
   const page = renderPage(assets);
 
   await app.register(async (scope) => {
-    scope.setErrorHandler(sendRestError);
     for (const [name, { contentType, body }] of assets) {
       const url = PLAYGROUND_PREFIX + name;
       // Hidden from the OpenAPI document: these are files, not API operations.

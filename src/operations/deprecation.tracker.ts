@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from 'pino';
 import type { Metrics } from './metrics.registry';
 
 /**
@@ -20,7 +20,7 @@ export class DeprecationTracker {
    */
   constructor(
     private readonly metrics: Pick<Metrics, 'countDeprecatedCall'>,
-    private readonly log: Pick<FastifyBaseLogger, 'warn'>,
+    private readonly log: Pick<Logger, 'warn'>,
     private readonly today: () => string = () => new Date().toISOString().slice(0, 10),
   ) {}
 

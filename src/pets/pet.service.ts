@@ -1,105 +1,78 @@
-import type { DataSource, EntityManager } from 'typeorm';
-import { withinDeadline } from '../database/database-deadline';
-import { toSafeInteger } from '../database/int64';
-import type { PetStatus } from './pet-status.enum';
-import { Pet } from './pet.entity';
-
-/** What the service needs to add an animal; already validated. */
-export interface NewPet {
-  name: string;
-  categoryId: number;
-  status: PetStatus;
-}
-
-/** A pet as the database returns it: BIGINT columns as decimal strings (MySQL) or numbers (SQLite). */
-interface PetRow {
-  id: string | number;
-  name: string;
-  categoryId: string | number;
-  status: PetStatus;
-}
+import type { IdempotencyService } from '../idempotency/idempotency.service';
+import type { DeprecationTracker } from '../operations/deprecation.tracker';
+import { validateInput } from '../validation/validate-input';
+import type { Caller } from './caller';
+import type { Pet } from './pet.entity';
+import { ListPetsArgs, NewPetInput, PetIdArgs } from './pet.inputs';
+import type { PetRepository } from './pet.repository';
 
 /**
- * The four columns of `pet`, as raw rows (no entity hydration; TypeORM still routes the read
- * to a replica when one is configured).
- */
-function selectPets(manager: EntityManager) {
-  return manager
-    .createQueryBuilder(Pet, 'pet')
-    .select('pet.id', 'id')
-    .addSelect('pet.name', 'name')
-    .addSelect('pet.categoryId', 'categoryId')
-    .addSelect('pet.status', 'status');
-}
-
-/** A raw row as a Pet; the one place the int64 columns are converted (exactly, or RangeError). */
-function toPet(row: PetRow): Pet {
-  return { id: toSafeInteger(row.id), name: row.name, categoryId: toSafeInteger(row.categoryId), status: row.status };
-}
-
-/**
- * Pet persistence and queries (spec "listPets", "createPet", "getPet"). Knows neither
- * GraphQL nor HTTP; inputs arrive validated by the resolver. Each method is one database call
- * within the deadline of `withinDeadline` (README "Security"), unless it is given the
- * EntityManager of a call its caller runs.
+ * The pet operations (spec "Endpoints"), the one code path both surfaces call: the GraphQL
+ * resolver and the REST controller hand over what the client sent, unvalidated, and who is
+ * calling; each operation validates the input against its input class's rules, then does the
+ * work through the repository. Knows neither GraphQL nor HTTP: no header, request or reply.
  */
 export class PetService {
-  /** @param dataSource - the initialised DataSource holding the `pet` table. */
-  constructor(private readonly dataSource: DataSource) {}
+  /**
+   * @param pets - the pet table.
+   * @param idempotency - runs a create once per Idempotency-Key.
+   * @param deprecations - counts calls of deprecated operations per API key.
+   */
+  constructor(
+    private readonly pets: PetRepository,
+    private readonly idempotency: IdempotencyService,
+    private readonly deprecations: DeprecationTracker,
+  ) {}
 
   /**
-   * Lists animals in ascending id order (from a read replica when configured).
+   * listPets (spec "listPets").
    *
-   * @param options.limit - at most this many rows (1-100).
-   * @param options.status - only rows with this status, when given.
-   * @returns up to `limit` pets, ordered by id ascending.
-   * @throws DatabaseDeadlineError (503) when the database does not answer in time.
+   * @param input - `{ limit?, status? }` as the client sent them: `limit` an integer from 1 to
+   *   100 (default 20), `status` a PetStatus.
+   * @returns up to `limit` pets in ascending id order.
+   * @throws AppError BAD_USER_INPUT for an out-of-range limit, an unknown status or an unknown
+   *   property; DatabaseDeadlineError (503) when the database does not answer in time.
    */
-  list(options: { limit: number; status?: PetStatus }): Promise<Pet[]> {
-    return withinDeadline(
-      this.dataSource,
-      async (manager) => {
-        const query = selectPets(manager);
-        if (options.status) query.where('pet.status = :status', { status: options.status });
-        return (await query.orderBy('pet.id', 'ASC').limit(options.limit).getRawMany<PetRow>()).map(toPet);
-      },
-      { mode: 'slave' },
+  async listPets(input: unknown): Promise<Pet[]> {
+    const { limit, status } = await validateInput(ListPetsArgs, input);
+    return this.pets.list({ limit, status });
+  }
+
+  /**
+   * getPet (spec "getPet", deprecated): each call is counted against the caller's key
+   * (README "Operations").
+   *
+   * @param input - `{ id }`, a positive integer written as a decimal string.
+   * @param caller - who is calling.
+   * @returns the pet, or null when none has that id (REST answers 404).
+   * @throws AppError BAD_USER_INPUT for an id that is not a positive safe integer;
+   *   DatabaseDeadlineError (503) when the database does not answer in time.
+   */
+  async getPet(input: unknown, caller: Caller): Promise<Pet | null> {
+    this.deprecations.record('getPet', caller.apiKeyId);
+    const { id } = await validateInput(PetIdArgs, input);
+    return this.pets.findById(Number(id));
+  }
+
+  /**
+   * createPet (spec "createPet"): with an Idempotency-Key, once per key (README "Idempotent creates").
+   *
+   * @param input - the NewPet fields `{ name, categoryId, status? }`; `status` defaults to `available`.
+   * @param caller - who is calling, and the Idempotency-Key they sent, if any.
+   * @returns the stored pet with its assigned id (the first one again, on a replay).
+   * @throws AppError BAD_USER_INPUT for a missing, unknown or invalid field; IDEMPOTENCY_KEY_IN_USE
+   *   (409) or IDEMPOTENCY_KEY_REUSED (422); DatabaseDeadlineError (503, nothing stored) or
+   *   CommitOutcomeUnknownError (504) when the database fails.
+   */
+  async createPet(input: unknown, caller: Caller): Promise<Pet> {
+    const { name, categoryId, status } = await validateInput(NewPetInput, input);
+    const newPet = { name, categoryId, status };
+    if (caller.idempotencyKey === undefined) return this.pets.create(newPet);
+    return this.idempotency.once(
+      { apiKeyId: caller.apiKeyId, key: caller.idempotencyKey },
+      newPet,
+      (manager) => this.pets.create(newPet, manager),
+      (id, manager) => this.pets.findById(id, manager),
     );
-  }
-
-  /**
-   * @param id - a positive identifier.
-   * @param manager - the call to read within (e.g. on the primary); by default a call of its own,
-   *   on a read replica when configured.
-   * @returns the pet, or null when none has that id.
-   * @throws DatabaseDeadlineError (503) when the database does not answer in time.
-   */
-  async findById(id: number, manager?: EntityManager): Promise<Pet | null> {
-    const find = async (within: EntityManager) => {
-      const row = await selectPets(within).where('pet.id = :id', { id }).getRawOne<PetRow>();
-      return row ? toPet(row) : null;
-    };
-    return manager ? find(manager) : withinDeadline(this.dataSource, find, { mode: 'slave' });
-  }
-
-  /**
-   * Stores a new animal with one INSERT (no reload). On its own, the INSERT runs in a
-   * transaction, so that a call abandoned at its deadline before COMMIT stores nothing (503
-   * means "safe to retry"); only a COMMIT that is never confirmed leaves the outcome unknown.
-   *
-   * @param newPet - validated values.
-   * @param manager - the transaction to insert within, if the caller runs one.
-   * @returns the stored pet with its assigned id.
-   * @throws DatabaseDeadlineError (503, nothing stored) or CommitOutcomeUnknownError (504).
-   */
-  async create(newPet: NewPet, manager?: EntityManager): Promise<Pet> {
-    const insert = async (within: EntityManager) => {
-      const pets = within.getRepository(Pet);
-      const pet = pets.create(newPet);
-      const result = await pets.insert(pet);
-      pet.id = toSafeInteger(result.identifiers[0].id);
-      return pet;
-    };
-    return manager ? insert(manager) : withinDeadline(this.dataSource, insert, { transaction: true });
   }
 }

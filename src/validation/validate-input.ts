@@ -27,11 +27,16 @@ function describe(errors: ValidationError[], prefix = ''): string[] {
  * silently ignored field. Property initialisers on the class supply defaults for absent keys.
  *
  * @param type - the input class (`@InputType`/`@ArgsType` with class-validator decorators).
- * @param values - plain values (a GraphQL args object, or a parsed REST body or query).
+ * @param values - what the client sent, unchecked: a GraphQL args object, or a parsed REST
+ *   body or query; anything that is not a plain object (an array, a string, null) is refused.
  * @returns a validated instance of `type`.
  * @throws AppError BAD_USER_INPUT listing every violation, when a rule fails.
  */
-export async function validateInput<T extends object>(type: new () => T, values: object): Promise<T> {
+export async function validateInput<T extends object>(type: new () => T, values: unknown): Promise<T> {
+  if (typeof values !== 'object' || values === null || Array.isArray(values)) {
+    const got = Array.isArray(values) ? 'an array' : values === null ? 'null' : values === undefined ? 'nothing' : `a ${typeof values}`;
+    throw new AppError('BAD_USER_INPUT', `Invalid input: expected an object, got ${got}.`);
+  }
   // Only the class's declared properties are copied: a key such as `__proto__`, `constructor`
   // or `hasOwnProperty` is refused here, before it can touch the instance.
   const declared = new Set(

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page, Response } from 'playwright-core';
-import { SWAGGER_LOGO_STYLE_HASH } from '../../src/openapi/openapi.plugin';
+import { SWAGGER_LOGO_STYLE_HASH } from '../../src/rest/openapi.plugin';
 import { BROWSER_ACCEPT, openBrowserPage, screenshotPath } from '../helpers/browser';
 import { createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 

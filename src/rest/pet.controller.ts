@@ -1,17 +1,18 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { AppError } from '../errors/error-catalogue';
-import { IDEMPOTENCY_LIMITS } from '../idempotency/idempotency.limits';
+import { callerOf } from '../http/caller.hook';
 import { rejectOtherMethods } from '../http/method-not-allowed';
+import { IDEMPOTENCY_LIMITS } from '../idempotency/idempotency.limits';
+import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
+import type { PetService } from '../pets/pet.service';
 import { parsePositiveInteger } from '../validation/positive-integer';
-import { HEADERS, LIST_PETS_QUERY, PET_ID_PARAMS, errorResponses } from '../openapi/openapi.schemas';
-import type { ListPetsArgs, NewPetInput } from './pet.inputs';
-import { GET_PET_DEPRECATION } from './get-pet.deprecation';
-import type { PetResolver } from './pet.resolver';
+import { HEADERS, LIST_PETS_QUERY, PET_ID_PARAMS, errorResponses } from './openapi.schemas';
 
 /** What the REST surface needs. */
 export interface PetControllerOptions {
-  petResolver: PetResolver;
-  /** The onRequest hooks guarding every operation: authentication and rate limiting. */
+  /** The pet operations, shared with the GraphQL surface. */
+  petService: PetService;
+  /** The onRequest hooks guarding every operation: authentication, rate limiting, then `readCaller`. */
   guard: onRequestAsyncHookHandler[];
 }
 
@@ -41,28 +42,24 @@ function fromQueryValue(value: unknown): unknown {
   return value === '0' ? 0 : (parsePositiveInteger(value) ?? value);
 }
 
-function isJsonObject(body: unknown): body is Record<string, unknown> {
-  return typeof body === 'object' && body !== null && !Array.isArray(body);
-}
-
 /**
  * The REST facade at `/v1` (spec "Endpoints"). Each handler only translates: query string,
- * path and body in; the PetResolver method (the same one GraphQL calls) does the work;
- * its result or AppError out as the spec's JSON. The shared guard (authentication and rate
+ * path and body in, unvalidated; the PetService operation (the same one GraphQL calls)
+ * validates and does the work; its result or AppError out as the spec's JSON. The shared guard (authentication and rate
  * limiting) covers the whole scope
  * of the operations, so a route added there cannot be left public by mistake; only the 405
  * answers for other methods sit outside it.
  */
-export const petController: FastifyPluginAsync<PetControllerOptions> = async (app, { petResolver, guard }) => {
-  await app.register(petOperations, { petResolver, guard });
+export const petController: FastifyPluginAsync<PetControllerOptions> = async (app, { petService, guard }) => {
+  await app.register(petOperations, { petService, guard });
   rejectOtherMethods(app, '/pets', ['GET', 'HEAD', 'POST']);
   rejectOtherMethods(app, '/pets/:petId', ['GET', 'HEAD']);
 };
 
-const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { petResolver, guard }) => {
+const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { petService, guard }) => {
   for (const hook of guard) app.addHook('onRequest', hook);
   // Route schemas document the contract and serialise responses; input is validated once,
-  // by the resolvers' rules, so Fastify's own validation is switched off here.
+  // by PetService's rules, so Fastify's own validation is switched off here.
   app.setValidatorCompiler(() => () => true);
 
   app.get('/pets', {
@@ -81,7 +78,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
     const query = Object.fromEntries(
       Object.entries(request.query as Record<string, unknown>).map(([key, value]) => [key, fromQueryValue(value)]),
     );
-    return petResolver.pets(query as unknown as ListPetsArgs);
+    return petService.listPets(query);
   });
 
   app.post('/pets', {
@@ -122,10 +119,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
       },
     },
   }, async (request, reply) => {
-    if (!isJsonObject(request.body)) {
-      throw new AppError('BAD_USER_INPUT', 'Invalid input: the request body must be a JSON object (NewPet).');
-    }
-    const pet = await petResolver.createPet(request.body as unknown as NewPetInput, { request });
+    const pet = await petService.createPet(request.body, callerOf(request));
     return reply.code(201).header('Location', `${app.prefix}/pets/${pet.id}`).send(pet);
   });
 
@@ -152,7 +146,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
       },
     },
     async (request) => {
-      const pet = await petResolver.pet({ id: request.params.petId }, { request });
+      const pet = await petService.getPet({ id: request.params.petId }, callerOf(request));
       if (!pet) throw new AppError('NOT_FOUND', `No pet has id ${request.params.petId}.`);
       return pet;
     },

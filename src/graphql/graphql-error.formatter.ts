@@ -1,11 +1,37 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { unwrapResolverError } from '@apollo/server/errors';
-import type { GraphQLFormattedError } from 'graphql';
-import { withoutLimits } from '../graphql/query-limits';
-import { AppError, ERROR_CATALOGUE, type ErrorCode, codeForStatus, toAppError } from './error-catalogue';
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { AppError, ERROR_CATALOGUE, type ErrorCode, codeForStatus, toAppError } from '../errors/error-catalogue';
+import { withoutLimits } from './query-limits';
 
 function isCatalogued(code: unknown): code is ErrorCode {
   return typeof code === 'string' && code !== 'INTERNAL_SERVER_ERROR' && Object.hasOwn(ERROR_CATALOGUE, code);
+}
+
+/**
+ * The one GraphQL form of a catalogued error (spec "Errors"): the message, where it happened,
+ * and `extensions.code`, nothing else.
+ *
+ * @param code - a catalogue code.
+ * @param message - the client-facing message.
+ * @param at - `locations` and `path` of the field that raised it, when there is one.
+ */
+function graphqlError(code: ErrorCode, message: string, at: Pick<GraphQLFormattedError, 'locations' | 'path'> = {}): GraphQLFormattedError {
+  return { message, ...(at.locations && { locations: at.locations }), ...(at.path && { path: at.path }), extensions: { code } };
+}
+
+/**
+ * An AppError as an Apollo plugin raises it before execution (query limits, rate limit): the
+ * error `formatError` turns into {@link graphqlError}, carrying the HTTP status and headers
+ * Apollo is to answer with (429 with Retry-After, 400, …).
+ *
+ * @returns the GraphQLError to throw from a plugin hook.
+ */
+export function raisedByPlugin(error: AppError): GraphQLError {
+  return new GraphQLError(error.message, {
+    originalError: error,
+    extensions: { code: error.code, http: { status: error.status, headers: new Map(Object.entries(error.headers)) } },
+  });
 }
 
 /** The HTTP status Apollo will answer with for this error, when it set one. */
@@ -26,23 +52,18 @@ function httpStatusOf(error: unknown): number | undefined {
  */
 export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => void) {
   return function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
-    const { locations, path } = formatted;
     const original = unwrapResolverError(error);
-    if (original instanceof AppError) {
-      return { message: original.message, locations, path, extensions: { code: original.code } };
-    }
+    if (original instanceof AppError) return graphqlError(original.code, original.message, formatted);
     const code = formatted.extensions?.code;
     const status = httpStatusOf(error);
     if (isCatalogued(code) && (status === undefined || ERROR_CATALOGUE[code].status === status)) {
-      return { message: withoutLimits(formatted.message), locations, path, extensions: { code } };
+      return graphqlError(code, withoutLimits(formatted.message), formatted);
     }
     const byStatus = status === undefined ? undefined : codeForStatus(status);
-    if (byStatus && byStatus !== 'INTERNAL_SERVER_ERROR') {
-      return { message: formatted.message, locations, path, extensions: { code: byStatus } };
-    }
+    if (byStatus && byStatus !== 'INTERNAL_SERVER_ERROR') return graphqlError(byStatus, formatted.message, formatted);
     logUnexpected(original);
     const { appError } = toAppError(original); // INTERNAL_SERVER_ERROR, or SERVICE_UNAVAILABLE when the database is down
-    return { message: appError.message, locations, path, extensions: { code: appError.code } };
+    return graphqlError(appError.code, appError.message, formatted);
   };
 }
 
@@ -57,5 +78,5 @@ export function sendGraphqlError(error: unknown, request: FastifyRequest, reply:
   return reply
     .code(appError.status)
     .headers(appError.headers)
-    .send({ errors: [{ message: appError.message, extensions: { code: appError.code } }] });
+    .send({ errors: [graphqlError(appError.code, appError.message)] });
 }

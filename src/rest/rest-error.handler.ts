@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, type ErrorCode, toAppError } from './error-catalogue';
+import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue';
 
 /**
  * Fastify error handler of the REST surface: sends the spec's Error body

@@ -1,0 +1,105 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { withinDeadline } from '../database/database-deadline';
+import { toSafeInteger } from '../database/int64';
+import type { PetStatus } from './pet-status.enum';
+import { Pet } from './pet.entity';
+
+/** What the service needs to add an animal; already validated. */
+export interface NewPet {
+  name: string;
+  categoryId: number;
+  status: PetStatus;
+}
+
+/** A pet as the database returns it: BIGINT columns as decimal strings (MySQL) or numbers (SQLite). */
+interface PetRow {
+  id: string | number;
+  name: string;
+  categoryId: string | number;
+  status: PetStatus;
+}
+
+/**
+ * The four columns of `pet`, as raw rows (no entity hydration; TypeORM still routes the read
+ * to a replica when one is configured).
+ */
+function selectPets(manager: EntityManager) {
+  return manager
+    .createQueryBuilder(Pet, 'pet')
+    .select('pet.id', 'id')
+    .addSelect('pet.name', 'name')
+    .addSelect('pet.categoryId', 'categoryId')
+    .addSelect('pet.status', 'status');
+}
+
+/** A raw row as a Pet; the one place the int64 columns are converted (exactly, or RangeError). */
+function toPet(row: PetRow): Pet {
+  return { id: toSafeInteger(row.id), name: row.name, categoryId: toSafeInteger(row.categoryId), status: row.status };
+}
+
+/**
+ * The pet table (spec "listPets", "createPet", "getPet"): the queries and the insert. Knows neither
+ * GraphQL nor HTTP; inputs arrive validated by PetService. Each method is one database call
+ * within the deadline of `withinDeadline` (README "Security"), unless it is given the
+ * EntityManager of a call its caller runs.
+ */
+export class PetRepository {
+  /** @param dataSource - the initialised DataSource holding the `pet` table. */
+  constructor(private readonly dataSource: DataSource) {}
+
+  /**
+   * Lists animals in ascending id order (from a read replica when configured).
+   *
+   * @param options.limit - at most this many rows (1-100).
+   * @param options.status - only rows with this status, when given.
+   * @returns up to `limit` pets, ordered by id ascending.
+   * @throws DatabaseDeadlineError (503) when the database does not answer in time.
+   */
+  list(options: { limit: number; status?: PetStatus }): Promise<Pet[]> {
+    return withinDeadline(
+      this.dataSource,
+      async (manager) => {
+        const query = selectPets(manager);
+        if (options.status) query.where('pet.status = :status', { status: options.status });
+        return (await query.orderBy('pet.id', 'ASC').limit(options.limit).getRawMany<PetRow>()).map(toPet);
+      },
+      { mode: 'slave' },
+    );
+  }
+
+  /**
+   * @param id - a positive identifier.
+   * @param manager - the call to read within (e.g. on the primary); by default a call of its own,
+   *   on a read replica when configured.
+   * @returns the pet, or null when none has that id.
+   * @throws DatabaseDeadlineError (503) when the database does not answer in time.
+   */
+  async findById(id: number, manager?: EntityManager): Promise<Pet | null> {
+    const find = async (within: EntityManager) => {
+      const row = await selectPets(within).where('pet.id = :id', { id }).getRawOne<PetRow>();
+      return row ? toPet(row) : null;
+    };
+    return manager ? find(manager) : withinDeadline(this.dataSource, find, { mode: 'slave' });
+  }
+
+  /**
+   * Stores a new animal with one INSERT (no reload). On its own, the INSERT runs in a
+   * transaction, so that a call abandoned at its deadline before COMMIT stores nothing (503
+   * means "safe to retry"); only a COMMIT that is never confirmed leaves the outcome unknown.
+   *
+   * @param newPet - validated values.
+   * @param manager - the transaction to insert within, if the caller runs one.
+   * @returns the stored pet with its assigned id.
+   * @throws DatabaseDeadlineError (503, nothing stored) or CommitOutcomeUnknownError (504).
+   */
+  async create(newPet: NewPet, manager?: EntityManager): Promise<Pet> {
+    const insert = async (within: EntityManager) => {
+      const pets = within.getRepository(Pet);
+      const pet = pets.create(newPet);
+      const result = await pets.insert(pet);
+      pet.id = toSafeInteger(result.identifiers[0].id);
+      return pet;
+    };
+    return manager ? insert(manager) : withinDeadline(this.dataSource, insert, { transaction: true });
+  }
+}
