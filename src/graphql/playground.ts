@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import Negotiator from 'negotiator';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 
 /*
@@ -129,63 +130,20 @@ ${scripts.map((name) => `<script src="${href(name)}"></script>`).join('\n')}
 `;
 }
 
-interface AcceptRange {
-  type: string;
-  subtype: string;
-  q: number;
-  index: number;
-}
-
-function parseAccept(header: string): AcceptRange[] {
-  return header.split(',').flatMap((part, index) => {
-    const [range, ...params] = part.split(';').map((piece) => piece.trim().toLowerCase());
-    const [type, subtype] = range.split('/');
-    if (!type || !subtype) return [];
-    const qParam = params.find((param) => /^q\s*=/.test(param));
-    const q = qParam === undefined ? 1 : Number(qParam.split('=')[1]);
-    return Number.isFinite(q) ? [{ type, subtype, q, index }] : [];
-  });
-}
-
-/** How a media type fares against Accept: the most specific matching range decides (RFC 9110 §12.5.1). */
-function rank(mediaType: string, ranges: AcceptRange[]): { q: number; specificity: number; index: number } | null {
-  const [type, subtype] = mediaType.split('/');
-  let best: { q: number; specificity: number; index: number } | null = null;
-  for (const range of ranges) {
-    const specificity =
-      range.type === type && range.subtype === subtype ? 2 : range.type === type && range.subtype === '*' ? 1 : range.type === '*' && range.subtype === '*' ? 0 : -1;
-    if (specificity < 0) continue;
-    if (!best || specificity > best.specificity || (specificity === best.specificity && range.q > best.q)) {
-      best = { q: range.q, specificity, index: range.index };
-    }
-  }
-  return best && best.q > 0 ? best : null;
-}
-
-/** What GraphQL clients ask for; the playground is served only when text/html beats all of them. */
-const API_MEDIA_TYPES = ['application/graphql-response+json', 'application/json', 'multipart/mixed'];
+/** What GraphQL clients ask for, before text/html: on a tie (a bare wildcard Accept), the API wins. */
+const NEGOTIABLE_TYPES = ['application/graphql-response+json', 'application/json', 'multipart/mixed', 'text/html'];
 
 /**
- * Content negotiation for `GET /graphql`: whether the caller prefers an HTML page to a
- * GraphQL JSON response. Ranks like the `negotiator` package (quality, then specificity of
- * the matching range, then its position in the header); a tie goes to the API, so a bare
- * wildcard Accept (curl, fetch) and a missing header keep getting JSON.
+ * Content negotiation for `GET /graphql` (RFC 9110 §12.5.1, by the `negotiator` package):
+ * whether the caller prefers an HTML page to a GraphQL JSON response. Ranked by quality, then
+ * the specificity of the matching range, then its position in the header; a tie goes to the
+ * API, so a bare wildcard Accept (curl, fetch) and a missing header keep getting JSON.
  *
  * @param accept - the request's `Accept` header, if any.
  * @returns true when `text/html` strictly beats every GraphQL response type; never throws.
  */
 export function prefersHtml(accept: string | undefined): boolean {
-  if (!accept) return false;
-  const ranges = parseAccept(accept);
-  const html = rank('text/html', ranges);
-  if (!html) return false;
-  return API_MEDIA_TYPES.every((mediaType) => {
-    const api = rank(mediaType, ranges);
-    if (!api) return true;
-    if (html.q !== api.q) return html.q > api.q;
-    if (html.specificity !== api.specificity) return html.specificity > api.specificity;
-    return html.index < api.index;
-  });
+  return accept !== undefined && new Negotiator({ headers: { accept } }).mediaType(NEGOTIABLE_TYPES) === 'text/html';
 }
 
 /** A GET or HEAD without a `query` parameter: the answer depends on `Accept` (page or API). */
