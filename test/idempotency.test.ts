@@ -89,7 +89,14 @@ describe('Idempotency-Key on POST /v1/pets', () => {
   test.each(['', 'x'.repeat(256), 'tab\there'])('when the key is %p, then 400 BAD_USER_INPUT', async (key) => {
     const result = await post(key);
     expect(result.status).toBe(400);
+    expect(result.body).toMatchObject({ code: 'BAD_USER_INPUT', message: expect.stringContaining('Idempotency-Key must be 1 to 255 printable ASCII') });
     expect(await countPets(t)).toBe(0);
+  });
+
+  test('when any guarded request carries a malformed key, then the guard refuses it with 400 before the operation runs', async () => {
+    const list = await request(t, 'GET', '/v1/pets', { headers: { 'idempotency-key': 'tab\there' } });
+    expect(list.status).toBe(400);
+    expect(list.body.code).toBe('BAD_USER_INPUT');
   });
 
   test('when a key is older than 24 hours, then it is purged and can be used again', async () => {
@@ -118,6 +125,13 @@ describe('Idempotency-Key on createPet (GraphQL)', () => {
     const other = await send('g-2', { name: 'Tom', categoryId: 1 });
     expect(other.body.errors[0].extensions.code).toBe('IDEMPOTENCY_KEY_REUSED');
     expect(await countPets(t)).toBe(1);
+  });
+
+  test('when the key is malformed, then 400 BAD_USER_INPUT in the GraphQL shape and no pet', async () => {
+    const result = await send('x'.repeat(256), { name: 'Rex', categoryId: 1 });
+    expect(result.status).toBe(400);
+    expect(result.body.errors).toEqual([{ message: expect.stringContaining('Idempotency-Key'), extensions: { code: 'BAD_USER_INPUT' } }]);
+    expect(await countPets(t)).toBe(0);
   });
 
   test('when no key is sent, then every create makes a pet', async () => {
