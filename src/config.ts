@@ -2,14 +2,10 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { bool, cleanEnv, host, makeValidator, port, str } from 'envalid';
 import { API_KEY_CACHE } from './auth/api-key.service';
+import type { DatabaseConfig } from './database/database-config';
+import type { RateLimitConfig } from './http/rate-limit';
+import { LOG_LEVELS, type LogLevel } from './operations/logger';
 import { parsePositiveInteger } from './validation/positive-integer';
-
-/** Where the data lives: MySQL (production) or the embedded SQLite file (default). */
-export type DatabaseConfig =
-  /** `replicaUrls`: read replicas (SELECTs outside transactions go there); absent when none. */
-  | { readonly type: 'mysql'; readonly url: string; readonly replicaUrls?: readonly string[] }
-  /** `path` is a file path, or `':memory:'` for a throw-away database. */
-  | { readonly type: 'sqlite'; readonly path: string };
 
 /** Validated, frozen service configuration. */
 export interface Config {
@@ -19,7 +15,7 @@ export interface Config {
   readonly host: string;
   readonly nodeEnv: 'development' | 'test' | 'production';
   /** pino level name. */
-  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly logLevel: LogLevel;
   readonly database: DatabaseConfig;
   /** Public base addresses listed as OpenAPI servers (spec "Versioning"); each ends in /v1. */
   readonly publicBaseUrl?: string;
@@ -31,17 +27,7 @@ export interface Config {
   readonly trustProxy: false | number | readonly string[];
   /** Browser origins allowed by CORS; none (CORS closed) by default. */
   readonly corsOrigins: readonly string[];
-  readonly rateLimit: {
-    /** Requests per window for one API key. */
-    readonly max: number;
-    /** Requests per window for one IP address without a valid key. */
-    readonly unauthenticatedMax: number;
-    readonly windowSeconds: number;
-    /** Shared counters (several instances); in memory when absent. */
-    readonly redisUrl?: string;
-    /** Prefix of the counters' keys. */
-    readonly namespace: string;
-  };
+  readonly rateLimit: RateLimitConfig;
   /** The Prometheus endpoint `/metrics`, on a listener of its own (README "Operations"). */
   readonly metrics: { readonly port: number; readonly host: string };
   /** SIGTERM/SIGINT handling (README "Operations"), in seconds. */
@@ -178,10 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       HOST: host({ default: '127.0.0.1' }),
       DATABASE_URL: mysqlUrl({ default: undefined }),
       NODE_ENV: str({ choices: ['development', 'test', 'production'] as const, default: 'development' }),
-      LOG_LEVEL: str({
-        choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
-        default: 'info',
-      }),
+      LOG_LEVEL: str({ choices: LOG_LEVELS, default: 'info' }),
       PUBLIC_BASE_URL: baseUrl({ default: undefined }),
       STAGING_BASE_URL: baseUrl({ default: undefined }),
       CORS_ORIGINS: originList({ default: [] }),

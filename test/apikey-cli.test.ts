@@ -1,7 +1,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { DatabaseConfig } from '../src/config';
+import type { DatabaseConfig } from '../src/database/database-config';
 import { built, runNode } from './helpers/processes';
 import { request, startTestApp } from './helpers/test-app';
 import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';

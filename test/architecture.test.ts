@@ -82,6 +82,13 @@ describe('boundaries', () => {
     }
   });
 
+  test('when imports of config.ts are read, then only the composition roots (app.ts, main.ts, cli/) have them', () => {
+    const config = path.join(SRC, 'config');
+    const importers = files.filter((file) => importsOf(file).some((m) => m.startsWith('.') && path.resolve(path.dirname(file), m) === config));
+    expect(importers.map(relative).filter((file) => !/^(app|main)\.ts$|^cli\//.test(file))).toEqual([]);
+    expect(importers.length).toBeGreaterThan(2);
+  });
+
   test('when file names are read, then they are kebab-case, with a dotted role suffix where they have a role', () => {
     for (const file of files) expect(path.basename(file)).toMatch(/^[0-9a-z]+(-[0-9a-z]+)*(\.[a-z]+(-[a-z]+)*)?\.ts$/);
   });

@@ -1,7 +1,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { DatabaseConfig } from '../src/config';
+import type { DatabaseConfig } from '../src/database/database-config';
 import { MIGRATIONS } from '../src/database/data-source';
 import { openDatabase } from '../src/database/open-database';
 import { Pet } from '../src/pets/pet.entity';

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '../src/app';
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
-import type { DatabaseConfig } from '../src/config';
+import type { DatabaseConfig } from '../src/database/database-config';
 import { MIGRATIONS } from '../src/database/data-source';
 import { openDatabase } from '../src/database/open-database';
 import { READINESS_CACHE_MS } from '../src/operations/health.routes';

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
-import type { DatabaseConfig } from '../config';
+import type { DatabaseConfig } from './database-config';
 
 /**
  * Takes the embedded database file for this process alone. sql.js keeps the database in

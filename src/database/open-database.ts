@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
-import type { DatabaseConfig } from '../config';
+import type { DatabaseConfig } from './database-config';
 import { createDataSource } from './data-source';
 import { withMigrationLock } from './migration-lock';
 

@@ -1,11 +1,20 @@
 import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { Redis } from 'ioredis';
-import type { Config } from '../config';
 import { AppError } from '../errors/error-catalogue';
 
-/** What one rate-limited client may spend, from configuration (README "Security"). */
-export type RateLimitConfig = Config['rateLimit'];
+/** What one rate-limited client may spend (README "Security" and "Configuration", RATE_LIMIT_* and REDIS_URL). */
+export interface RateLimitConfig {
+  /** Requests per window for one API key. */
+  readonly max: number;
+  /** Requests per window for one IP address without a valid key. */
+  readonly unauthenticatedMax: number;
+  readonly windowSeconds: number;
+  /** Shared counters (several instances); in memory when absent. */
+  readonly redisUrl?: string;
+  /** Prefix of the counters' keys. */
+  readonly namespace: string;
+}
 
 /** How long the Redis of the counters may take (ms): to connect, and to answer one command. */
 export const REDIS_TIMEOUTS = Object.freeze({ connectMs: 1000, commandMs: 1000 });

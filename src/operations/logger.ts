@@ -1,5 +1,10 @@
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import type { Config } from '../config';
+
+/** The pino level names, most severe first; `silent` logs nothing (README "Configuration", LOG_LEVEL). */
+export const LOG_LEVELS = Object.freeze(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const);
+
+/** One of {@link LOG_LEVELS}. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
  * The one logger configuration (README "Operations"): JSON lines (pino) at `level`, with the
@@ -8,7 +13,7 @@ import type { Config } from '../config';
  * @param level - the configured level.
  * @param stream - where lines go; standard output by default.
  */
-export function createLogger(level: Config['logLevel'], stream?: DestinationStream): Logger {
+export function createLogger(level: LogLevel, stream?: DestinationStream): Logger {
   const options: LoggerOptions = { level, redact: ['req.headers.authorization'] };
   return stream ? pino(options, stream) : pino(options);
 }

@@ -1,7 +1,6 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import type { Config } from '../config';
 import { SHARED_SCHEMAS } from './openapi.schemas';
 
 /**
@@ -13,6 +12,12 @@ export const SWAGGER_LOGO_STYLE_HASH = 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b
 /** Where the document and the docs are served. */
 export const OPENAPI_PATHS = Object.freeze({ json: '/v1/openapi.json', yaml: '/v1/openapi.yaml', docs: '/docs' });
 
+/** Public base addresses listed as servers after this server (spec "Versioning"; PUBLIC_BASE_URL, STAGING_BASE_URL); each ends in /v1. */
+export interface OpenapiServers {
+  readonly publicBaseUrl?: string;
+  readonly stagingBaseUrl?: string;
+}
+
 /**
  * Makes the OpenAPI 3.1 document of `/v1` from the routes themselves (@fastify/swagger reads
  * each route's schema; the schemas come from openapi.schemas.ts). Call before the routes are
@@ -22,7 +27,7 @@ export const OPENAPI_PATHS = Object.freeze({ json: '/v1/openapi.json', yaml: '/v
  */
 export async function describeWithOpenapi(
   app: FastifyInstance,
-  config: Pick<Config, 'publicBaseUrl' | 'stagingBaseUrl'>,
+  config: OpenapiServers,
 ): Promise<void> {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await app.register(fastifySwagger, {

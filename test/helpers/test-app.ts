@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import { type AppDependencies, buildApp } from '../../src/app';
 import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService } from '../../src/auth/api-key.service';
-import type { DatabaseConfig } from '../../src/config';
+import type { DatabaseConfig } from '../../src/database/database-config';
 import { openDatabase } from '../../src/database/open-database';
 import { Pet } from '../../src/pets/pet.entity';
 import { assertMatchesOpenapi } from './openapi-validator';

@@ -1,0 +1,6 @@
+/** Where the data lives: MySQL (production) or the embedded SQLite file (README "Configuration", DATABASE_URL). */
+export type DatabaseConfig =
+  /** `replicaUrls`: read replicas (SELECTs outside transactions go there); absent when none. */
+  | { readonly type: 'mysql'; readonly url: string; readonly replicaUrls?: readonly string[] }
+  /** `path` is a file path, or `':memory:'` for a throw-away database. */
+  | { readonly type: 'sqlite'; readonly path: string };
