@@ -4,50 +4,8 @@ import { bool, cleanEnv, host, makeValidator, port, str } from 'envalid';
 import { API_KEY_CACHE } from './auth/api-key.service';
 import type { DatabaseConfig } from './database/database-config';
 import type { RateLimitConfig } from './http/rate-limit';
-import { LOG_LEVELS, type LogLevel } from './operations/logger';
+import { LOG_LEVELS } from './operations/logger';
 import { parsePositiveInteger } from './validation/positive-integer';
-
-/** Validated, frozen service configuration. */
-export interface Config {
-  /** TCP port the HTTP server listens on (1-65535). */
-  readonly port: number;
-  /** Interface the HTTP server binds to. */
-  readonly host: string;
-  readonly nodeEnv: 'development' | 'test' | 'production';
-  /** pino level name. */
-  readonly logLevel: LogLevel;
-  readonly database: DatabaseConfig;
-  /** Public base addresses listed as OpenAPI servers (spec "Versioning"); each ends in /v1. */
-  readonly publicBaseUrl?: string;
-  readonly stagingBaseUrl?: string;
-  /**
-   * Which proxies in front may set X-Forwarded-For (Fastify's `trustProxy`): `false` (none,
-   * the default), a hop count, or proxy addresses and CIDR ranges.
-   */
-  readonly trustProxy: false | number | readonly string[];
-  /** Browser origins allowed by CORS; none (CORS closed) by default. */
-  readonly corsOrigins: readonly string[];
-  readonly rateLimit: RateLimitConfig;
-  /** The Prometheus endpoint `/metrics`, on a listener of its own (README "Operations"). */
-  readonly metrics: { readonly port: number; readonly host: string };
-  /** SIGTERM/SIGINT handling (README "Operations"), in seconds. */
-  readonly shutdown: {
-    /** How long `/readyz` fails before the server stops accepting, so load balancers move away. */
-    readonly drainSeconds: number;
-    /** How long in-flight requests may take to finish once the server stops accepting. */
-    readonly graceSeconds: number;
-  };
-  /**
-   * How long a key lookup's answer (found active, or unknown/revoked) is reused without asking
-   * the database, in seconds (0: always ask). Bounds how late a revocation made by another
-   * process takes effect here.
-   */
-  readonly apiKeyCacheSeconds: number;
-  /** Whether start-up applies pending migrations (under the migration lock). */
-  readonly migrateOnStart: boolean;
-  /** How many times start-up tries to reach the database (with doubling pauses from 0.5 s) before it gives up. */
-  readonly databaseConnectAttempts: number;
-}
 
 /** Rate limits when the environment sets none. */
 export const RATE_LIMIT_DEFAULTS = Object.freeze({ max: 600, unauthenticatedMax: 60, windowSeconds: 60, namespace: 'petstore-rate-limit:' });
@@ -140,84 +98,126 @@ const originList = makeValidator<string[]>((input) => {
 });
 
 /**
- * Reads and validates the configuration (see README, "Configuration").
+ * The environment the service reads (README "Configuration"), each variable described once: its
+ * rule (the validator), its default, its meaning (`desc`). {@link loadConfig} reads it into a {@link Config}.
+ */
+export const CONFIG_SPEC = Object.freeze({
+  PORT: port({ default: 3000, desc: 'TCP port the HTTP server listens on.' }),
+  HOST: host({ default: '127.0.0.1', desc: 'Interface the HTTP server binds to; 0.0.0.0 in containers.' }),
+  DATABASE_URL: mysqlUrl({
+    default: undefined,
+    desc: `The MySQL database; unset: the embedded SQLite file ${EMBEDDED_DATABASE_PATH} (relative to the working directory).`,
+    example: 'mysql://user:pass@host:3306/db',
+  }),
+  NODE_ENV: str({
+    choices: ['development', 'test', 'production'] as const,
+    default: 'development',
+    desc: 'production never creates a development key and hides GraphQL field suggestions.',
+  }),
+  LOG_LEVEL: str({ choices: LOG_LEVELS, default: 'info', desc: 'pino level of the JSON log lines.' }),
+  PUBLIC_BASE_URL: baseUrl({
+    default: undefined,
+    desc: 'Production base address, listed as an OpenAPI server after this server (spec "Versioning").',
+    example: 'https://api.example.com/v1',
+  }),
+  STAGING_BASE_URL: baseUrl({ default: undefined, desc: 'Staging base address, listed the same way.', example: 'https://staging.example.com/v1' }),
+  CORS_ORIGINS: originList({
+    default: [],
+    desc: 'Comma-separated browser origins allowed by CORS; none (CORS closed) by default.',
+    example: 'https://app.example.com',
+  }),
+  TRUST_PROXY: trustProxy({
+    default: false,
+    desc: "Which proxies in front may set X-Forwarded-For (Fastify's trustProxy): a hop count or comma-separated addresses and CIDR ranges; none by default.",
+    example: '1',
+  }),
+  RATE_LIMIT_MAX: positiveInteger({ default: RATE_LIMIT_DEFAULTS.max, desc: 'Requests per window for one API key.' }),
+  RATE_LIMIT_UNAUTHENTICATED_MAX: positiveInteger({
+    default: RATE_LIMIT_DEFAULTS.unauthenticatedMax,
+    desc: 'Requests per window for one IP address without a valid key.',
+  }),
+  RATE_LIMIT_WINDOW_SECONDS: positiveInteger({ default: RATE_LIMIT_DEFAULTS.windowSeconds, desc: 'The rate-limit window, in seconds.' }),
+  REDIS_URL: redisUrl({
+    default: undefined,
+    desc: 'Rate-limit counters shared by every instance; in memory when unset.',
+    example: 'redis://host:6379',
+  }),
+  RATE_LIMIT_NAMESPACE: str({
+    default: RATE_LIMIT_DEFAULTS.namespace,
+    desc: "Prefix of the counters' keys, one per deployment sharing a Redis.",
+  }),
+  DATABASE_REPLICA_URLS: mysqlUrlList({
+    default: [],
+    desc: 'Comma-separated read replicas (SELECTs outside transactions go there); needs DATABASE_URL, the primary.',
+    example: 'mysql://user:pass@replica:3306/db',
+  }),
+  DATABASE_CONNECT_ATTEMPTS: positiveInteger({
+    default: 5,
+    desc: 'How many times start-up tries to reach the database (with doubling pauses from 0.5 s) before it gives up.',
+  }),
+  DATABASE_MIGRATE_ON_START: bool({ default: true, desc: 'Whether start-up applies pending migrations (under the migration lock).' }),
+  API_KEY_CACHE_SECONDS: nonNegativeInteger({
+    default: API_KEY_CACHE.ttlMs / 1000,
+    desc:
+      "How long a key lookup's answer (found active, or unknown/revoked) is reused without asking the database (0: always ask); " +
+      'bounds how late a revocation made by another process takes effect here.',
+  }),
+  METRICS_PORT: port({ default: 9464, desc: 'Port of the Prometheus endpoint /metrics, a listener of its own (README "Operations"); not PORT.' }),
+  METRICS_HOST: host({ default: undefined, desc: 'Interface of the metrics listener; HOST when unset.' }),
+  SHUTDOWN_DRAIN_SECONDS: nonNegativeInteger({
+    default: 0,
+    desc: 'After SIGTERM/SIGINT, how long /readyz fails before the server stops accepting, so load balancers move away.',
+  }),
+  SHUTDOWN_GRACE_SECONDS: positiveInteger({
+    default: 10,
+    desc: 'Then, how long in-flight requests may take to finish once the server stops accepting.',
+  }),
+});
+
+/**
+ * Reads and validates the configuration: the variables of {@link CONFIG_SPEC} (README
+ * "Configuration"), then the rules between them (METRICS_PORT differs from PORT; replicas need
+ * a primary), grouped by the module that uses them.
  *
- * @param env - the environment to read, normally `process.env`: PORT (default 3000), HOST
- *   (default 127.0.0.1), DATABASE_URL (mysql://…; absent → embedded SQLite under ./data/),
- *   NODE_ENV (development | test | production, default development), LOG_LEVEL (default info),
- *   PUBLIC_BASE_URL and STAGING_BASE_URL (optional, http(s) URLs ending in /v1), TRUST_PROXY
- *   (hop count or comma-separated proxy addresses/CIDRs; default none), CORS_ORIGINS
- *   (comma-separated origins, default none), RATE_LIMIT_MAX (600), RATE_LIMIT_UNAUTHENTICATED_MAX (60),
- *   RATE_LIMIT_WINDOW_SECONDS (60), REDIS_URL (optional redis:// URL for shared counters),
- *   RATE_LIMIT_NAMESPACE (prefix of the counters' keys, for several deployments on one Redis),
- *   DATABASE_REPLICA_URLS (comma-separated mysql:// read replicas; needs DATABASE_URL),
- *   DATABASE_CONNECT_ATTEMPTS (5), DATABASE_MIGRATE_ON_START (true), METRICS_PORT (9464, not PORT), METRICS_HOST (default HOST),
- *   SHUTDOWN_DRAIN_SECONDS (0), SHUTDOWN_GRACE_SECONDS (10), API_KEY_CACHE_SECONDS (5).
+ * @param env - the environment to read, normally `process.env`; keys absent from it take the spec's defaults.
  * @returns a frozen {@link Config}.
  * @throws ConfigError naming every bad key at once.
  */
-export function loadConfig(env: NodeJS.ProcessEnv): Config {
-  const clean = cleanEnv(
-    env,
-    {
-      PORT: port({ default: 3000 }),
-      HOST: host({ default: '127.0.0.1' }),
-      DATABASE_URL: mysqlUrl({ default: undefined }),
-      NODE_ENV: str({ choices: ['development', 'test', 'production'] as const, default: 'development' }),
-      LOG_LEVEL: str({ choices: LOG_LEVELS, default: 'info' }),
-      PUBLIC_BASE_URL: baseUrl({ default: undefined }),
-      STAGING_BASE_URL: baseUrl({ default: undefined }),
-      CORS_ORIGINS: originList({ default: [] }),
-      TRUST_PROXY: trustProxy({ default: false }),
-      RATE_LIMIT_MAX: positiveInteger({ default: RATE_LIMIT_DEFAULTS.max }),
-      RATE_LIMIT_UNAUTHENTICATED_MAX: positiveInteger({ default: RATE_LIMIT_DEFAULTS.unauthenticatedMax }),
-      RATE_LIMIT_WINDOW_SECONDS: positiveInteger({ default: RATE_LIMIT_DEFAULTS.windowSeconds }),
-      REDIS_URL: redisUrl({ default: undefined }),
-      RATE_LIMIT_NAMESPACE: str({ default: RATE_LIMIT_DEFAULTS.namespace }),
-      DATABASE_REPLICA_URLS: mysqlUrlList({ default: [] }),
-      DATABASE_CONNECT_ATTEMPTS: positiveInteger({ default: 5 }),
-      DATABASE_MIGRATE_ON_START: bool({ default: true }),
-      API_KEY_CACHE_SECONDS: nonNegativeInteger({ default: API_KEY_CACHE.ttlMs / 1000 }),
-      METRICS_PORT: port({ default: 9464 }),
-      METRICS_HOST: host({ default: undefined }),
-      SHUTDOWN_DRAIN_SECONDS: nonNegativeInteger({ default: 0 }),
-      SHUTDOWN_GRACE_SECONDS: positiveInteger({ default: 10 }),
+export function loadConfig(env: NodeJS.ProcessEnv) {
+  const clean = cleanEnv(env, CONFIG_SPEC, {
+    reporter: ({ errors }) => {
+      const bad = Object.entries(errors).map(([key, error]) => `${key}: ${(error as Error).message}`);
+      if (bad.length > 0) throw new ConfigError(`Invalid configuration: ${bad.join('; ')}`);
     },
-    {
-      reporter: ({ errors }) => {
-        const bad = Object.entries(errors).map(([key, error]) => `${key}: ${(error as Error).message}`);
-        if (bad.length > 0) throw new ConfigError(`Invalid configuration: ${bad.join('; ')}`);
-      },
-    },
-  );
+  });
   const crossChecks = [
     clean.METRICS_PORT === clean.PORT && 'METRICS_PORT: must differ from PORT',
     clean.DATABASE_REPLICA_URLS.length > 0 && !clean.DATABASE_URL && 'DATABASE_REPLICA_URLS: needs DATABASE_URL (the primary)',
   ].filter((problem): problem is string => typeof problem === 'string');
   if (crossChecks.length > 0) throw new ConfigError(`Invalid configuration: ${crossChecks.join('; ')}`);
+  const database: DatabaseConfig = clean.DATABASE_URL
+    ? {
+        type: 'mysql',
+        url: clean.DATABASE_URL,
+        ...(clean.DATABASE_REPLICA_URLS.length > 0 && { replicaUrls: Object.freeze([...clean.DATABASE_REPLICA_URLS]) }),
+      }
+    : { type: 'sqlite', path: path.resolve(EMBEDDED_DATABASE_PATH) };
+  const rateLimit: RateLimitConfig = {
+    max: clean.RATE_LIMIT_MAX,
+    unauthenticatedMax: clean.RATE_LIMIT_UNAUTHENTICATED_MAX,
+    windowSeconds: clean.RATE_LIMIT_WINDOW_SECONDS,
+    namespace: clean.RATE_LIMIT_NAMESPACE,
+    ...(clean.REDIS_URL && { redisUrl: clean.REDIS_URL }),
+  };
   return Object.freeze({
     port: clean.PORT,
     host: clean.HOST,
     nodeEnv: clean.NODE_ENV,
     logLevel: clean.LOG_LEVEL,
-    database: Object.freeze(
-      clean.DATABASE_URL
-        ? {
-            type: 'mysql' as const,
-            url: clean.DATABASE_URL,
-            ...(clean.DATABASE_REPLICA_URLS.length > 0 && { replicaUrls: Object.freeze([...clean.DATABASE_REPLICA_URLS]) }),
-          }
-        : { type: 'sqlite' as const, path: path.resolve(EMBEDDED_DATABASE_PATH) },
-    ),
+    database: Object.freeze(database),
     trustProxy: Array.isArray(clean.TRUST_PROXY) ? Object.freeze([...clean.TRUST_PROXY]) : clean.TRUST_PROXY,
     corsOrigins: Object.freeze([...clean.CORS_ORIGINS]),
-    rateLimit: Object.freeze({
-      max: clean.RATE_LIMIT_MAX,
-      unauthenticatedMax: clean.RATE_LIMIT_UNAUTHENTICATED_MAX,
-      windowSeconds: clean.RATE_LIMIT_WINDOW_SECONDS,
-      namespace: clean.RATE_LIMIT_NAMESPACE,
-      ...(clean.REDIS_URL && { redisUrl: clean.REDIS_URL }),
-    }),
+    rateLimit: Object.freeze(rateLimit),
     metrics: Object.freeze({ port: clean.METRICS_PORT, host: clean.METRICS_HOST ?? clean.HOST }),
     shutdown: Object.freeze({ drainSeconds: clean.SHUTDOWN_DRAIN_SECONDS, graceSeconds: clean.SHUTDOWN_GRACE_SECONDS }),
     databaseConnectAttempts: clean.DATABASE_CONNECT_ATTEMPTS,
@@ -227,3 +227,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     ...(clean.STAGING_BASE_URL && { stagingBaseUrl: clean.STAGING_BASE_URL }),
   });
 }
+
+/**
+ * The validated, frozen service configuration {@link loadConfig} returns: the variables of
+ * {@link CONFIG_SPEC}, grouped as their users take them (`database`: DatabaseConfig,
+ * `rateLimit`: RateLimitConfig, `metrics` and `shutdown` for main.ts).
+ */
+export type Config = ReturnType<typeof loadConfig>;
