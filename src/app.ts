@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
 import { createAuthHooks } from './auth/auth.hook';
-import { type Config, RATE_LIMIT_DEFAULTS } from './config';
+import type { Config } from './config';
 import { AppError } from './errors/error-catalogue';
 import { graphqlPlugin } from './graphql/graphql.plugin';
 import { readCaller } from './http/caller.hook';
@@ -36,7 +36,8 @@ function trustProxyOption(trust: Config['trustProxy']): boolean | string[] | ((a
 
 /** What the app is built from. */
 export interface AppDependencies {
-  config: Pick<Config, 'logLevel' | 'publicBaseUrl' | 'stagingBaseUrl'> & Partial<Pick<Config, 'nodeEnv' | 'corsOrigins' | 'rateLimit' | 'trustProxy' | 'apiKeyCacheSeconds'>>;
+  /** The whole configuration, from `loadConfig` (config.ts): every default is the spec's, buildApp adds none. */
+  config: Config;
   /** An initialised DataSource whose migrations have run. */
   dataSource: DataSource;
   /** Where the JSON log lines go; by default `createLogger(config.logLevel)`, on standard output. */
@@ -73,7 +74,7 @@ export async function buildApp({
     // listener is closed first, so no new connection arrives while the last ones finish.
     return503OnClosing: false,
     // Behind a load balancer, request.ip (and so the per-address rate limit) is the client's.
-    trustProxy: trustProxyOption(config.trustProxy ?? false),
+    trustProxy: trustProxyOption(config.trustProxy),
     // Requests Fastify or Node reject before routing (a bad URL, a malformed header) still
     // get the spec's Error body.
     frameworkErrors: (error, request, reply) => sendRestError(error, request, reply),
@@ -102,9 +103,7 @@ export async function buildApp({
   const petService = new PetService(new PetRepository(dataSource), idempotency, deprecations);
   purgeHourly(app, idempotency);
   const { identify, requireApiKey } = createAuthHooks(
-    new ApiKeyService(dataSource.getRepository(ApiKey), {
-      ...(config.apiKeyCacheSeconds !== undefined && { cacheTtlMs: config.apiKeyCacheSeconds * 1000 }),
-    }),
+    new ApiKeyService(dataSource.getRepository(ApiKey), { cacheTtlMs: config.apiKeyCacheSeconds * 1000 }),
   );
 
   // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.
@@ -114,7 +113,7 @@ export async function buildApp({
   app.setNotFoundHandler(async (request) => {
     throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
   });
-  const limiter = await createRateLimiter(app, config.rateLimit ?? RATE_LIMIT_DEFAULTS);
+  const limiter = await createRateLimiter(app, config.rateLimit);
   // Every operation on both surfaces: who is calling, how much they (their key, else their
   // address) may, the key lookup if needed and the 401 if any; then a key found only by that
   // lookup pays for the request too, the address having paid for the lookup (README "Security");

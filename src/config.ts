@@ -7,9 +7,6 @@ import type { RateLimitConfig } from './http/rate-limit';
 import { LOG_LEVELS } from './operations/logger';
 import { parsePositiveInteger } from './validation/positive-integer';
 
-/** Rate limits when the environment sets none. */
-export const RATE_LIMIT_DEFAULTS = Object.freeze({ max: 600, unauthenticatedMax: 60, windowSeconds: 60, namespace: 'petstore-rate-limit:' });
-
 /** Parses an absolute URL whose scheme is one of `schemes`; the error shows `example`. */
 function parseUrl(input: string, schemes: readonly string[], example: string): URL {
   let url: URL;
@@ -131,19 +128,19 @@ export const CONFIG_SPEC = Object.freeze({
     desc: "Which proxies in front may set X-Forwarded-For (Fastify's trustProxy): a hop count or comma-separated addresses and CIDR ranges; none by default.",
     example: '1',
   }),
-  RATE_LIMIT_MAX: positiveInteger({ default: RATE_LIMIT_DEFAULTS.max, desc: 'Requests per window for one API key.' }),
+  RATE_LIMIT_MAX: positiveInteger({ default: 600, desc: 'Requests per window for one API key.' }),
   RATE_LIMIT_UNAUTHENTICATED_MAX: positiveInteger({
-    default: RATE_LIMIT_DEFAULTS.unauthenticatedMax,
+    default: 60,
     desc: 'Requests per window for one IP address without a valid key.',
   }),
-  RATE_LIMIT_WINDOW_SECONDS: positiveInteger({ default: RATE_LIMIT_DEFAULTS.windowSeconds, desc: 'The rate-limit window, in seconds.' }),
+  RATE_LIMIT_WINDOW_SECONDS: positiveInteger({ default: 60, desc: 'The rate-limit window, in seconds.' }),
   REDIS_URL: redisUrl({
     default: undefined,
     desc: 'Rate-limit counters shared by every instance; in memory when unset.',
     example: 'redis://host:6379',
   }),
   RATE_LIMIT_NAMESPACE: str({
-    default: RATE_LIMIT_DEFAULTS.namespace,
+    default: 'petstore-rate-limit:',
     desc: "Prefix of the counters' keys, one per deployment sharing a Redis.",
   }),
   DATABASE_REPLICA_URLS: mysqlUrlList({

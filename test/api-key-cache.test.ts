@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService, generateApiKey } from '../src/auth/api-key.service';
@@ -13,7 +13,7 @@ const onMysql = TEST_DATABASE_URL ? test : () => undefined;
 /** API_KEY_CACHE_SECONDS (README "Security"): found keys are trusted for a short time. */
 describe('the API key cache', () => {
   test('when a key in use is revoked in the same process, then its next request is 401 at once', async () => {
-    const t = await startTestApp({ config: { apiKeyCacheSeconds: 60 } });
+    const t = await startTestApp({ env: { API_KEY_CACHE_SECONDS: '60' } });
     try {
       const { apiKey, key } = await t.apiKeys.create('cached');
       expect((await request(t, 'GET', '/v1/pets', { apiKey: key })).status).toBe(200);
@@ -29,8 +29,8 @@ describe('the API key cache', () => {
     const { database, drop } = await createTestDatabase();
     // The "other process": its own DataSource, as the apikey CLI or another instance has.
     const other = await openDatabase(database);
-    const cached = await startTestApp({ database, config: { apiKeyCacheSeconds: 1 } });
-    const uncached = await startTestApp({ database, config: { apiKeyCacheSeconds: 0 } });
+    const cached = await startTestApp({ database, env: { API_KEY_CACHE_SECONDS: '1' } });
+    const uncached = await startTestApp({ database, env: { API_KEY_CACHE_SECONDS: '0' } });
     try {
       const admin = new ApiKeyService(other.getRepository(ApiKey));
       const { apiKey, key } = await admin.create('revoked elsewhere');
@@ -60,8 +60,7 @@ describe('lookups of keys this process does not know', () => {
   let t: TestApp;
   let statements: StatementCounter;
   beforeEach(async () => {
-    const rateLimit = { max: 10, unauthenticatedMax: ADDRESS_LIMIT, windowSeconds: 60, namespace: `rl-${randomUUID()}:` };
-    t = await startTestApp({ config: { rateLimit, apiKeyCacheSeconds: 1 } });
+    t = await startTestApp({ env: { RATE_LIMIT_MAX: '10', RATE_LIMIT_UNAUTHENTICATED_MAX: String(ADDRESS_LIMIT), API_KEY_CACHE_SECONDS: '1' } });
     statements = countStatements(t.dataSource);
   });
   afterEach(() => t.close());

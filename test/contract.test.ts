@@ -11,7 +11,7 @@ import { CONTRACT_FILES, renderOpenapi } from '../src/cli/emit-contracts.cli';
 import { buildApp } from '../src/app';
 import { openDatabase } from '../src/database/open-database';
 import { buildPetStoreSchema } from '../src/graphql/schema';
-import { request, startTestApp, type TestApp } from './helpers/test-app';
+import { request, startTestApp, testConfig, type TestApp } from './helpers/test-app';
 
 const ROOT = path.resolve(__dirname, '..');
 const read = (file: string) => readFile(path.join(ROOT, file), 'utf8');
@@ -74,7 +74,7 @@ describe('the published document', () => {
   test('when production and staging addresses are configured, then the document lists them as servers', async () => {
     const dataSource = await openDatabase({ type: 'sqlite', path: ':memory:' });
     const app = await buildApp({
-      config: { logLevel: 'silent', publicBaseUrl: 'https://api.example.com/v1', stagingBaseUrl: 'https://staging.example.com/v1' },
+      config: testConfig({ PUBLIC_BASE_URL: 'https://api.example.com/v1', STAGING_BASE_URL: 'https://staging.example.com/v1' }),
       dataSource,
     });
     try {

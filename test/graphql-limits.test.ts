@@ -135,7 +135,7 @@ describe('field suggestions', () => {
     ['development', true],
     ['production', false],
   ] as const)('when NODE_ENV is %s, then "Did you mean" hints shown: %s', async (nodeEnv, shown) => {
-    const app = await startTestApp({ config: { nodeEnv } });
+    const app = await startTestApp({ env: { NODE_ENV: nodeEnv } });
     try {
       const result = await graphql(app, '{ petz { id } }');
       expect(result.status).toBe(400);

@@ -4,7 +4,7 @@ import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService, isWellFormedApiKey } from '../src/auth/api-key.service';
 import { openDatabase } from '../src/database/open-database';
 import { HTTP_LIMITS } from '../src/http/http-limits';
-import { countPets, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
+import { countPets, graphql, request, startTestApp, testConfig, type TestApp } from './helpers/test-app';
 
 describe('HTTP hardening', () => {
   let t: TestApp;
@@ -57,7 +57,7 @@ describe('HTTP hardening', () => {
 describe('CORS with an allow-list', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp({ config: { corsOrigins: ['https://app.example.com'] } });
+    t = await startTestApp({ env: { CORS_ORIGINS: 'https://app.example.com' } });
   });
   afterAll(() => t.close());
 
@@ -121,7 +121,7 @@ describe('logs', () => {
     const lines: string[] = [];
     const dataSource = await openDatabase({ type: 'sqlite', path: ':memory:' });
     const logger = createLogger('trace', { write: (line) => void lines.push(line) });
-    const app = await buildApp({ config: { logLevel: 'trace' }, dataSource, logger });
+    const app = await buildApp({ config: testConfig({ LOG_LEVEL: 'trace' }), dataSource, logger });
     try {
       const { key } = await new ApiKeyService(dataSource.getRepository(ApiKey)).create('logged');
       const url = await app.listen({ port: 0, host: '127.0.0.1' });

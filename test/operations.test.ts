@@ -22,7 +22,7 @@ describe('operations', () => {
   beforeAll(async () => {
     metrics = createMetrics();
     t = await startTestApp({
-      config: { logLevel: 'info', rateLimit: { max: 1000, unauthenticatedMax: 2, windowSeconds: 60, namespace: `ops-${process.pid}:` } },
+      env: { LOG_LEVEL: 'info', RATE_LIMIT_MAX: '1000', RATE_LIMIT_UNAUTHENTICATED_MAX: '2' },
       observe: { metrics, state, logger: createLogger('info', { write: (line) => void lines.push(JSON.parse(line)) }) },
     });
   });

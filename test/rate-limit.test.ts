@@ -15,7 +15,7 @@ function expectLimited(result: { status: number; body: any; headers: Headers }, 
 describe('rate limits per API key and per IP address', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp({ config: { rateLimit: { max: 3, unauthenticatedMax: 2, windowSeconds: 60, namespace: `rl-${randomUUID()}:` } } });
+    t = await startTestApp({ env: { RATE_LIMIT_MAX: '3', RATE_LIMIT_UNAUTHENTICATED_MAX: '2', RATE_LIMIT_WINDOW_SECONDS: '60' } });
   });
   afterAll(() => t.close());
 
@@ -53,8 +53,7 @@ describe.each([
   let t: TestApp;
   let statements: StatementCounter;
   beforeAll(async () => {
-    const rateLimit = { max: BUDGET, unauthenticatedMax: 100, windowSeconds: 60, namespace: `rl-${randomUUID()}:`, ...(redisUrl && { redisUrl }) };
-    t = await startTestApp({ config: { rateLimit } });
+    t = await startTestApp({ env: { RATE_LIMIT_MAX: String(BUDGET), RATE_LIMIT_UNAUTHENTICATED_MAX: '100', ...(redisUrl && { REDIS_URL: redisUrl }) } });
     statements = countStatements(t.dataSource);
   });
   afterAll(() => t.close());
@@ -102,9 +101,9 @@ describe.each([
 
 describe('counters shared through Redis', () => {
   test('when two instances share REDIS_URL, then a key spends one allowance across both', async () => {
-    const shared = { max: 2, unauthenticatedMax: 2, windowSeconds: 60, namespace: `rl-${randomUUID()}:`, redisUrl: REDIS_URL };
-    const a = await startTestApp({ config: { rateLimit: shared } });
-    const b = await startTestApp({ config: { rateLimit: shared } });
+    const shared = { RATE_LIMIT_MAX: '2', RATE_LIMIT_UNAUTHENTICATED_MAX: '2', RATE_LIMIT_NAMESPACE: `rl-${randomUUID()}:`, REDIS_URL };
+    const a = await startTestApp({ env: shared });
+    const b = await startTestApp({ env: shared });
     try {
       // Requests without a key count per IP address: 127.0.0.1 on both instances.
       expect((await request(a, 'GET', '/v1/pets', { apiKey: null })).status).toBe(401);
@@ -122,7 +121,7 @@ describe('when the Redis of the counters fails (a private redis-server, paused a
   let t: TestApp;
   beforeAll(async () => {
     redis = await startPrivateRedis();
-    t = await startTestApp({ config: { rateLimit: { max: 1000, unauthenticatedMax: 1000, windowSeconds: 60, namespace: `rl-${randomUUID()}:`, redisUrl: redis.url } } });
+    t = await startTestApp({ env: { RATE_LIMIT_MAX: '1000', RATE_LIMIT_UNAUTHENTICATED_MAX: '1000', REDIS_URL: redis.url } });
   });
   afterAll(async () => {
     redis.resume();
@@ -159,11 +158,11 @@ describe('when the Redis of the counters fails (a private redis-server, paused a
 });
 
 describe('behind a proxy (TRUST_PROXY)', () => {
-  const limits = () => ({ max: 5, unauthenticatedMax: 1, windowSeconds: 60, namespace: `rl-${randomUUID()}:` });
+  const limits = { RATE_LIMIT_MAX: '5', RATE_LIMIT_UNAUTHENTICATED_MAX: '1' };
   const from = (t: TestApp, client: string) => request(t, 'GET', '/v1/pets', { apiKey: null, headers: { 'x-forwarded-for': client } });
 
   test('when one hop is trusted, then clients behind the proxy count per forwarded address', async () => {
-    const t = await startTestApp({ config: { trustProxy: 1, rateLimit: limits() } });
+    const t = await startTestApp({ env: { ...limits, TRUST_PROXY: '1' } });
     try {
       expect((await from(t, '203.0.113.1')).status).toBe(401);
       expect((await from(t, '203.0.113.2')).status).toBe(401);
@@ -174,7 +173,7 @@ describe('behind a proxy (TRUST_PROXY)', () => {
   });
 
   test('when no proxy is trusted, then X-Forwarded-For is ignored and cannot buy a fresh allowance', async () => {
-    const t = await startTestApp({ config: { rateLimit: limits() } });
+    const t = await startTestApp({ env: limits });
     try {
       expect((await from(t, '203.0.113.1')).status).toBe(401);
       expectLimited(await from(t, '203.0.113.2'));

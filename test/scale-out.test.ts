@@ -15,7 +15,7 @@ import { createMetrics } from '../src/operations/metrics.registry';
 import { PetStatus } from '../src/pets/pet-status.enum';
 import { Pet } from '../src/pets/pet.entity';
 import { built, freePort, startNode, waitForHttp } from './helpers/processes';
-import { type TestApp, request, startTestApp } from './helpers/test-app';
+import { type TestApp, request, startTestApp, testConfig } from './helpers/test-app';
 import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
 
 /**
@@ -48,7 +48,7 @@ describe('DATABASE_MIGRATE_ON_START=false', () => {
   test('when the server starts without migrating, then /readyz says migrations are pending until they are applied (and the next check after that)', async () => {
     const { database, drop } = await createTestDatabase();
     const dataSource = await openDatabase(database, { migrate: false });
-    const app = await buildApp({ config: { logLevel: 'silent' }, dataSource });
+    const app = await buildApp({ config: testConfig(), dataSource });
     try {
       const pending = await app.inject({ method: 'GET', url: '/readyz' });
       expect([pending.statusCode, pending.json()]).toEqual([503, { code: 'SERVICE_UNAVAILABLE', message: 'Database migrations are pending.', status: 503 }]);

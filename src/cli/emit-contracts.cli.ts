@@ -3,6 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { emitSchemaDefinitionFile } from 'type-graphql';
 import { buildApp } from '../app';
+import { loadConfig } from '../config';
 import { openDatabase } from '../database/open-database';
 import { buildPetStoreSchema } from '../graphql/schema';
 
@@ -14,13 +15,13 @@ export const CONTRACT_FILES = Object.freeze({
 
 /**
  * The OpenAPI document exactly as the server publishes it, for the default configuration
- * (servers: this server only), built on a throw-away in-memory database.
+ * (servers: this server only; the environment is not read), built on a throw-away in-memory database.
  *
  * @returns the document serialised as pretty JSON with a final newline.
  */
 export async function renderOpenapi(): Promise<string> {
   const dataSource = await openDatabase({ type: 'sqlite', path: ':memory:' });
-  const app = await buildApp({ config: { logLevel: 'silent' }, dataSource });
+  const app = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent' }), dataSource });
   try {
     return `${JSON.stringify(app.swagger(), null, 2)}\n`;
   } finally {

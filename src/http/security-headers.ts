@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
  *
  * @param corsOrigins - allowed origins such as `https://app.example.com`; none closes CORS.
  */
-export async function hardenResponses(app: FastifyInstance, corsOrigins: readonly string[] = []): Promise<void> {
+export async function hardenResponses(app: FastifyInstance, corsOrigins: readonly string[]): Promise<void> {
   app.addHook('onSend', async (_request, reply) => {
     if (!reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
     reply.header('X-Content-Type-Options', 'nosniff');

@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import { type AppDependencies, buildApp } from '../../src/app';
 import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService } from '../../src/auth/api-key.service';
+import { type Config, loadConfig } from '../../src/config';
 import type { DatabaseConfig } from '../../src/database/database-config';
 import { openDatabase } from '../../src/database/open-database';
 import { Pet } from '../../src/pets/pet.entity';
@@ -28,26 +29,44 @@ export interface TestApp {
 }
 
 /**
+ * A whole configuration for a test app, read by `loadConfig` (README "Configuration") from the
+ * test defaults (silent logs; rate limits out of the way, with a namespace of their own) and
+ * `env` over them; nothing is read from the process environment.
+ *
+ * @param env - variables as the process environment holds them (strings), e.g. `{ RATE_LIMIT_MAX: '3' }`.
+ * @throws ConfigError when a value is bad, as at start-up.
+ */
+export function testConfig(env: Readonly<Record<string, string>> = {}): Config {
+  return loadConfig({
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_MAX: '1000000000',
+    RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
+    RATE_LIMIT_NAMESPACE: `test-${randomUUID()}:`,
+    ...env,
+  });
+}
+
+/**
  * Builds the real app on a real database and listens on 127.0.0.1 on a free port.
  *
  * @param options.database - open this database instead of a fresh test one (it is then not dropped).
  * @param options.createKey - create an API key (default true).
- * @param options.config - configuration for the app (defaults: silent logs, everything else unset).
+ * @param options.env - environment variables for the app's configuration, over the test defaults (see {@link testConfig}).
  * @param options.observe - a logger, metrics or service state to build the app with.
  */
 export async function startTestApp(
   options: {
     database?: DatabaseConfig;
     createKey?: boolean;
-    config?: Partial<AppDependencies['config']>;
+    env?: Readonly<Record<string, string>>;
     observe?: Pick<AppDependencies, 'logger' | 'metrics' | 'state'>;
   } = {},
 ): Promise<TestApp> {
+  // The app runs on `dataSource`: buildApp does not read the configuration's database.
+  const config = testConfig(options.env);
   const owned = options.database ? null : await createTestDatabase();
   const dataSource = await openDatabase(options.database ?? owned!.database);
-  // Rate limits out of the way unless a test sets its own; a namespace of its own per app.
-  const rateLimit = { max: 1e9, unauthenticatedMax: 1e9, windowSeconds: 60, namespace: `test-${randomUUID()}:` };
-  const app = await buildApp({ config: { logLevel: 'silent', rateLimit, ...options.config }, dataSource, ...options.observe });
+  const app = await buildApp({ config, dataSource, ...options.observe });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey));
   const apiKey = options.createKey === false ? '' : (await apiKeys.create('test')).key;
