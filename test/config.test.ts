@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, EMBEDDED_DATABASE_PATH, loadConfig } from '../src/config';
+import { CONFIG_SPEC, ConfigError, EMBEDDED_DATABASE_PATH, loadConfig } from '../src/config';
 
 describe('loadConfig', () => {
   test('when nothing is set, then the embedded defaults', () => {
@@ -118,5 +119,27 @@ describe('loadConfig', () => {
 
   test('when several keys are bad, then one error names them all', () => {
     expect(() => loadConfig({ PORT: 'x', NODE_ENV: 'y', LOG_LEVEL: 'z' })).toThrow(/PORT: .*NODE_ENV: .*LOG_LEVEL: /);
+  });
+});
+
+describe('the README\'s Configuration table', () => {
+  /** Its rows: each variable and its Default cell. */
+  function configurationTable(): Map<string, string> {
+    const readme = readFileSync(path.resolve(__dirname, '..', 'README.md'), 'utf8');
+    const section = readme.split(/^## /m).find((part) => part.startsWith('Configuration\n')) ?? '';
+    return new Map([...section.matchAll(/^\| `([A-Z0-9_]+)` \| ([^|]*) \|/gm)].map((row) => [row[1], row[2].trim()]));
+  }
+
+  test('when it is read, then it lists every variable of the spec, and no other', () => {
+    expect([...configurationTable().keys()].sort()).toEqual(Object.keys(CONFIG_SPEC).sort());
+  });
+
+  test('when a variable has a plain default (a number, a string, true), then the table shows that default', () => {
+    const table = configurationTable();
+    for (const [key, spec] of Object.entries(CONFIG_SPEC)) {
+      if (typeof spec.default === 'number' || typeof spec.default === 'string' || spec.default === true) {
+        expect({ key, default: table.get(key) }).toEqual({ key, default: `\`${spec.default}\`` });
+      }
+    }
   });
 });
