@@ -1,31 +1,18 @@
 import { createConnection } from 'mysql2/promise';
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
+import { createDatabase } from '../src/database/mysql-admin';
 import { openDatabase } from '../src/database/open-database';
 import { seedPets } from '../src/pets/pet.seed';
 
-/** `mysql://…/other` from a URL and a database name. */
-export function urlForDatabase(url: string, name: string): string {
-  const next = new URL(url);
-  next.pathname = `/${name}`;
-  return next.toString();
-}
-
 /**
- * Drops and recreates the database of `url`, runs the migrations, seeds `petCount` pets with
- * {@link seedPets} and creates one API key through ApiKeyService.
+ * Drops and recreates the database of `url` ({@link createDatabase}), runs the migrations, seeds
+ * `petCount` pets with {@link seedPets} and creates one API key through ApiKeyService.
  *
  * @returns the API key (ids 1 to `petCount` are the seeded pets).
  */
 export async function prepareDatabase(url: string, petCount: number): Promise<string> {
-  const name = new URL(url).pathname.slice(1);
-  const admin = await createConnection(urlForDatabase(url, ''));
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
-    await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
-  } finally {
-    await admin.end();
-  }
+  await createDatabase(url, { replace: true });
   const dataSource = await openDatabase({ type: 'mysql', url });
   try {
     await seedPets(dataSource, petCount);

@@ -3,9 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { generateApiKey } from '../src/auth/api-key.service';
+import { databaseNameOf, siblingDatabaseUrl } from '../src/database/mysql-admin';
 import { parsePositiveInteger } from '../src/validation/positive-integer';
 import { freePort } from '../test/helpers/processes';
-import { databaseVersion, explainQueries, growPets, prepareDatabase, urlForDatabase } from './bench-database';
+import { databaseVersion, explainQueries, growPets, prepareDatabase } from './bench-database';
 import { type BenchResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
 import { type Measurement, type RunningSystem, type SystemName, measure, probe, startSystem } from './bench.runner';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
@@ -187,7 +188,7 @@ async function main(): Promise<void> {
   // The scale curve: one connection, so latency is the cost of one request.
   const scale: BenchResults['scale'] = [];
   if (options.scale) {
-    const scaleUrl = urlForDatabase(DATABASE_URL, `${new URL(DATABASE_URL).pathname.slice(1)}_scale`);
+    const scaleUrl = siblingDatabaseUrl(DATABASE_URL, `${databaseNameOf(DATABASE_URL)}_scale`);
     const scaleKey = await prepareDatabase(scaleUrl, SETTINGS.scaleRows[0]);
     const service = await start('service', scaleKey, scaleUrl);
     try {

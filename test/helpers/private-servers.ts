@@ -4,7 +4,7 @@ import { createConnection as connectTcp } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createConnection } from 'mysql2/promise';
+import { createDatabase } from '../../src/database/mysql-admin';
 import { freePort } from './processes';
 
 /** A server of a test's own (MariaDB, Redis), which the test may pause or kill: never the shared ones. */
@@ -78,16 +78,10 @@ export async function startPrivateMariadb(): Promise<PrivateServer> {
     '--skip-log-bin',
     '--innodb-buffer-pool-size=32M',
   ];
+  const url = `mysql://root@127.0.0.1:${port}/petstore`;
   return startServer('mariadbd', args, {
-    url: `mysql://root@127.0.0.1:${port}/petstore`,
-    ready: async () => {
-      const admin = await createConnection(`mysql://root@127.0.0.1:${port}/`);
-      try {
-        await admin.query('CREATE DATABASE petstore CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci');
-      } finally {
-        await admin.end();
-      }
-    },
+    url,
+    ready: () => createDatabase(url),
     cleanup: () => rm(dir, { recursive: true, force: true }),
   });
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { createConnection } from 'mysql2/promise';
 import type { DataSource } from 'typeorm';
 import type { DatabaseConfig } from '../../src/database/database-config';
+import { createDatabase, dropDatabase, siblingDatabaseUrl } from '../../src/database/mysql-admin';
 import { openDatabase } from '../../src/database/open-database';
 
 /** Set to run the suite on MySQL/MariaDB, e.g. mysql://root@127.0.0.1:3306/test. */
@@ -17,26 +17,9 @@ export const EXPECTED_DRIVER = TEST_DATABASE_URL ? 'mysql' : 'sqljs';
  */
 export async function createTestDatabase(): Promise<{ database: DatabaseConfig; drop: () => Promise<void> }> {
   if (!TEST_DATABASE_URL) return { database: { type: 'sqlite', path: ':memory:' }, drop: async () => undefined };
-  const name = `petstore_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = await createConnection(TEST_DATABASE_URL);
-  try {
-    await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(TEST_DATABASE_URL);
-  url.pathname = `/${name}`;
-  return {
-    database: { type: 'mysql', url: url.toString() },
-    drop: async () => {
-      const connection = await createConnection(TEST_DATABASE_URL);
-      try {
-        await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
-      } finally {
-        await connection.end();
-      }
-    },
-  };
+  const url = siblingDatabaseUrl(TEST_DATABASE_URL, `petstore_test_${process.pid}_${randomBytes(4).toString('hex')}`);
+  await createDatabase(url);
+  return { database: { type: 'mysql', url }, drop: () => dropDatabase(url) };
 }
 
 /**
