@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { generateApiKey } from '../src/auth/api-key.service';
+import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from '../src/database/mysql-admin';
-import { parsePositiveInteger } from '../src/validation/positive-integer';
 import { freePort } from '../test/helpers/processes';
 import { databaseVersion, explainQueries, growPets, prepareDatabase } from './bench-database';
 import { type BenchResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
@@ -34,12 +34,6 @@ function positiveNumber(value: string): number {
   return number;
 }
 
-function positiveInteger(value: string): number {
-  const number = parsePositiveInteger(value);
-  if (number === undefined) throw new InvalidArgumentError('must be a positive integer.');
-  return number;
-}
-
 function systemList(value: string): SystemName[] {
   const names = value.split(',');
   const unknown = names.filter((name) => !SYSTEM_NAMES.includes(name as SystemName));
@@ -51,7 +45,7 @@ const options = new Command('bench')
   .description('Benchmark the built service against two baselines on MariaDB/MySQL (BENCH_DATABASE_URL).')
   .option('--smoke', 'one short round on a database of its own, to check the harness (CI)')
   .option('--only <regex>', 'only the scenarios whose "surface name" matches, e.g. "graphql list"')
-  .option('--rounds <n>', 'rounds (default 3; 1 with --smoke)', positiveInteger)
+  .option('--rounds <n>', 'rounds (default 3; 1 with --smoke)', positiveIntegerArgument)
   .option('--duration <seconds>', 'seconds per measured run (default 3)', positiveNumber)
   .option('--systems <list>', 'comma-separated systems to run (default: service,B1,B0)', systemList)
   .option('--no-scale', 'skip the scale curve')

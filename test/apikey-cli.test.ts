@@ -68,7 +68,7 @@ describe('apikey CLI', () => {
   });
 
   test.each([
-    [['revoke', 'abc'], /positive integer/],
+    [['revoke', 'abc'], /'abc' is invalid for argument 'id'\. must be a positive integer\./],
     [['create'], /missing required argument 'name'/],
     [['create', ''], /name must be 1 to 100 characters/],
     [['frobnicate'], /unknown command 'frobnicate'/],

@@ -1,19 +1,13 @@
 import 'reflect-metadata';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { ApiKey } from '../auth/api-key.entity';
 import { ApiKeyService } from '../auth/api-key.service';
-import { parsePositiveInteger } from '../validation/positive-integer';
 import { withDatabase } from './cli-database';
+import { positiveIntegerArgument } from './cli-options';
 
 /** Runs `action` with an ApiKeyService on the configured database, then closes everything. */
 function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise<void> {
   return withDatabase((dataSource) => action(new ApiKeyService(dataSource.getRepository(ApiKey))));
-}
-
-function parseId(value: string): number {
-  const id = parsePositiveInteger(value);
-  if (id === undefined) throw new InvalidArgumentError('must be a positive integer key id.');
-  return id;
 }
 
 const program = new Command('apikey')
@@ -46,7 +40,7 @@ program
 program
   .command('revoke')
   .description('revoke a key at once')
-  .argument('<id>', 'the key id shown by list', parseId)
+  .argument('<id>', 'the key id shown by list', positiveIntegerArgument)
   .action((id: number) =>
     withApiKeys(async (apiKeys) => {
       if (!(await apiKeys.revoke(id))) throw new Error(`no active key has id ${id}`);

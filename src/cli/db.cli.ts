@@ -1,19 +1,13 @@
 import 'reflect-metadata';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { withMigrationLock } from '../database/migration-lock';
 import { seedPets } from '../pets/pet.seed';
-import { parsePositiveInteger } from '../validation/positive-integer';
 import { withDatabase } from './cli-database';
+import { positiveIntegerArgument } from './cli-options';
 
 /** Where GET_LOCK is refused (Galera), this one operator-run process migrates without the lock. */
 function onUnsupported(reason: string): void {
   process.stderr.write(`db: ${reason}; going on without the migration lock: run no other migration at the same time\n`);
-}
-
-function parseCount(value: string): number {
-  const count = parsePositiveInteger(value);
-  if (count === undefined) throw new InvalidArgumentError('must be a positive integer.');
-  return count;
 }
 
 const program = new Command('db')
@@ -45,7 +39,7 @@ program
 program
   .command('seed')
   .description('add the real-names dataset: pets named from dog-names and cat-names, over 3 statuses and 20 categories (migrates first)')
-  .option('-c, --count <n>', 'how many pets to add', parseCount, 10_000)
+  .option('-c, --count <n>', 'how many pets to add', positiveIntegerArgument, 10_000)
   .action(({ count }: { count: number }) =>
     withDatabase(async (dataSource) => {
       const added = await seedPets(dataSource, count);
