@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import autocannon, { type Request } from 'autocannon';
-import { freePort } from '../test/helpers/processes';
+import { freePort } from '../src/net/free-port';
 import type { Scenario, ScenarioContext } from './scenarios';
 
 /** The systems measured: the service and the two baselines. */

@@ -5,7 +5,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from '../src/database/mysql-admin';
-import { freePort } from '../test/helpers/processes';
+import { freePort } from '../src/net/free-port';
 import { databaseVersion, explainQueries, growPets, prepareDatabase } from './bench-database';
 import { type BenchResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
 import { type Measurement, type RunningSystem, type SystemName, measure, probe, startSystem } from './bench.runner';

@@ -2,6 +2,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 const SRC = path.resolve(__dirname, '..', 'src');
+const BENCH = path.resolve(__dirname, '..', 'bench');
+const TEST = path.resolve(__dirname);
 
 function sourceFiles(dir = SRC): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
@@ -87,6 +89,17 @@ describe('boundaries', () => {
     const importers = files.filter((file) => importsOf(file).some((m) => m.startsWith('.') && path.resolve(path.dirname(file), m) === config));
     expect(importers.map(relative).filter((file) => !/^(app|main)\.ts$|^cli\//.test(file))).toEqual([]);
     expect(importers.length).toBeGreaterThan(2);
+  });
+
+  test('when src/ and bench/ are read, then no file imports anything under test/', () => {
+    const checked = [...files, ...sourceFiles(BENCH)];
+    expect(checked.length).toBeGreaterThan(files.length);
+    const intoTest = checked.flatMap((file) =>
+      importsOf(file)
+        .filter((m) => m.startsWith('.') && !path.relative(TEST, path.resolve(path.dirname(file), m)).startsWith('..'))
+        .map((m) => `${path.relative(path.dirname(SRC), file)} → ${m}`),
+    );
+    expect(intoTest).toEqual([]);
   });
 
   test('when file names are read, then they are kebab-case, with a dotted role suffix where they have a role', () => {

@@ -1,7 +1,10 @@
 import { type ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
+import { freePort } from '../../src/net/free-port';
+
+// Defined in src/, where the bench finds it too (src/ and bench/ never import test/).
+export { freePort };
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -35,17 +38,6 @@ export function startNode(script: string, options: { cwd: string; env?: Record<s
   child.stderr.on('data', (chunk) => (output.stderr += chunk));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, output, exited };
-}
-
-/** A TCP port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 }
 
 /** Polls `url` until it answers (any status) or `timeoutMs` passes. */
