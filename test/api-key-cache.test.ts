@@ -4,11 +4,8 @@ import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService, generateApiKey } from '../src/auth/api-key.service';
 import { openDatabase } from '../src/database/open-database';
 import { API_KEY_TABLE, type StatementCounter, countStatements } from './helpers/statement-counter';
-import { createTestDatabase, TEST_DATABASE_URL } from './helpers/test-database';
+import { createTestDatabase, testOnMysql } from './helpers/test-database';
 import { type TestApp, request, startTestApp } from './helpers/test-app';
-
-// MySQL only: defined in the MariaDB run, which .ci/run always makes (two processes need a shared database).
-const onMysql = TEST_DATABASE_URL ? test : () => undefined;
 
 /** API_KEY_CACHE_SECONDS (README "Security"): found keys are trusted for a short time. */
 describe('the API key cache', () => {
@@ -25,7 +22,8 @@ describe('the API key cache', () => {
     }
   });
 
-  onMysql('when another process revokes a key, then this one refuses it within API_KEY_CACHE_SECONDS, and at once with 0', async () => {
+  // MySQL only: two processes need a shared database.
+  testOnMysql('when another process revokes a key, then this one refuses it within API_KEY_CACHE_SECONDS, and at once with 0', async () => {
     const { database, drop } = await createTestDatabase();
     // The "other process": its own DataSource, as the apikey CLI or another instance has.
     const other = await openDatabase(database);

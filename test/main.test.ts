@@ -2,7 +2,7 @@ import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { built, freePort, runNode, withServer } from './helpers/processes';
-import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
+import { createTestDatabase, testOnMysql } from './helpers/test-database';
 
 /** `npm start` end to end: the built server as a real process, configured by its environment. */
 describe('the server process (dist/src/main.js)', () => {
@@ -75,9 +75,7 @@ describe('the server process (dist/src/main.js)', () => {
     expect(exit).toBe(0);
   });
 
-  // MySQL only: defined in the MariaDB run, which .ci/run always makes.
-  const onMysql = TEST_DATABASE_URL ? test : () => undefined;
-  onMysql(
+  testOnMysql(
     'when DATABASE_URL names a MySQL database, then it migrates it, creates no key and serves',
     async () => {
       const { database, drop } = await createTestDatabase();

@@ -7,10 +7,7 @@ import { createLogger } from '../src/operations/logger';
 import type { ServiceState } from '../src/operations/health.routes';
 import { countStatements } from './helpers/statement-counter';
 import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
-import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
-
-// MySQL only: defined in the MariaDB run, which .ci/run always makes.
-const onMysql = TEST_DATABASE_URL ? test : () => undefined;
+import { createTestDatabase, testOnMysql } from './helpers/test-database';
 
 /** Observing the service (README "Operations"): request ids, log lines, metrics, health. */
 describe('operations', () => {
@@ -154,7 +151,7 @@ describe('operations', () => {
       expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
     });
 
-    onMysql('when on MySQL, then the pool gauge reports open, idle and waiting connections and the limit', async () => {
+    testOnMysql('when on MySQL, then the pool gauge reports open, idle and waiting connections and the limit', async () => {
       await request(t, 'GET', '/v1/pets');
       const text = await scrape();
       expect(text).toMatch(/petstore_db_pool_connections\{node="primary",state="limit"\} 10/);
@@ -179,7 +176,7 @@ describe('operations', () => {
 });
 
 describe('database log lines', () => {
-  onMysql('when a statement is slower than 500 ms, then one JSON line at warn says so, with its duration and without its parameters, and nothing else is printed', async () => {
+  testOnMysql('when a statement is slower than 500 ms, then one JSON line at warn says so, with its duration and without its parameters, and nothing else is printed', async () => {
     const { database, drop } = await createTestDatabase();
     const lines: Array<Record<string, any>> = [];
     const dataSource = await openDatabase(database, { log: createLogger('info', { write: (line) => void lines.push(JSON.parse(line)) }) });

@@ -16,18 +16,17 @@ import { PetStatus } from '../src/pets/pet-status.enum';
 import { Pet } from '../src/pets/pet.entity';
 import { built, freePort, startNode, waitForHttp } from './helpers/processes';
 import { type TestApp, request, startTestApp, testConfig } from './helpers/test-app';
-import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
+import { TEST_DATABASE_URL, createTestDatabase, testOnMysql } from './helpers/test-database';
 
 /**
  * Several instances on one database (README "Operations"): concurrent migrations, migrating
  * outside start-up, read replicas, and two built servers sharing MySQL and Redis.
  */
 
-// MySQL (and Redis) only: defined in the MariaDB run, which .ci/run always makes (SQLite has
-// the embedded file lock, which keeps a second process out).
-const onMysql = TEST_DATABASE_URL ? test : () => undefined;
+// Several instances need MySQL (and Redis): testOnMysql. SQLite has the embedded file lock,
+// which keeps a second process out.
 describe('migrations with several instances', () => {
-  onMysql('when three instances open the same fresh database at once, then all start and each migration is applied once', async () => {
+  testOnMysql('when three instances open the same fresh database at once, then all start and each migration is applied once', async () => {
     const { database, drop } = await createTestDatabase();
     try {
       const instances = await Promise.all([openDatabase(database), openDatabase(database), openDatabase(database)]);
@@ -69,7 +68,7 @@ describe('DATABASE_MIGRATE_ON_START=false', () => {
  * nothing copies into, so every answer shows where it was read from.
  */
 describe('read replicas', () => {
-  onMysql('when a replica is configured, then reads go to it, writes to the primary, and Idempotency-Key replays read the primary', async () => {
+  testOnMysql('when a replica is configured, then reads go to it, writes to the primary, and Idempotency-Key replays read the primary', async () => {
     const primary = await createTestDatabase();
     const replica = await createTestDatabase();
     const replicaSource = await openDatabase(replica.database);
@@ -128,7 +127,7 @@ const RATE_LIMIT_MAX = 8;
 
 /** Scale-out (README "Operations"): two built servers on one MySQL database and one Redis. */
 describe('two instances', () => {
-  onMysql('when two instances start together on a fresh database, then each serves what the other wrote, shares the rate limit and replays the other\'s Idempotency-Key', async () => {
+  testOnMysql('when two instances start together on a fresh database, then each serves what the other wrote, shares the rate limit and replays the other\'s Idempotency-Key', async () => {
     const { database, drop } = await createTestDatabase();
     const cwd = await mkdtemp(path.join(tmpdir(), 'two-'));
     const namespace = `two-instances-${randomUUID()}:`;

@@ -11,6 +11,16 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
 export const EXPECTED_DRIVER = TEST_DATABASE_URL ? 'mysql' : 'sqljs';
 
 /**
+ * `test` for a test that needs MySQL/MariaDB (several processes on one database, the pool,
+ * a server to cut or stall): it runs when TEST_DATABASE_URL is set, and is reported as skipped
+ * on the embedded run, never left out. The MariaDB run (.ci/run always makes one) runs it.
+ */
+export const testOnMysql: jest.It = TEST_DATABASE_URL ? test : test.skip;
+
+/** `describe` for a group of MySQL/MariaDB-only tests: skipped, and reported so, on the embedded run (see {@link testOnMysql}). */
+export const describeOnMysql: jest.Describe = TEST_DATABASE_URL ? describe : describe.skip;
+
+/**
  * A database of its own for one test file, so files never see each other's rows: a fresh
  * in-memory SQLite by default; with TEST_DATABASE_URL, a new database on that server,
  * dropped by `drop()`. Fails (never skips) when the server cannot be reached.
