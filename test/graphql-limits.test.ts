@@ -1,6 +1,10 @@
 import { getIntrospectionQuery } from 'graphql';
 import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE } from '../src/graphql/query-limits';
+import { HTTP_LIMITS } from '../src/http/http-limits';
 import { countPets, createPet, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
+
+/** The largest GraphQL request body the server reads. */
+const GRAPHQL_BODY_LIMIT = HTTP_LIMITS.graphqlBodyBytes;
 
 let t: TestApp;
 beforeAll(async () => {
@@ -115,12 +119,34 @@ describe('known attacks are refused', () => {
       `{ ...A } fragment A on Query { ${'...B '.repeat(200)}} fragment B on Query { pets(limit: 100) { id name categoryId status } ${'__typename '.repeat(200)}}`,
     ));
 
-  test('when a string argument is huge, then 413 PAYLOAD_TOO_LARGE and nothing is stored', async () => {
-    const before = await countPets(t);
-    const result = await graphql(t, 'mutation($n: String!) { createPet(input: {name: $n, categoryId: 1}) { id } }', { n: 'x'.repeat(100_000) });
-    expect(result.status).toBe(413);
-    expect(result.body.errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
-    expect(await countPets(t)).toBe(before);
+  describe(`the body limit, HTTP_LIMITS.graphqlBodyBytes (${GRAPHQL_BODY_LIMIT} bytes)`, () => {
+    const query = 'mutation($n: String!) { createPet(input: {name: $n, categoryId: 1}) { id } }';
+    /** A createPet request of exactly `bytes` bytes, filled out by its name argument. */
+    const bodyOfSize = (bytes: number) => {
+      const shell = JSON.stringify({ query, variables: { n: '' } });
+      return JSON.stringify({ query, variables: { n: 'x'.repeat(bytes - shell.length) } });
+    };
+    const send = (body: string) => request(t, 'POST', '/graphql', { body, headers: { 'content-type': 'application/json' } });
+
+    test('when a string argument fills the body to exactly the limit, then it is read: BAD_USER_INPUT for the name, not 413', async () => {
+      const before = await countPets(t);
+      const body = bodyOfSize(GRAPHQL_BODY_LIMIT);
+      expect(Buffer.byteLength(body)).toBe(GRAPHQL_BODY_LIMIT);
+      const result = await send(body);
+      expect(result.status).toBe(200); // GraphQL over HTTP: execution errors travel in a 200
+      expect(result.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+      expect(await countPets(t)).toBe(before);
+    });
+
+    test('when a string argument makes the body one byte over the limit, then 413 PAYLOAD_TOO_LARGE and nothing is stored', async () => {
+      const before = await countPets(t);
+      const body = bodyOfSize(GRAPHQL_BODY_LIMIT + 1);
+      expect(Buffer.byteLength(body)).toBe(GRAPHQL_BODY_LIMIT + 1);
+      const result = await send(body);
+      expect(result.status).toBe(413);
+      expect(result.body.errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
+      expect(await countPets(t)).toBe(before);
+    });
   });
 
   test('when several operations are batched in one request, then the request is refused', async () => {

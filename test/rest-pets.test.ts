@@ -1,8 +1,12 @@
 import { connect } from 'node:net';
 import { In } from 'typeorm';
+import { HTTP_LIMITS } from '../src/http/http-limits';
 import { Pet } from '../src/pets/pet.entity';
 import { EXPECTED_DRIVER } from './helpers/test-database';
 import { countPets, createPet, request, startTestApp, type TestApp } from './helpers/test-app';
+
+/** The largest REST request body the server reads. */
+const REST_BODY_LIMIT = HTTP_LIMITS.restBodyBytes;
 
 let t: TestApp;
 beforeAll(async () => {
@@ -308,10 +312,26 @@ describe('HTTP semantics', () => {
     else expect(result.body.errors[0].extensions).toEqual({ code: 'METHOD_NOT_ALLOWED' });
   });
 
-  test('when the body is larger than 1 MiB, then 413 PAYLOAD_TOO_LARGE and nothing is stored', async () => {
-    const body = JSON.stringify({ name: 'x'.repeat(1024 * 1024), categoryId: 1 });
-    expectError(await request(t, 'POST', '/v1/pets', { body, headers: { 'content-type': 'application/json' } }), 413, 'PAYLOAD_TOO_LARGE');
-    expect(await countPets(t)).toBe(0);
+  describe(`the body limit, HTTP_LIMITS.restBodyBytes (${REST_BODY_LIMIT} bytes)`, () => {
+    /** A NewPet of exactly `bytes` bytes, valid but for its name, which fills it out. */
+    const bodyOfSize = (bytes: number) => JSON.stringify({ name: 'x'.repeat(bytes - '{"name":"","categoryId":1}'.length), categoryId: 1 });
+    const headers = { 'content-type': 'application/json' };
+
+    test('when the body is exactly the limit, then it is read and judged on its content: 400 for its name, not 413', async () => {
+      const body = bodyOfSize(REST_BODY_LIMIT);
+      expect(Buffer.byteLength(body)).toBe(REST_BODY_LIMIT);
+      const result = await request(t, 'POST', '/v1/pets', { body, headers });
+      expectError(result, 400, 'BAD_USER_INPUT');
+      expect(result.body.message).toMatch(/\bname\b/);
+      expect(await countPets(t)).toBe(0);
+    });
+
+    test('when the body is one byte over the limit, then 413 PAYLOAD_TOO_LARGE in the Error shape and nothing is stored', async () => {
+      const body = bodyOfSize(REST_BODY_LIMIT + 1);
+      expect(Buffer.byteLength(body)).toBe(REST_BODY_LIMIT + 1);
+      expectError(await request(t, 'POST', '/v1/pets', { body, headers }), 413, 'PAYLOAD_TOO_LARGE');
+      expect(await countPets(t)).toBe(0);
+    });
   });
 
   test('when a petId is over 100 characters, then 414 URI_TOO_LONG in the Error shape (found by fuzzing)', async () => {
