@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { BROWSER_ACCEPT, openBrowserPage, screenshotPath } from '../helpers/browser';
+import { BROWSER_ACCEPT, collectCspViolations, openBrowserPage, screenshotPath } from '../helpers/browser';
 import { PLAYGROUND_CSP, prefersHtml } from '../../src/graphql/playground';
 import { createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 
@@ -144,25 +144,21 @@ describe('playground assets', () => {
   });
 });
 
+// Browser code goes through `globalThis as any`: the project compiles without the DOM library.
+// waitForFunction gets functions, never strings: the page's CSP forbids eval, which Playwright
+// uses to poll string predicates.
 describe('the playground in Chromium', () => {
   let browser: Browser;
   let page: Page;
   /** Every request the browser made for the page, its scripts and any worker. */
   let requested: string[] = [];
   let pageErrors: string[] = [];
+  /** Content-Security-Policy violations so far: the page must need nothing the CSP refuses. */
+  let cspViolations: () => Promise<string[]>;
 
   beforeAll(async () => {
     ({ browser, page, requested, pageErrors } = await openBrowserPage());
-    // Collects Content-Security-Policy violations: the page must need nothing the CSP refuses.
-    // (Browser code goes through `globalThis as any` or strings: the project compiles without
-    // the DOM library. waitForFunction gets functions, never strings: the page's CSP forbids
-    // eval, which Playwright uses to poll string predicates.)
-    await page.addInitScript(`
-      window.cspViolations = [];
-      document.addEventListener('securitypolicyviolation', (event) => {
-        window.cspViolations.push(event.violatedDirective + ' ' + event.blockedURI);
-      });
-    `);
+    ({ violations: cspViolations } = await collectCspViolations(page));
   });
   afterAll(async () => {
     await browser?.close();
@@ -219,7 +215,7 @@ describe('the playground in Chromium', () => {
     await page.screenshot({ path: SCREENSHOT, mask: [headersEditor], maskColor: '#d9dce3' });
 
     expect(pageErrors).toEqual([]);
-    expect(await page.evaluate('window.cspViolations')).toEqual([]);
+    expect(await cspViolations()).toEqual([]);
   });
 
   test('when every request the browser made is listed, then none left 127.0.0.1', () => {

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page, Response } from 'playwright-core';
 import { SWAGGER_LOGO_STYLE_HASH } from '../../src/rest/openapi.plugin';
-import { BROWSER_ACCEPT, openBrowserPage, screenshotPath } from '../helpers/browser';
+import { BROWSER_ACCEPT, collectCspViolations, openBrowserPage, screenshotPath } from '../helpers/browser';
 import { createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 
 // Swagger UI (GET /docs/, served by @fastify/swagger-ui from its own copy of swagger-ui-dist),
@@ -81,28 +81,19 @@ describe('Swagger UI without a key', () => {
   });
 });
 
+// Browser code goes through strings or `globalThis as any`: the project compiles without the DOM library.
 describe('Swagger UI in Chromium', () => {
   let browser: Browser;
   let page: Page;
   /** Every request the browser made for the page, its scripts, styles, images and calls. */
   let requested: string[] = [];
   let pageErrors: string[] = [];
-  const consoleErrors: string[] = [];
+  /** Content-Security-Policy violations (the page is served with @fastify/swagger-ui's static CSP) and console errors. */
+  let csp: Awaited<ReturnType<typeof collectCspViolations>>;
 
   beforeAll(async () => {
     ({ browser, page, requested, pageErrors } = await openBrowserPage());
-    page.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(message.text());
-    });
-    // Collects Content-Security-Policy violations (the page is served with @fastify/swagger-ui's
-    // static CSP). Browser code goes through strings or `globalThis as any`: the project
-    // compiles without the DOM library.
-    await page.addInitScript(`
-      window.cspViolations = [];
-      document.addEventListener('securitypolicyviolation', (event) => {
-        window.cspViolations.push(event.violatedDirective + ' ' + event.blockedURI);
-      });
-    `);
+    csp = await collectCspViolations(page);
   });
   afterAll(async () => {
     await browser?.close();
@@ -205,10 +196,10 @@ describe('Swagger UI in Chromium', () => {
 
     expect(pageErrors).toEqual([]);
     // The CSP refused nothing but the logo's inline <style> (Chromium names its hash in the console).
-    const violations = (await page.evaluate('window.cspViolations')) as string[];
+    const violations = await csp.violations();
     expect(violations.filter((violation) => violation !== 'style-src-elem inline')).toEqual([]);
-    expect(consoleErrors.filter((text) => !(text.includes('Applying inline style violates') && text.includes(SWAGGER_LOGO_STYLE_HASH)))).toEqual([]);
-    expect(consoleErrors).toHaveLength(violations.length);
+    expect(csp.consoleErrors.filter((text) => !(text.includes('Applying inline style violates') && text.includes(SWAGGER_LOGO_STYLE_HASH)))).toEqual([]);
+    expect(csp.consoleErrors).toHaveLength(violations.length);
   });
 
   test('when every request the browser made is listed, then none left 127.0.0.1', () => {

@@ -37,3 +37,27 @@ export async function openBrowserPage(): Promise<{
   page.on('pageerror', (error) => pageErrors.push(error.message));
   return { browser, context, page, requested, pageErrors };
 }
+
+/**
+ * Collects what a page's Content-Security-Policy refuses, from before its first script runs:
+ * every `securitypolicyviolation` event, as "<directive> <blocked URI>", and every console
+ * error (Chromium also reports each refusal there, naming the hash an inline style would need).
+ * Call it before `page.goto`. The page code is a string: the project compiles without the DOM
+ * library.
+ *
+ * @returns `violations()`, which reads the events so far from the page, and `consoleErrors`,
+ *   filled as they come.
+ */
+export async function collectCspViolations(page: Page): Promise<{ violations: () => Promise<string[]>; consoleErrors: string[] }> {
+  const consoleErrors: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') consoleErrors.push(message.text());
+  });
+  await page.addInitScript(`
+    window.cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (event) => {
+      window.cspViolations.push(event.violatedDirective + ' ' + event.blockedURI);
+    });
+  `);
+  return { violations: async () => (await page.evaluate('window.cspViolations')) as string[], consoleErrors };
+}
