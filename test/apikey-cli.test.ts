@@ -1,10 +1,7 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { DatabaseConfig } from '../src/database/database-config';
 import { built, runNode } from './helpers/processes';
 import { request, startTestApp } from './helpers/test-app';
-import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
+import { createProcessDatabase } from './helpers/test-database';
 
 /**
  * `npm run apikey -- …` end to end: the built CLI on the run's database (the embedded file
@@ -18,16 +15,7 @@ describe('apikey CLI', () => {
   const cli = (...args: string[]) => runNode(built('src/cli/apikey.cli.js'), args, { cwd, env });
 
   beforeAll(async () => {
-    cwd = await mkdtemp(path.join(tmpdir(), 'apikey-cli-'));
-    if (TEST_DATABASE_URL) {
-      const test = await createTestDatabase();
-      database = test.database;
-      drop = test.drop;
-      env = { DATABASE_URL: (database as { url: string }).url };
-    } else {
-      database = { type: 'sqlite', path: path.join(cwd, 'data', 'petstore.sqlite') };
-      env = {};
-    }
+    ({ cwd, database, env, drop } = await createProcessDatabase('apikey-cli-'));
   });
   afterAll(() => drop());
 

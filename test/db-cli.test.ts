@@ -1,12 +1,9 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { DatabaseConfig } from '../src/database/database-config';
 import { MIGRATIONS } from '../src/database/data-source';
 import { openDatabase } from '../src/database/open-database';
 import { Pet } from '../src/pets/pet.entity';
 import { built, runNode } from './helpers/processes';
-import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
+import { createProcessDatabase } from './helpers/test-database';
 
 /** `npm run db:migrate | db:revert | db:seed` and `apikey`, end to end on the run's database. */
 describe('db CLI', () => {
@@ -17,14 +14,7 @@ describe('db CLI', () => {
   const db = (...args: string[]) => runNode(built('src/cli/db.cli.js'), args, { cwd, env });
 
   beforeAll(async () => {
-    cwd = await mkdtemp(path.join(tmpdir(), 'db-cli-'));
-    if (TEST_DATABASE_URL) {
-      ({ database, drop } = await createTestDatabase());
-      env = { DATABASE_URL: (database as { url: string }).url };
-    } else {
-      database = { type: 'sqlite', path: path.join(cwd, 'data', 'petstore.sqlite') };
-      env = {};
-    }
+    ({ cwd, database, env, drop } = await createProcessDatabase('db-cli-'));
   });
   afterAll(() => drop());
 

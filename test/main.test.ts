@@ -2,7 +2,7 @@ import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { built, freePort, runNode, withServer } from './helpers/processes';
-import { createTestDatabase, testOnMysql } from './helpers/test-database';
+import { createProcessDatabase, testOnMysql } from './helpers/test-database';
 
 /** `npm start` end to end: the built server as a real process, configured by its environment. */
 describe('the server process (dist/src/main.js)', () => {
@@ -78,10 +78,9 @@ describe('the server process (dist/src/main.js)', () => {
   testOnMysql(
     'when DATABASE_URL names a MySQL database, then it migrates it, creates no key and serves',
     async () => {
-      const { database, drop } = await createTestDatabase();
-      const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
+      const { cwd, env, drop } = await createProcessDatabase('main-');
       try {
-        await withServer({ cwd, env: { NODE_ENV: 'development', DATABASE_URL: (database as { url: string }).url } }, async (server, base) => {
+        await withServer({ cwd, env: { NODE_ENV: 'development', ...env } }, async (server, base) => {
           expect(server.output.stdout).not.toContain('Development API key');
           expect((await fetch(`${base}/v1/pets`)).status).toBe(401);
         });

@@ -1,7 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '../src/app';
 import { ApiKey } from '../src/auth/api-key.entity';
@@ -16,7 +13,7 @@ import { PetStatus } from '../src/pets/pet-status.enum';
 import { Pet } from '../src/pets/pet.entity';
 import { built, freePort, startNode, waitForHttp } from './helpers/processes';
 import { type TestApp, request, startTestApp, testConfig } from './helpers/test-app';
-import { TEST_DATABASE_URL, createTestDatabase, testOnMysql } from './helpers/test-database';
+import { createProcessDatabase, createTestDatabase, testOnMysql } from './helpers/test-database';
 
 /**
  * Several instances on one database (README "Operations"): concurrent migrations, migrating
@@ -128,8 +125,7 @@ const RATE_LIMIT_MAX = 8;
 /** Scale-out (README "Operations"): two built servers on one MySQL database and one Redis. */
 describe('two instances', () => {
   testOnMysql('when two instances start together on a fresh database, then each serves what the other wrote, shares the rate limit and replays the other\'s Idempotency-Key', async () => {
-    const { database, drop } = await createTestDatabase();
-    const cwd = await mkdtemp(path.join(tmpdir(), 'two-'));
+    const { cwd, database, env: databaseEnv, drop } = await createProcessDatabase('two-');
     const namespace = `two-instances-${randomUUID()}:`;
     const start = async () => {
       const port = await freePort();
@@ -137,7 +133,7 @@ describe('two instances', () => {
         NODE_ENV: 'production',
         PORT: String(port),
         METRICS_PORT: String(await freePort()),
-        DATABASE_URL: (database as { url: string }).url,
+        ...databaseEnv,
         REDIS_URL,
         RATE_LIMIT_NAMESPACE: namespace,
         RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),

@@ -1,8 +1,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiKey } from '../src/auth/api-key.entity';
@@ -11,7 +10,7 @@ import type { DatabaseConfig } from '../src/database/database-config';
 import { openDatabase } from '../src/database/open-database';
 import { Pet } from '../src/pets/pet.entity';
 import { built, freePort, startNode, waitForHttp } from './helpers/processes';
-import { TEST_DATABASE_URL, createTestDatabase } from './helpers/test-database';
+import { createProcessDatabase } from './helpers/test-database';
 
 /** The default grace period: longer than an idle connection's keep-alive timeout (5 s + Node's 1 s). */
 const GRACE_SECONDS = 10;
@@ -28,11 +27,9 @@ interface Outcome {
 
 /** The database of one test, its owner's API key, and a directory to run the server in. */
 async function setUp() {
-  const cwd = await mkdtemp(path.join(tmpdir(), 'shutdown-'));
-  const owned = TEST_DATABASE_URL ? await createTestDatabase() : null;
-  const database: DatabaseConfig = owned?.database ?? { type: 'sqlite', path: path.join(cwd, 'data', 'petstore.sqlite') };
+  const { cwd, database, drop } = await createProcessDatabase('shutdown-');
   let apiKey = '';
-  if (owned) {
+  if (database.type === 'mysql') {
     const dataSource = await openDatabase(database);
     apiKey = (await new ApiKeyService(dataSource.getRepository(ApiKey)).create('shutdown')).key;
     await dataSource.destroy();
@@ -42,7 +39,7 @@ async function setUp() {
     database,
     /** The key: made above on MySQL, else the development key the first embedded start wrote. */
     apiKey: async () => apiKey || (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim(),
-    drop: async () => owned?.drop(),
+    drop,
   };
 }
 

@@ -1,5 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { DataSource } from 'typeorm';
+import { EMBEDDED_DATABASE_PATH } from '../../src/config';
 import type { DatabaseConfig } from '../../src/database/database-config';
 import { createDatabase, dropDatabase, siblingDatabaseUrl } from '../../src/database/mysql-admin';
 import { openDatabase } from '../../src/database/open-database';
@@ -48,4 +52,33 @@ export async function openTestDatabase(): Promise<{ dataSource: DataSource; clos
       await drop();
     },
   };
+}
+
+/** What a built process (a CLI, the server) needs to run on a test database of its own. */
+export interface ProcessDatabase {
+  /** A new temporary directory to run the process in. */
+  cwd: string;
+  /** The process's database, for the test to open too. */
+  database: DatabaseConfig;
+  /** Its environment's database settings: DATABASE_URL on MySQL, nothing on the embedded default. */
+  env: Record<string, string>;
+  /** Drops the MySQL database (the temporary directory stays). */
+  drop: () => Promise<void>;
+}
+
+/**
+ * A working directory and a database for a built process: by default the embedded file the
+ * process opens when DATABASE_URL is unset (data/petstore.sqlite under the new directory);
+ * with TEST_DATABASE_URL, a new database on that server ({@link createTestDatabase}), named to
+ * the process by DATABASE_URL.
+ *
+ * @param prefix - the start of the temporary directory's name, e.g. `db-cli-`.
+ */
+export async function createProcessDatabase(prefix: string): Promise<ProcessDatabase> {
+  const cwd = await mkdtemp(path.join(tmpdir(), prefix));
+  if (!TEST_DATABASE_URL) {
+    return { cwd, database: { type: 'sqlite', path: path.join(cwd, EMBEDDED_DATABASE_PATH) }, env: {}, drop: async () => undefined };
+  }
+  const { database, drop } = await createTestDatabase();
+  return { cwd, database, env: { DATABASE_URL: (database as { url: string }).url }, drop };
 }
