@@ -94,7 +94,7 @@ describeOnMysql('when the database fails', () => {
     proxy.cut();
     proxy.restore();
     const recoverMs = await untilHealthy();
-    console.info(`database stall: 15 concurrent requests all answered 503 within ${detectMs} ms; recovered in ${recoverMs} ms`);
+    console.info(`database stall: ${answers.length} concurrent requests all answered 503 within ${detectMs} ms; recovered in ${recoverMs} ms`);
   });
 
   /** Lets the stalled connections go (the server sees them closed) and waits for the service. */

@@ -17,11 +17,17 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const cases = { count: 0 };
-afterAll(() => console.info(`fuzz: ${cases.count} generated requests, 0 answered 5xx`));
+/** What the properties sent and what came back, counted as the answers arrive (shrinking included). */
+const sent = { requests: 0, answered5xx: 0 };
+afterAll(() => console.info(`fuzz: ${sent.requests} generated requests, ${sent.answered5xx} answered 5xx`));
+
+function count(result: { status: number }) {
+  sent.requests += 1;
+  if (result.status >= 500) sent.answered5xx += 1;
+}
 
 function expectCatalogued(result: { status: number; body: any }) {
-  cases.count += 1;
+  count(result);
   expect(result.status).toBeLessThan(500);
   if (result.status >= 400) {
     expect(result.body).toEqual({ code: expect.any(String), message: expect.any(String), status: result.status });
@@ -30,7 +36,7 @@ function expectCatalogued(result: { status: number; body: any }) {
 }
 
 function expectGraphqlCatalogued(result: { status: number; body: any }) {
-  cases.count += 1;
+  count(result);
   expect(result.status).toBeLessThan(500);
   for (const error of result.body.errors ?? []) {
     expect(Object.keys(ERROR_CATALOGUE)).toContain(error.extensions.code);

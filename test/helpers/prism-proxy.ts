@@ -7,8 +7,12 @@ const ROOT = path.resolve(__dirname, '..', '..');
 /** Set to run the REST requests of the suite through Stoplight Prism's validation proxy. */
 export const THROUGH_PRISM = process.env.TEST_THROUGH_PRISM === '1';
 
-/** Response violations Prism reported, counted across the process (must stay 0). */
-export const prismCounts = { requests: 0, requestViolations: 0 };
+/**
+ * What Prism reported, counted across the process: responses it checked, violations it found in
+ * them (each fails its request's test), and violations in the requests (the suites send bad
+ * requests on purpose; Prism passes them on).
+ */
+export const prismCounts = { requests: 0, responseViolations: 0, requestViolations: 0 };
 
 /**
  * Starts `prism proxy contract/openapi.json <upstream>/v1` on a free port.
@@ -60,5 +64,6 @@ export function assertNoResponseViolations(where: string, headers: Headers): voi
   const violations: Array<{ location: string[]; message: string }> = JSON.parse(header);
   const onResponse = violations.filter((v) => v.location[0] === 'response');
   prismCounts.requestViolations += violations.length - onResponse.length;
+  prismCounts.responseViolations += onResponse.length;
   if (onResponse.length > 0) throw new Error(`${where}: Prism found response violations: ${onResponse.map((v) => `${v.location.join('.')}: ${v.message}`).join('; ')}`);
 }
