@@ -10,6 +10,9 @@ import { countPets, graphql, request, startTestApp, type TestApp } from './helpe
  */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 1700);
 fc.configureGlobal({ seed: 20261122, numRuns: RUNS, endOnFailure: true });
+// 1,700 requests per property take about 10 s on a quiet machine and near 30 s (jest's default)
+// on a loaded one: a time budget, not a speed check (speed lives in `npm run bench`).
+jest.setTimeout(120_000);
 
 let t: TestApp;
 beforeAll(async () => {
