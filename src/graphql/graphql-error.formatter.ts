@@ -72,10 +72,10 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
  * hook, an unreadable body): the HTTP status from the catalogue, and a GraphQL response body
  * `{ errors: [{ message, extensions: { code } }] }`.
  */
-export function sendGraphqlError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function sendGraphqlError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const { appError, unexpected } = toAppError(error);
   if (unexpected) request.log.error({ err: error }, 'unexpected error');
-  return reply
+  reply
     .code(appError.status)
     .headers(appError.headers)
     .send({ errors: [graphqlError(appError.code, appError.message)] });

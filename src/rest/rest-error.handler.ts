@@ -8,10 +8,10 @@ import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue'
  * `{ code, message, status }` with `status` equal to the HTTP status, plus the error's headers.
  * Unexpected errors are logged in full and answered with a generic 500.
  */
-export function sendRestError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function sendRestError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const { appError, unexpected } = toAppError(error);
   if (unexpected) request.log.error({ err: error }, 'unexpected error');
-  return reply.code(appError.status).headers(appError.headers).send(appError.toBody());
+  reply.code(appError.status).headers(appError.headers).send(appError.toBody());
 }
 
 /** Node's client error codes that are not a plain 400. */
