@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import fastify from 'fastify';
-import { createPool } from 'mysql2/promise';
+import { type ResultSetHeader, type RowDataPacket, createPool } from 'mysql2/promise';
 
 /**
  * Baseline B1: Fastify and raw `mysql2` (`pool.execute`, server-side prepared statements)
@@ -18,7 +18,7 @@ const pool = createPool({
 });
 const COLUMNS = 'SELECT id, name, category_id, status FROM pet';
 const STATUSES = new Set(['available', 'pending', 'sold']);
-type Row = { id: string; name: string; category_id: string; status: string };
+type Row = RowDataPacket & { id: string; name: string; category_id: string; status: string };
 const toPet = (row: Row) => ({ id: Number(row.id), name: row.name, categoryId: Number(row.category_id), status: row.status });
 const error = (status: number, code: string) => ({ code, message: code, status });
 
@@ -26,7 +26,7 @@ const app = fastify({ logger: false });
 app.addHook('onRequest', async (request, reply) => {
   const key = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
   const hash = key && createHash('sha256').update(key).digest('hex');
-  const [rows] = hash ? await pool.execute<any[]>('SELECT id FROM api_key WHERE key_hash = ? AND revoked_at IS NULL', [hash]) : [[]];
+  const [rows] = hash ? await pool.execute<RowDataPacket[]>('SELECT id FROM api_key WHERE key_hash = ? AND revoked_at IS NULL', [hash]) : [[]];
   if (rows.length === 0) return reply.code(401).header('www-authenticate', 'Bearer').send(error(401, 'UNAUTHENTICATED'));
 });
 app.get<{ Querystring: { limit?: string; status?: string } }>('/v1/pets', async (request, reply) => {
@@ -34,25 +34,32 @@ app.get<{ Querystring: { limit?: string; status?: string } }>('/v1/pets', async 
   const n = Number(limit);
   if (!Number.isInteger(n) || n < 1 || n > 100 || (status !== undefined && !STATUSES.has(status))) return reply.code(400).send(error(400, 'BAD_USER_INPUT'));
   const [rows] = status
-    ? await pool.execute<any[]>(`${COLUMNS} WHERE status = ? ORDER BY id LIMIT ?`, [status, limit])
-    : await pool.execute<any[]>(`${COLUMNS} ORDER BY id LIMIT ?`, [limit]);
+    ? await pool.execute<Row[]>(`${COLUMNS} WHERE status = ? ORDER BY id LIMIT ?`, [status, limit])
+    : await pool.execute<Row[]>(`${COLUMNS} ORDER BY id LIMIT ?`, [limit]);
   return rows.map(toPet);
 });
 app.get<{ Params: { id: string } }>('/v1/pets/:id', async (request, reply) => {
-  const [rows] = await pool.execute<any[]>(`${COLUMNS} WHERE id = ?`, [request.params.id]);
+  const [rows] = await pool.execute<Row[]>(`${COLUMNS} WHERE id = ?`, [request.params.id]);
   return rows.length ? toPet(rows[0]) : reply.code(404).send(error(404, 'NOT_FOUND'));
 });
 app.post<{ Body: { name?: unknown; categoryId?: unknown; status?: string } }>('/v1/pets', async (request, reply) => {
   const { name, categoryId, status = 'available' } = request.body ?? {};
   if (typeof name !== 'string' || !Number.isSafeInteger(categoryId) || !STATUSES.has(status)) return reply.code(400).send(error(400, 'BAD_USER_INPUT'));
-  const [result] = await pool.execute<any>('INSERT INTO pet (name, category_id, status) VALUES (?, ?, ?)', [name, categoryId as number, status]);
+  const [result] = await pool.execute<ResultSetHeader>('INSERT INTO pet (name, category_id, status) VALUES (?, ?, ?)', [name, categoryId as number, status]);
   const id = Number(result.insertId);
   return reply.code(201).header('location', `/v1/pets/${id}`).send({ id, name, categoryId, status });
 });
 
-app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
-process.once('SIGTERM', async () => {
-  await app.close();
-  await pool.end();
-  process.exit(0);
+/** Ends the process with the error, as an unhandled rejection would, but on purpose. */
+function fail(reason: unknown): never {
+  console.error(reason);
+  process.exit(1);
+}
+
+app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' }).catch(fail);
+process.once('SIGTERM', () => {
+  app
+    .close()
+    .then(() => pool.end())
+    .then(() => process.exit(0), fail);
 });

@@ -1,4 +1,4 @@
-import { createConnection } from 'mysql2/promise';
+import { type RowDataPacket, createConnection } from 'mysql2/promise';
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import { createDatabase } from '../src/database/mysql-admin';
@@ -31,7 +31,10 @@ export async function prepareDatabase(url: string, petCount: number): Promise<st
 export async function growPets(url: string, target: number): Promise<number> {
   const connection = await createConnection(url);
   try {
-    const count = async () => Number(((await connection.query('SELECT COUNT(*) AS n FROM pet')) as any)[0][0].n);
+    const count = async () => {
+      const [rows] = await connection.query<(RowDataPacket & { n: number | string })[]>('SELECT COUNT(*) AS n FROM pet');
+      return Number(rows[0].n);
+    };
     // Explicit ids keep them contiguous (1 to `target`), so a random get always finds its pet;
     // AUTO_INCREMENT alone leaves gaps after INSERT … SELECT.
     for (let rows = await count(); rows < target; rows = await count()) {
@@ -69,7 +72,7 @@ export async function explainQueries(url: string): Promise<Record<string, Explai
   try {
     const plans: Record<string, ExplainRow> = {};
     for (const [label, sql] of Object.entries(statements)) {
-      const [rows] = (await connection.query(`EXPLAIN ${sql}`)) as any;
+      const [rows] = await connection.query<(RowDataPacket & ExplainRow)[]>(`EXPLAIN ${sql}`);
       const { type, key, rows: estimate, Extra } = rows[0];
       plans[label] = { type, key, rows: Number(estimate), Extra };
     }
@@ -83,7 +86,8 @@ export async function explainQueries(url: string): Promise<Record<string, Explai
 export async function databaseVersion(url: string): Promise<string> {
   const connection = await createConnection(url);
   try {
-    return ((await connection.query('SELECT VERSION() AS v')) as any)[0][0].v;
+    const [rows] = await connection.query<(RowDataPacket & { v: string })[]>('SELECT VERSION() AS v');
+    return rows[0].v;
   } finally {
     await connection.end();
   }

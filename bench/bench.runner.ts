@@ -116,7 +116,7 @@ export async function probe(system: RunningSystem, scenario: Scenario, context: 
     if (typeof request.setupRequest === 'function') request = request.setupRequest(request, {});
     const response = await fetch(system.url + request.path, { method: request.method, headers: request.headers as Record<string, string>, body: request.body as string | undefined });
     const body = await response.text();
-    const graphqlErrors = scenario.surface === 'graphql' && response.status === 200 && JSON.parse(body).errors;
+    const graphqlErrors = scenario.surface === 'graphql' && response.status === 200 && (JSON.parse(body) as { errors?: unknown }).errors;
     if (!scenario.expected.includes(response.status) || graphqlErrors) {
       throw new Error(`${system.name} ${scenario.surface} ${scenario.name}: ${request.method} ${request.path} answered ${response.status} ${body.slice(0, 300)}`);
     }
@@ -146,7 +146,7 @@ export async function measure(
       connections: options.connections,
       duration: options.duration,
       ...(options.overallRate && { overallRate: options.overallRate }),
-      requests: scenario.requests(context) as Request[],
+      requests: scenario.requests(context),
       timeout: 10,
       // autocannon stops at its next sample tick (default every 1 s): sample often so short runs end on time.
       sampleInt: 100,

@@ -251,6 +251,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  log(`Benchmark failed: ${(error as Error).stack ?? error}`);
+  log(`Benchmark failed: ${String((error as Error).stack ?? error)}`);
   process.exitCode = 1;
 });

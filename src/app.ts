@@ -64,8 +64,10 @@ export async function buildApp({
   metrics = createMetrics(),
   state = { draining: false },
 }: AppDependencies): Promise<FastifyInstance> {
+  // Typed as Fastify's logger so that the instance is a plain FastifyInstance, not one generic over pino's Logger.
+  const loggerInstance: FastifyBaseLogger = logger;
   const app = fastify({
-    loggerInstance: logger as FastifyBaseLogger,
+    loggerInstance,
     // One log line per request instead of Fastify's two; ids from X-Request-Id when safe.
     logController: new RequestLogController(),
     requestIdHeader: false,

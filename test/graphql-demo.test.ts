@@ -17,7 +17,7 @@ describe('npm run demo:graphql (graphql-request client)', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('"name": "Biscuit"');
     expect(result.stdout).toMatch(/pets\(status: pending\)\n\{\n {2}"pets": \[\n {4}\{\n {6}"id": "\d+",\n {6}"name": "Biscuit",\n {6}"status": "pending"/);
-    expect(result.stdout).toMatch(/pet\(id: "\d+"\)  # deprecated\n\{\n {2}"pet": \{/);
+    expect(result.stdout).toMatch(/pet\(id: "\d+"\) {2}# deprecated\n\{\n {2}"pet": \{/);
   });
 
   test('when the key is wrong, then it exits 1 with the server\'s message', async () => {

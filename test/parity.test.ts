@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../src/errors/error-catalogue';
 import { countPets, createPet, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 
 /**
@@ -5,7 +6,7 @@ import { countPets, createPet, graphql, request, startTestApp, type TestApp } fr
  * same data and the same error code. GraphQL's `pet: null` counts as NOT_FOUND (REST's 404).
  */
 type Operation =
-  | { op: 'list'; limit?: unknown; status?: unknown }
+  | { op: 'list'; limit?: number; status?: string }
   | { op: 'get'; id: string }
   | { op: 'create'; input: Record<string, unknown> };
 
@@ -30,7 +31,7 @@ async function viaRest(operation: Operation, apiKey?: string | null): Promise<Ou
     const query = new URLSearchParams();
     if (operation.limit !== undefined) query.set('limit', String(operation.limit));
     if (operation.status !== undefined) query.set('status', String(operation.status));
-    result = await request(t, 'GET', `/v1/pets?${query}`, { apiKey });
+    result = await request(t, 'GET', `/v1/pets?${query.toString()}`, { apiKey });
   } else if (operation.op === 'get') {
     result = await request(t, 'GET', `/v1/pets/${encodeURIComponent(operation.id)}`, { apiKey });
   } else {
@@ -63,7 +64,7 @@ async function viaGraphql(operation: Operation, apiKey?: string | null): Promise
 const withoutId = (outcome: Outcome) =>
   'data' in outcome ? { data: { ...(outcome.data as object), id: 'assigned' } } : outcome;
 
-const scenarios: Array<[string, Operation, 'data' | string]> = [
+const scenarios: Array<[string, Operation, 'data' | ErrorCode]> = [
   ['list with defaults', { op: 'list' }, 'data'],
   ['list with limit 2', { op: 'list', limit: 2 }, 'data'],
   ['list by status sold', { op: 'list', status: 'sold' }, 'data'],

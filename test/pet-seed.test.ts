@@ -1,3 +1,5 @@
+import catNames from 'cat-names';
+import dogNames from 'dog-names';
 import type { DataSource } from 'typeorm';
 import { Pet } from '../src/pets/pet.entity';
 import { SEED_CATEGORY_COUNT, seedPets, seededPet } from '../src/pets/pet.seed';
@@ -17,9 +19,7 @@ describe('seedPets', () => {
     expect(await seedPets(dataSource, 2345)).toBe(2345);
     const pets = await dataSource.getRepository(Pet).find({ order: { id: 'ASC' } });
     expect(pets).toHaveLength(2345);
-    const dogs: string[] = require('dog-names').all;
-    const cats: string[] = require('cat-names').all;
-    const real = new Set([...dogs, ...cats]);
+    const real = new Set<string>([...dogNames.all, ...catNames.all]);
     expect(pets.every((pet) => real.has(pet.name))).toBe(true);
     expect(new Set(pets.map((pet) => pet.name)).size).toBe(real.size);
     expect(new Set(pets.map((pet) => pet.status))).toEqual(new Set(['available', 'pending', 'sold']));

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { ERROR_CATALOGUE } from '../src/errors/error-catalogue';
 import { withServer } from './helpers/processes';
 
@@ -21,9 +22,7 @@ describe('README', () => {
     const cwd = await mkdtemp(path.join(tmpdir(), 'readme-'));
     await withServer({ cwd, env: { NODE_ENV: 'development' } }, async (_server, base) => {
       const script = (await bashBlockAfter('## Try it')).replaceAll('http://127.0.0.1:3000', base);
-      const output = await new Promise<string>((resolve, reject) =>
-        execFile('bash', ['-euo', 'pipefail', '-c', script], { cwd }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
-      );
+      const { stdout: output } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { cwd });
       expect(output).toMatch(/HTTP\/1\.1 201 Created[\s\S]*location: \/v1\/pets\/1[\s\S]*\{"id":1,"name":"Rex","categoryId":1,"status":"available"\}/i);
       expect(output).toContain('[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]');
       expect(output).toMatch(/deprecation: @1795305600\r?\nsunset: Thu, 05 Dec 2030 00:00:00 GMT\r?\nlink: <\/v1\/pets>; rel="successor-version"/i);

@@ -350,7 +350,7 @@ describe('HTTP semantics', () => {
     const answer = await new Promise<string>((resolve, reject) => {
       let text = '';
       const socket = connect(Number(port), '127.0.0.1', () => socket.end(raw));
-      socket.on('data', (chunk) => (text += chunk));
+      socket.on('data', (chunk) => (text += chunk.toString()));
       socket.on('close', () => resolve(text));
       socket.on('error', reject);
     });

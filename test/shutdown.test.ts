@@ -63,7 +63,7 @@ async function startServer(cwd: string, database: DatabaseConfig, drainSeconds: 
     await waitForHttp(`${base}/healthz`);
   } catch (error) {
     server.child.kill('SIGKILL');
-    throw new Error(`server did not start: ${String(error)}\n${server.output.stderr}`);
+    throw new Error(`server did not start: ${String(error)}\n${server.output.stderr}`, { cause: error });
   }
   return { server, port, base };
 }

@@ -29,7 +29,7 @@ program
   .description('undo the last applied migration, under the migration lock')
   .action(() =>
     withDatabase(async (dataSource) => {
-      const before = await dataSource.query('SELECT COUNT(*) AS n FROM migrations').catch(() => [{ n: 0 }]);
+      const before = await dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM migrations').catch(() => [{ n: 0 }]);
       if (Number(before[0].n) === 0) throw new Error('no applied migration to revert');
       await withMigrationLock(dataSource, () => dataSource.undoLastMigration({ transaction: 'each' }), { onUnsupported });
       process.stdout.write('reverted the last migration\n');

@@ -92,7 +92,7 @@ export async function withinDeadline<T>(
     }, timeoutMs);
   });
   const call = (async () => {
-    connection = await runner.connect();
+    connection = (await runner.connect()) as DestroyableConnection;
     if (expired) {
       // The wait for a connection outlasted the deadline: the connection is unused, pool it again.
       await runner.release();

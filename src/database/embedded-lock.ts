@@ -22,6 +22,7 @@ export async function lockEmbeddedDatabase(database: DatabaseConfig): Promise<()
     throw new Error(
       `The embedded database ${database.path} is in use by another process (a running server?). ` +
         'Stop it first, or set DATABASE_URL to a MySQL database that several processes can share.',
+      { cause: error },
     );
   }
 }

@@ -1,4 +1,4 @@
-import { GraphQLError, type ValidationRule } from 'graphql';
+import { GraphQLError, OperationTypeNode, type ValidationRule } from 'graphql';
 
 /**
  * graphql-js validation rule for the HTTP transport (POST and GET `/graphql`): a document
@@ -12,7 +12,7 @@ import { GraphQLError, type ValidationRule } from 'graphql';
  */
 export const refuseSubscriptionsOverHttp: ValidationRule = (context) => ({
   OperationDefinition(node) {
-    if (node.operation !== 'subscription') return;
+    if (node.operation !== OperationTypeNode.SUBSCRIPTION) return;
     context.reportError(
       new GraphQLError('Subscription operations are not served over HTTP: send a query or a mutation.', { nodes: node }),
     );

@@ -7,7 +7,8 @@ import type { IdempotencyService } from './idempotency.service';
  */
 export function purgeHourly(app: FastifyInstance, idempotency: IdempotencyService): void {
   const purge = () => idempotency.purgeExpired().catch((error) => app.log.warn({ err: error }, 'idempotency purge failed'));
-  const timer = setInterval(purge, 60 * 60 * 1000).unref();
+  // Fire and forget: `purge` logs its own failure, and the next tick is an hour away.
+  const timer = setInterval(() => void purge(), 60 * 60 * 1000).unref();
   app.addHook('onReady', async () => void (await purge()));
   app.addHook('onClose', async () => clearInterval(timer));
 }

@@ -19,7 +19,7 @@ export interface GraphqlOperationSummary {
 }
 
 /** A client's X-Request-Id is kept when it is 1-128 of these characters; anything else is replaced. */
-const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@\-]{1,128}$/;
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /** Fastify's `genReqId`: the client's `X-Request-Id` when it is safe to log, else a new UUID. */
 export function requestIdOf(request: IncomingMessage): string {

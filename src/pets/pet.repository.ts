@@ -97,7 +97,7 @@ export class PetRepository {
       const pets = within.getRepository(Pet);
       const pet = pets.create(newPet);
       const result = await pets.insert(pet);
-      pet.id = toSafeInteger(result.identifiers[0].id);
+      pet.id = toSafeInteger(result.identifiers[0].id as string | number);
       return pet;
     };
     return manager ? insert(manager) : withinDeadline(this.dataSource, insert, { transaction: true });

@@ -1,3 +1,5 @@
+import catNames from 'cat-names';
+import dogNames from 'dog-names';
 import type { DataSource } from 'typeorm';
 import { PetStatus } from './pet-status.enum';
 import { Pet } from './pet.entity';
@@ -10,10 +12,7 @@ const CHUNK_ROWS = 1000;
 
 /** Real pet names: the `dog-names` (200) and `cat-names` (100) packages, in their published order. */
 function realNames(): string[] {
-  // Both packages are CommonJS and export `all`, an array of names.
-  const dogs: string[] = require('dog-names').all;
-  const cats: string[] = require('cat-names').all;
-  return [...dogs, ...cats];
+  return [...dogNames.all, ...catNames.all];
 }
 
 const STATUSES = [PetStatus.available, PetStatus.pending, PetStatus.sold] as const;

@@ -55,7 +55,7 @@ export async function describeWithOpenapi(
     },
     refResolver: {
       // Name shared schemas after their $id in components.schemas (Pet, NewPet, Error…).
-      buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`),
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
 }

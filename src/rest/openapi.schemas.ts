@@ -8,22 +8,32 @@ import { IDENTIFIER_SCHEMA, ListPetsArgs, NewPetInput, PetIdArgs } from '../pets
  * from their property initialisers, the Pet from NewPet plus its id, the Error from the
  * error catalogue. The routes carry them; @fastify/swagger turns them into the OpenAPI
  * document, and Fastify serialises responses with them.
+ *
+ * A JSON Schema: the keywords this file reads are typed, any other passes through as is.
  */
-type Schema = Record<string, any>;
+interface Schema {
+  [keyword: string]: unknown;
+  type?: unknown;
+  not?: Schema;
+  default?: unknown;
+  properties?: Record<string, Schema>;
+  required?: string[];
+}
 
-const fromRules: Record<string, Schema> = validationMetadatasToSchemas();
+// Its SchemaObject (openapi3-ts, not a direct dependency) seen as a Schema.
+const fromRules = validationMetadatasToSchemas() as Record<string, Schema>;
 
 /** The schema of an input class as the validator applies it: defaults filled, unknown properties refused. */
 function inputSchema(type: new () => object): Schema {
   const schema = structuredClone(fromRules[type.name]);
   const defaults = new type() as Record<string, unknown>;
-  for (const [name, property] of Object.entries<Schema>(schema.properties)) {
+  for (const [name, property] of Object.entries(schema.properties ?? {})) {
     // @IsDefined adds `not: {type: null}`, which `type` already says.
     if (property.type && property.not?.type === 'null') delete property.not;
     if (defaults[name] !== undefined) property.default = defaults[name];
   }
   // A property with a default may be left out.
-  schema.required = (schema.required ?? []).filter((name: string) => defaults[name] === undefined);
+  schema.required = (schema.required ?? []).filter((name) => defaults[name] === undefined);
   if (schema.required.length === 0) delete schema.required;
   // validateInput() refuses every property its class does not declare.
   schema.additionalProperties = false;
@@ -41,9 +51,9 @@ export const SHARED_SCHEMAS: Schema[] = [
     type: 'object',
     properties: {
       id: { ...IDENTIFIER_SCHEMA, description: 'Assigned by the service on creation.' },
-      ...Object.fromEntries(Object.entries<Schema>(newPet.properties).map(([name, { default: _, ...rest }]) => [name, rest])),
+      ...Object.fromEntries(Object.entries(newPet.properties ?? {}).map(([name, { default: _, ...rest }]) => [name, rest])),
     },
-    required: ['id', ...Object.keys(newPet.properties)],
+    required: ['id', ...Object.keys(newPet.properties ?? {})],
     additionalProperties: false,
   },
   { $id: 'Pets', description: 'A JSON array of Pet.', type: 'array', items: { $ref: 'Pet#' } },
@@ -67,7 +77,7 @@ export const LIST_PETS_QUERY = inputSchema(ListPetsArgs);
 /** Path parameters of getPet: the REST name `petId` for PetIdArgs.id. */
 export const PET_ID_PARAMS: Schema = {
   type: 'object',
-  properties: { petId: { ...inputSchema(PetIdArgs).properties.id, description: 'Identifier of the animal.' } },
+  properties: { petId: { ...inputSchema(PetIdArgs).properties?.id, description: 'Identifier of the animal.' } },
   required: ['petId'],
 };
 

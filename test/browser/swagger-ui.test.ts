@@ -185,7 +185,7 @@ describe('Swagger UI in Chromium', () => {
     await listPets.scrollIntoViewIfNeeded();
     const top = await listPets.boundingBox();
     const bottom = await live.boundingBox();
-    const scroll = (await page.evaluate('({ x: scrollX, y: scrollY })')) as { x: number; y: number };
+    const scroll = await page.evaluate<{ x: number; y: number }>('({ x: scrollX, y: scrollY })');
     await page.screenshot({
       path: SCREENSHOT,
       fullPage: true,

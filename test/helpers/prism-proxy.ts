@@ -32,7 +32,7 @@ export async function startPrism(upstream: string): Promise<{ url: string; stop:
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`Prism did not start:\n${output}`)), 60_000);
     const onData = (chunk: Buffer) => {
-      output += chunk;
+      output += chunk.toString();
       if (output.includes('Prism is listening')) {
         clearTimeout(timer);
         resolve();

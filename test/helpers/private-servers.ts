@@ -48,7 +48,7 @@ async function startServer(
     } catch (error) {
       if (Date.now() > deadline || server.exitCode !== null) {
         await stop();
-        throw new Error(`private ${command} did not start: ${(error as Error).message}\n${log}`);
+        throw new Error(`private ${command} did not start: ${(error as Error).message}\n${log}`, { cause: error });
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

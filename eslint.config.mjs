@@ -1,0 +1,33 @@
+// @ts-check
+import eslint from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'test/generated/', 'bench/results/'] },
+  eslint.configs.recommended,
+  tseslint.configs.recommendedTypeChecked,
+  {
+    // One program over src, test, bench and ormconfig.ts: tsconfig.json builds only src, and test has no tsconfig of its own.
+    languageOptions: { parserOptions: { project: './tsconfig.eslint.json', tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // Off: Fastify hooks and plugins and Apollo plugin hooks are async by contract; an async function without await is their interface.
+      '@typescript-eslint/require-await': 'off',
+      // A leading `_` marks a name left unused on purpose (as tsc's noUnusedParameters allows), e.g. to drop a property with a rest pattern.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
+    },
+  },
+  {
+    files: ['test/**/*.ts'],
+    rules: {
+      // Off in tests only: parsed HTTP bodies and browser globals are `any` there, and the assertions check their shape.
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+    },
+  },
+  // The config files are plain JavaScript outside the TypeScript program.
+  { files: ['**/*.mjs', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
+);
