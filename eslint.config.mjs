@@ -30,4 +30,5 @@ export default tseslint.config(
   },
   // The config files are plain JavaScript outside the TypeScript program.
   { files: ['**/*.mjs', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
+  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs' } },
 );

@@ -1,0 +1,82 @@
+/**
+ * The folder rules of src/, checked by `npm run lint` and proved by test/dependency-rules.test.ts.
+ * Layers, top to bottom; a module imports its own layer or lower ones, never a higher one:
+ * composition, surfaces (rest, graphql), shared HTTP plumbing, features, platform, base.
+ */
+const COMPOSITION = '^src/(app|main|config)\\.ts$|^src/cli/';
+// The layer rules leave config.ts (composition) to the one rule about it, so an import of it is reported once.
+const ABOVE_ALL_BUT_CONFIG = '^src/(app|main)\\.ts$|^src/cli/';
+const SURFACES = '^src/(rest|graphql)/';
+const HTTP = '^src/http/';
+const FEATURES = '^src/(pets|auth|idempotency)/';
+const PLATFORM = '^src/(operations|validation)/';
+const BASE = '^src/(errors|database)/';
+const LAYERS = [COMPOSITION, SURFACES, HTTP, FEATURES, PLATFORM, BASE];
+
+/** `from` may not import `to`: an error. */
+const forbid = (name, comment, from, to) => ({ name, comment, severity: 'error', from, to });
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    forbid('no-circular', 'An import circle: the modules on it cannot be understood, tested or loaded one without the other.', {}, { circular: true }),
+    forbid('not-to-test', 'Tests are not part of the product or the benchmark.', { path: '^(src|bench)/' }, { path: '^test/' }),
+    forbid('src-not-to-bench', 'The product does not depend on its benchmark.', { path: '^src/' }, { path: '^bench/' }),
+    forbid('in-a-layer', 'Every folder of src/ belongs to a layer: add a new one to the layers of this file.', { path: '^src/', pathNot: LAYERS }, {}),
+    forbid('surfaces-not-up', 'The REST and GraphQL adapters are composed by app.ts, not the other way.', { path: SURFACES }, { path: ABOVE_ALL_BUT_CONFIG }),
+    forbid('rest-not-to-graphql', 'The two surfaces are independent adapters over the same operations.', { path: '^src/rest/' }, { path: '^src/graphql/' }),
+    forbid('graphql-not-to-rest', 'The two surfaces are independent adapters over the same operations.', { path: '^src/graphql/' }, { path: '^src/rest/' }),
+    forbid('http-not-up', 'The shared HTTP plumbing serves both surfaces and knows neither.', { path: HTTP }, { path: [ABOVE_ALL_BUT_CONFIG, SURFACES] }),
+    forbid(
+      'features-not-up',
+      'The pet operations, auth and idempotency know no transport.',
+      { path: FEATURES },
+      { path: [ABOVE_ALL_BUT_CONFIG, SURFACES, HTTP] },
+    ),
+    forbid(
+      'platform-not-up',
+      'Logs, metrics, health, shutdown and validation serve the features and know none.',
+      { path: PLATFORM },
+      { path: [ABOVE_ALL_BUT_CONFIG, SURFACES, HTTP, FEATURES] },
+    ),
+    forbid(
+      'base-not-up',
+      'Errors and the database depend on no feature or surface.',
+      { path: BASE },
+      { path: [ABOVE_ALL_BUT_CONFIG, SURFACES, HTTP, PLATFORM] },
+    ),
+    forbid(
+      'base-not-to-features',
+      'Errors and the database depend on no feature.',
+      { path: BASE, pathNot: '^src/database/data-source\\.ts$' },
+      { path: FEATURES },
+    ),
+    forbid(
+      'data-source-only-entities',
+      "The data source lists TypeORM's entities, and imports nothing else of the features.",
+      { path: '^src/database/data-source\\.ts$' },
+      { path: FEATURES, pathNot: '\\.entity\\.ts$' },
+    ),
+    forbid(
+      'pets-no-transport',
+      "The pet operations know no HTTP server, GraphQL server or GraphQL execution (type-graphql's decorators are allowed).",
+      { path: '^src/pets/' },
+      { path: '(^|/)node_modules/(fastify|@fastify/[^/]+|@apollo/[^/]+|@as-integrations/[^/]+|graphql)/' },
+    ),
+    // Its violations today (src/auth, src/database, src/http, src/operations) are known, listed in
+    // .dependency-cruiser-known-violations.json (`depcruise-baseline src bench test`): empty that list once they are gone.
+    forbid(
+      'config-only-in-composition',
+      'Only the composition reads the configuration; the rest is given its values.',
+      { path: '^src/', pathNot: COMPOSITION },
+      { path: '^src/config\\.ts$' },
+    ),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    // Type-only imports count: a type from a higher layer ties the two as much as a value does.
+    tsPreCompilationDeps: true,
+    // The TypeScript program that holds src, test and bench.
+    tsConfig: { fileName: 'tsconfig.eslint.json' },
+  },
+};
