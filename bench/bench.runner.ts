@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import autocannon, { type Request } from 'autocannon';
+import autocannon from 'autocannon';
 import { freePort } from '../src/net/free-port';
 import type { Scenario, ScenarioContext } from './scenarios';
 

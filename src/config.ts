@@ -183,7 +183,7 @@ export const CONFIG_SPEC = Object.freeze({
 export function loadConfig(env: NodeJS.ProcessEnv) {
   const clean = cleanEnv(env, CONFIG_SPEC, {
     reporter: ({ errors }) => {
-      const bad = Object.entries(errors).map(([key, error]) => `${key}: ${(error as Error).message}`);
+      const bad = Object.entries(errors).map(([key, error]) => `${key}: ${error.message}`);
       if (bad.length > 0) throw new ConfigError(`Invalid configuration: ${bad.join('; ')}`);
     },
   });

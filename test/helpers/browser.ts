@@ -59,5 +59,5 @@ export async function collectCspViolations(page: Page): Promise<{ violations: ()
       window.cspViolations.push(event.violatedDirective + ' ' + event.blockedURI);
     });
   `);
-  return { violations: async () => (await page.evaluate('window.cspViolations')) as string[], consoleErrors };
+  return { violations: () => page.evaluate<string[]>('window.cspViolations'), consoleErrors };
 }
