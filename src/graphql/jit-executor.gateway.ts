@@ -1,0 +1,74 @@
+import type { GatewayExecutor, GatewayInterface } from '@apollo/server-gateway-interface';
+import { type ExecutionResult, GraphQLError, type GraphQLSchema, execute, getVariableValues } from 'graphql';
+import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
+import { LRUCache } from 'lru-cache';
+
+/** Why an operation runs on graphql-js instead of its compiled form: graphql-jit's first error. */
+export type JitFallback = { operationName: string | null; reason: string };
+
+/**
+ * A graphql-jit error as a graphql-js one: Apollo's plugins (GraphQL Armor's suggestion
+ * blocker rewrites `message`) and error formatting expect a real GraphQLError, whose fields are
+ * writable; jit's are not. Keeps message, path, locations, the original error and extensions.
+ */
+function asGraphqlJsError(error: GraphQLError): GraphQLError {
+  const rebuilt = new GraphQLError(error.message, { path: error.path, originalError: error.originalError ?? undefined, extensions: error.extensions });
+  if (error.locations) Object.defineProperty(rebuilt, 'locations', { value: error.locations, enumerable: true, writable: true });
+  return rebuilt;
+}
+
+/**
+ * Apollo Server 5 executes through a gateway's executor when it is given one: this gateway
+ * serves one fixed schema and runs each operation compiled by graphql-jit (README
+ * "Performance"). Everything before execution stays Apollo's: parsing, the document cache,
+ * validation (Armor's rules included) and the plugin hooks; only execution changes.
+ * - Each (document, operation name) is compiled once, kept in an LRU of `maxOperations`.
+ * - Variables are coerced by graphql-js first, exactly as without the gateway (defaults,
+ *   errors with their locations, one error where graphql-js gives one), and jit gets the
+ *   coerced values (idempotent for this schema's ID, SafeInt, String, Int and enum inputs).
+ * - An operation jit cannot compile runs on graphql-js's `execute`, and `onFallback` is told why.
+ * - Errors come back as graphql-js GraphQLErrors, so formatting is unchanged.
+ *
+ * @param schema - the executable schema (resolvers attached).
+ * @param options.maxOperations - how many compiled operations to keep.
+ * @param options.onFallback - called once per operation that could not be compiled.
+ * @returns the object for ApolloServer's `gateway` option (pass no `schema` beside it).
+ */
+export function jitExecutorGateway(
+  schema: GraphQLSchema,
+  options: { maxOperations: number; onFallback: (fallback: JitFallback) => void },
+): GatewayInterface {
+  // `{ fallback: true }`: jit could not compile it; it runs on graphql-js.
+  const compiled = new LRUCache<string, CompiledQuery | { fallback: true }>({ max: options.maxOperations });
+
+  const executor: GatewayExecutor = async ({ document, operation, operationName, queryHash, request, context }) => {
+    const key = `${queryHash}\u0000${operationName ?? ''}`;
+    let query = compiled.get(key);
+    if (query === undefined) {
+      const result = compileQuery(schema, document, operationName ?? undefined);
+      if (isCompiledQuery(result)) query = result;
+      else {
+        query = { fallback: true };
+        options.onFallback({ operationName, reason: result.errors?.[0]?.message ?? 'unknown' });
+      }
+      compiled.set(key, query);
+    }
+    if ('fallback' in query) {
+      return execute({ schema, document, operationName, contextValue: context, variableValues: request.variables });
+    }
+    const variables = getVariableValues(schema, operation.variableDefinitions ?? [], request.variables ?? {});
+    if (variables.errors) return { errors: variables.errors };
+    const result: ExecutionResult = await query.query(undefined, context, variables.coerced);
+    return result.errors ? { ...result, errors: result.errors.map(asGraphqlJsError) } : result;
+  };
+
+  return {
+    // Apollo subscribes before load() and needs the schema by the time load() resolves.
+    onSchemaLoadOrUpdate(callback) {
+      callback({ apiSchema: schema, coreSupergraphSdl: '' });
+      return () => undefined;
+    },
+    load: async () => ({ executor }),
+    stop: async () => undefined,
+  };
+}

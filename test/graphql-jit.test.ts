@@ -1,0 +1,66 @@
+import type { GatewayExecutor, GatewayGraphQLRequestContext } from '@apollo/server-gateway-interface';
+import { type GraphQLSchema, getIntrospectionQuery, parse } from 'graphql';
+import { buildPetStoreSchema } from '../src/graphql/schema';
+import { type JitFallback, jitExecutorGateway } from '../src/graphql/jit-executor.gateway';
+
+/**
+ * The gateway executor on its own (the suites of both surfaces run every operation through
+ * it): which documents compile, what runs when one does not, and how variables are coerced.
+ */
+let schema: GraphQLSchema;
+let executor: GatewayExecutor;
+const fallbacks: JitFallback[] = [];
+
+beforeAll(async () => {
+  schema = await buildPetStoreSchema();
+  const gateway = jitExecutorGateway(schema, { maxOperations: 10, onFallback: (fallback) => fallbacks.push(fallback) });
+  gateway.onSchemaLoadOrUpdate(() => undefined);
+  executor = (await gateway.load({ apollo: {} })).executor!;
+});
+beforeEach(() => {
+  fallbacks.length = 0;
+});
+
+/** What Apollo hands the executor, for a document it has validated. */
+function requestFor(query: string, variables: Record<string, unknown> = {}, queryHash = query): GatewayGraphQLRequestContext {
+  const document = parse(query);
+  const operation = document.definitions.find((definition) => definition.kind === 'OperationDefinition')!;
+  return { document, operation, operationName: null, queryHash, source: query, request: { query, variables }, context: {} } as unknown as GatewayGraphQLRequestContext;
+}
+
+describe('graphql-jit behind Apollo', () => {
+  test.each([
+    ['listPets', '{ pets(limit: 5, status: available) { id name categoryId status } }'],
+    ['getPet', 'query($id: ID!) { pet(id: $id) { id name categoryId status } }'],
+    ['createPet', 'mutation($input: NewPetInput!) { createPet(input: $input) { id name categoryId status } }'],
+    ['introspection (GraphiQL)', getIntrospectionQuery()],
+  ])('when %s is compiled, then it does not fall back to graphql-js', async (_name, query) => {
+    // No resolver instance (schema for printing only): what matters is that compiling succeeded.
+    await executor(requestFor(query, { id: '1', input: { name: 'Rex', categoryId: 1 } }));
+    expect(fallbacks).toEqual([]);
+  });
+
+  test('when jit cannot compile a document, then graphql-js runs it and the fallback is reported once', async () => {
+    // Two operations and no name: Apollo never lets this through; here it stands for any document jit refuses.
+    const query = 'query A { __typename } query B { __typename }';
+    const first = await executor(requestFor(query));
+    await executor(requestFor(query));
+    expect(fallbacks).toEqual([{ operationName: null, reason: expect.stringContaining('operation name') }]);
+    // graphql-js answered it, with its own error for the same document.
+    expect(first).toEqual({ errors: [expect.objectContaining({ message: 'Must provide operation name if query contains multiple operations.' })] });
+  });
+
+  test('when variables do not fit, then graphql-js coerces them: its one error, with locations, and nothing runs', async () => {
+    const result = await executor(requestFor('query($limit: Int) { pets(limit: $limit) { id } }', { limit: 'many' }));
+    expect(result.data).toBeUndefined();
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors![0]).toMatchObject({ message: expect.stringContaining('$limit'), locations: [{ line: 1, column: 7 }] });
+  });
+
+  test('when a default applies to a variable, then jit gets the coerced value (graphql-js applies the default)', async () => {
+    const query = 'query($limit: Int = 3) { __typename }';
+    const result = await executor(requestFor(query, {}));
+    expect(result).toEqual({ data: { __typename: 'Query' } });
+    expect(fallbacks).toEqual([]);
+  });
+});
