@@ -1,11 +1,36 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { FastifyRequest } from 'fastify';
-import { OperationTypeNode, getVariableValues } from 'graphql';
+import { type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, OperationTypeNode, getVariableValues } from 'graphql';
 import { type ComplexityEstimator, fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
+import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors/error-catalogue';
 import type { GraphqlContext } from './graphql-context';
 import { raisedByPlugin } from './graphql-error.formatter';
 import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE } from './query-limits';
+
+/**
+ * The cost of an operation (schema `complexity` extensions, 1 per other field) and its number of
+ * Mutation root fields, or `unpriceable` when graphql-query-complexity gives up (past 10,000
+ * selections with fragments expanded, beyond what an operation within the depth and cost
+ * limits holds).
+ */
+function priceOf(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  operationName: string | undefined,
+  variables: Record<string, unknown>,
+): { cost: number; mutations: number } | { unpriceable: true } {
+  const measure = (estimators: ComplexityEstimator[]) => getComplexity({ schema, query: document, operationName, variables, estimators });
+  try {
+    const cost = measure([fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
+    if (operation.operation !== OperationTypeNode.MUTATION) return { cost, mutations: 0 };
+    const mutationType = schema.getMutationType();
+    return { cost, mutations: measure([({ type, field }) => (type === mutationType && !field.name.startsWith('__') ? 1 : 0)]) };
+  } catch {
+    return { unpriceable: true };
+  }
+}
 
 /**
  * Rejects an operation that creates more than {@link QUERY_LIMITS}.maxMutations times or costs
@@ -14,7 +39,8 @@ import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE } from './query-limits';
  * the whole operation: one request per started {@link QUERY_LIMITS}.costPerRequestUnit of cost,
  * of which the request already paid 1 when it came in. This runs in `didResolveOperation`, before
  * anything executes, so a refused operation reads and writes nothing. An operation that cannot be
- * priced (fragments that expand past 10,000 selections) is refused too. Costs come from the schema's
+ * priced (fragments that expand past 10,000 selections) is refused too. Each (document, operation
+ * name, variables) is priced once and remembered (bounded LRU). Costs come from the schema's
  * `complexity` extensions (type-graphql's `complexity` option, see databaseFieldCost in query-limits.ts),
  * 1 per field otherwise.
  *
@@ -27,28 +53,28 @@ export function costLimitPlugin(
   spend: (request: FastifyRequest, units: number) => Promise<void>,
 ): ApolloServerPlugin<GraphqlContext> {
   const rejected = () => raisedByPlugin(new AppError('GRAPHQL_VALIDATION_FAILED', QUERY_REJECTED_MESSAGE));
+  // The price of an operation depends on its document, its name and its variables only: each
+  // combination is priced once (README "Performance"), `unpriceable` included.
+  const prices = new LRUCache<string, { cost: number; mutations: number } | { unpriceable: true }>({
+    max: 1000,
+    maxSize: 4 * 1024 * 1024,
+    sizeCalculation: (_price, key) => key.length,
+  });
   return {
     async requestDidStart() {
       return {
-        async didResolveOperation({ request, document, schema, operation, contextValue }) {
+        async didResolveOperation({ request, document, schema, operation, contextValue, queryHash }) {
           if (!operation) return; // Apollo answers OPERATION_RESOLUTION_FAILURE
-          // Variables that do not fit the operation: Apollo answers BAD_USER_INPUT next, running nothing.
-          if (getVariableValues(schema, operation.variableDefinitions ?? [], request.variables ?? {}).errors) return;
-          const measure = (estimators: ComplexityEstimator[]) =>
-            getComplexity({ schema, query: document, operationName: request.operationName ?? undefined, variables: request.variables ?? {}, estimators });
-          let cost: number;
-          let mutations = 0;
-          try {
-            cost = measure([fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
-            if (operation.operation === OperationTypeNode.MUTATION) {
-              const mutationType = schema.getMutationType();
-              mutations = measure([({ type, field }) => (type === mutationType && !field.name.startsWith('__') ? 1 : 0)]);
-            }
-          } catch {
-            // The library gives up past 10,000 selections (fragments expanded), beyond what an
-            // operation within the depth and cost limits holds: one that cannot be priced does not run.
-            throw rejected();
+          const key = `${queryHash}\u0000${request.operationName ?? ''}\u0000${JSON.stringify(request.variables ?? {})}`;
+          let price = prices.get(key);
+          if (price === undefined) {
+            // Variables that do not fit the operation: Apollo answers BAD_USER_INPUT next, running nothing.
+            if (getVariableValues(schema, operation.variableDefinitions ?? [], request.variables ?? {}).errors) return;
+            price = priceOf(schema, document, operation, request.operationName ?? undefined, request.variables ?? {});
+            prices.set(key, price);
           }
+          if ('unpriceable' in price) throw rejected();
+          const { cost, mutations } = price;
           if (mutations > QUERY_LIMITS.maxMutations || cost > QUERY_LIMITS.maxCost) throw rejected();
           try {
             await spend(contextValue.request, Math.ceil(cost / QUERY_LIMITS.costPerRequestUnit) - 1);
