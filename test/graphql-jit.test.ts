@@ -2,6 +2,7 @@ import type { GatewayExecutor, GatewayGraphQLRequestContext } from '@apollo/serv
 import { type GraphQLSchema, getIntrospectionQuery, parse } from 'graphql';
 import { buildPetStoreSchema } from '../src/graphql/schema';
 import { type JitFallback, jitExecutorGateway } from '../src/graphql/jit-executor.gateway';
+import { graphql, startTestApp } from './helpers/test-app';
 
 /**
  * The gateway executor on its own (the suites of both surfaces run every operation through
@@ -62,5 +63,21 @@ describe('graphql-jit behind Apollo', () => {
     const result = await executor(requestFor(query, {}));
     expect(result).toEqual({ data: { __typename: 'Query' } });
     expect(fallbacks).toEqual([]);
+  });
+});
+
+describe('errors from compiled operations, in production', () => {
+  test('when a compiled operation fails, then Armor (which rewrites messages in production) gets a GraphQLError: the catalogue code, not a 500', async () => {
+    const t = await startTestApp({ env: { NODE_ENV: 'production' } });
+    try {
+      const result = await graphql(t, 'query($limit: Int) { pets(limit: $limit) { id } }', { limit: 500 });
+      expect(result.status).toBe(200);
+      expect(result.body).toEqual({
+        data: null,
+        errors: [{ message: expect.stringContaining('limit'), locations: [{ line: 1, column: 22 }], path: ['pets'], extensions: { code: 'BAD_USER_INPUT' } }],
+      });
+    } finally {
+      await t.close();
+    }
   });
 });
