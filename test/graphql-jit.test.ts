@@ -1,5 +1,5 @@
 import type { GatewayExecutor, GatewayGraphQLRequestContext } from '@apollo/server-gateway-interface';
-import { type GraphQLSchema, getIntrospectionQuery, parse } from 'graphql';
+import { type GraphQLSchema, Kind, getIntrospectionQuery, parse } from 'graphql';
 import { buildPetStoreSchema } from '../src/graphql/schema';
 import { type JitFallback, jitExecutorGateway } from '../src/graphql/jit-executor.gateway';
 import { graphql, startTestApp } from './helpers/test-app';
@@ -23,10 +23,10 @@ beforeEach(() => {
 });
 
 /** What Apollo hands the executor, for a document it has validated. */
-function requestFor(query: string, variables: Record<string, unknown> = {}, queryHash = query): GatewayGraphQLRequestContext {
+function requestFor(query: string, variables: Record<string, unknown> = {}): GatewayGraphQLRequestContext {
   const document = parse(query);
-  const operation = document.definitions.find((definition) => definition.kind === 'OperationDefinition')!;
-  return { document, operation, operationName: null, queryHash, source: query, request: { query, variables }, context: {} } as unknown as GatewayGraphQLRequestContext;
+  const operation = document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION)!;
+  return { document, operation, operationName: null, queryHash: query, source: query, request: { query, variables }, context: {} } as unknown as GatewayGraphQLRequestContext;
 }
 
 describe('graphql-jit behind Apollo', () => {
