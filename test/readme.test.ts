@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -32,6 +32,17 @@ describe('README', () => {
       expect(output).toMatch(/HTTP\/1\.1 401 Unauthorized[\s\S]*"code":"UNAUTHENTICATED"/);
       expect(output).toContain('{"code":"NOT_FOUND","message":"No pet has id 999999.","status":404}');
     });
+  });
+
+  test('when the Layout section is read, then it names exactly the folders of src/, and the Architecture table the same ones', async () => {
+    const text = await readFile(README, 'utf8');
+    const layout = text.slice(text.indexOf('\n## Layout\n'));
+    const listed = [...layout.matchAll(/^ {2}([a-z-]+)\/ /gm)].map(([, folder]) => folder).sort();
+    const folders = (await readdir(path.resolve(__dirname, '..', 'src'), { withFileTypes: true })).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+    expect(listed).toEqual(folders.sort());
+    const architecture = text.slice(text.indexOf('\n## Architecture\n'), text.indexOf('\n## Tests\n'));
+    const layered = [...architecture.matchAll(/`([a-z-]+)\/`/g)].map(([, folder]) => folder);
+    expect([...new Set(layered)].sort()).toEqual(folders.sort());
   });
 
   test('when the Errors table is read, then it lists exactly the catalogue, with the same statuses', async () => {
