@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import fastify from 'fastify';
+import { LRUCache } from 'lru-cache';
 import { type ResultSetHeader, type RowDataPacket, createPool } from 'mysql2/promise';
 
 /**
@@ -8,7 +9,12 @@ import { type ResultSetHeader, type RowDataPacket, createPool } from 'mysql2/pro
  * lookup (SHA-256 of the bearer token, then one indexed SELECT), but no ORM, no GraphQL, no
  * validation library, no rate limiter and no security headers.
  *
- * Environment: PORT; DATABASE_URL (mysql://…); POOL_SIZE (default 10, as the service).
+ * Baseline B1c is the same script with KEY_CACHE_MS set: each lookup's answer (active, or
+ * unknown/revoked) is reused for that many milliseconds, in an LRU of at most KEY_CACHE_MAX
+ * keys, as the service's key cache does (`API_KEY_CACHE` in src/auth/api-key.service.ts).
+ *
+ * Environment: PORT; DATABASE_URL (mysql://…); POOL_SIZE (default 10, as the service);
+ * KEY_CACHE_MS (default 0: no cache, B1); KEY_CACHE_MAX (default 10,000).
  */
 const pool = createPool({
   uri: process.env.DATABASE_URL,
@@ -22,12 +28,23 @@ type Row = RowDataPacket & { id: string; name: string; category_id: string; stat
 const toPet = (row: Row) => ({ id: Number(row.id), name: row.name, categoryId: Number(row.category_id), status: row.status });
 const error = (status: number, code: string) => ({ code, message: code, status });
 
+const KEY_CACHE_MS = Number(process.env.KEY_CACHE_MS ?? 0);
+const keyCache = KEY_CACHE_MS > 0 ? new LRUCache<string, boolean>({ max: Number(process.env.KEY_CACHE_MAX ?? 10_000), ttl: KEY_CACHE_MS }) : undefined;
+
+/** Whether the key of this SHA-256 hash is active: from the cache (B1c) or one indexed SELECT. */
+async function isActive(hash: string): Promise<boolean> {
+  const cached = keyCache?.get(hash);
+  if (cached !== undefined) return cached;
+  const [rows] = await pool.execute<RowDataPacket[]>('SELECT id FROM api_key WHERE key_hash = ? AND revoked_at IS NULL', [hash]);
+  keyCache?.set(hash, rows.length > 0);
+  return rows.length > 0;
+}
+
 const app = fastify({ logger: false });
 app.addHook('onRequest', async (request, reply) => {
   const key = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
   const hash = key && createHash('sha256').update(key).digest('hex');
-  const [rows] = hash ? await pool.execute<RowDataPacket[]>('SELECT id FROM api_key WHERE key_hash = ? AND revoked_at IS NULL', [hash]) : [[]];
-  if (rows.length === 0) return reply.code(401).header('www-authenticate', 'Bearer').send(error(401, 'UNAUTHENTICATED'));
+  if (!hash || !(await isActive(hash))) return reply.code(401).header('www-authenticate', 'Bearer').send(error(401, 'UNAUTHENTICATED'));
 });
 app.get<{ Querystring: { limit?: string; status?: string } }>('/v1/pets', async (request, reply) => {
   const { limit = '20', status } = request.query;

@@ -5,8 +5,8 @@ import autocannon from 'autocannon';
 import { freePort } from '../src/net/free-port';
 import type { Scenario, ScenarioContext } from './scenarios';
 
-/** The systems measured: the service and the two baselines. */
-export type SystemName = 'service' | 'B1' | 'B0';
+/** The systems measured: the service and the baselines (B1c is B1 with a key cache). */
+export type SystemName = 'service' | 'B1' | 'B1c' | 'B0';
 
 /** A started server process. */
 export interface RunningSystem {

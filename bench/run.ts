@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { generateApiKey } from '../src/auth/api-key.service';
+import { API_KEY_CACHE, generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from '../src/database/mysql-admin';
 import { freePort } from '../src/net/free-port';
@@ -13,20 +13,21 @@ import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
- *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B0]`
+ *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B1c,B0]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
  * mysql://root@127.0.0.1:3306/petstore_bench, or petstore_bench_smoke with --smoke; it is
  * dropped and recreated, so two runs must not share one), then for each round starts fresh processes of
  * the service (dist/src/main.js, NODE_ENV=production, LOG_LEVEL=warn) and the baselines B1
- * (Fastify + mysql2) and B0 (node:http, canned JSON), alternating their order, and runs every
- * scenario against each with autocannon. Then: p99 at half of B1's maximum rate, and the scale
+ * (Fastify + mysql2, a key lookup per request), B1c (B1 with a key cache of the service's TTL)
+ * and B0 (node:http, canned JSON), alternating their order, and runs every scenario against
+ * each with autocannon; the report gives the service's ratios to B1 and B1c. Then: p99 at half of B1's maximum rate, and the scale
  * curve (10k, 100k, 1M rows in BENCH_DATABASE_URL's database + `_scale`). Writes
  * bench/results/latest.{md,json} (smoke: smoke.{md,json}) and prints the table.
  * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
  * No thresholds are enforced: targets are reported, met or missed.
  */
-const SYSTEM_NAMES: readonly SystemName[] = ['service', 'B1', 'B0'];
+const SYSTEM_NAMES: readonly SystemName[] = ['service', 'B1', 'B1c', 'B0'];
 
 function positiveNumber(value: string): number {
   const number = Number(value);
@@ -47,7 +48,7 @@ const options = new Command('bench')
   .option('--only <regex>', 'only the scenarios whose "surface name" matches, e.g. "graphql list"')
   .option('--rounds <n>', 'rounds (default 3; 1 with --smoke)', positiveIntegerArgument)
   .option('--duration <seconds>', 'seconds per measured run (default 3)', positiveNumber)
-  .option('--systems <list>', 'comma-separated systems to run (default: service,B1,B0)', systemList)
+  .option('--systems <list>', 'comma-separated systems to run (default: service,B1,B1c,B0)', systemList)
   .option('--no-scale', 'skip the scale curve')
   .option('--no-half-rate', 'skip p99 at half of B1\'s maximum rate')
   .option('--cpu-prof', 'write V8 CPU profiles of the service to bench/results/profiles/')
@@ -96,6 +97,12 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
       }, apiKey, options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : []);
     case 'B1':
       return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey);
+    case 'B1c':
+      return startSystem('B1c', 'dist/bench/baseline-fastify-mysql.server.js', {
+        DATABASE_URL: databaseUrl,
+        KEY_CACHE_MS: String(API_KEY_CACHE.ttlMs),
+        KEY_CACHE_MAX: String(API_KEY_CACHE.maxEntries),
+      }, apiKey);
     case 'B0':
       return startSystem('B0', 'dist/bench/baseline-http.server.js', { API_KEY: apiKey, CANNED_FILE }, apiKey);
   }
@@ -142,7 +149,7 @@ async function main(): Promise<void> {
 
   // A B A B: fresh processes every round, the order reversed every other round.
   for (let round = 0; round < SETTINGS.rounds; round++) {
-    const order = (round % 2 === 0 ? ['service', 'B1', 'B0'] : ['B0', 'B1', 'service']).filter((name) => SYSTEMS.includes(name as SystemName)) as SystemName[];
+    const order = (round % 2 === 0 ? SYSTEM_NAMES : [...SYSTEM_NAMES].reverse()).filter((name) => SYSTEMS.includes(name as SystemName)) as SystemName[];
     log(`Round ${round + 1} of ${SETTINGS.rounds}: ${order.join(', ')}`);
     for (const name of order) {
       const system = await start(name, apiKey);
