@@ -34,6 +34,10 @@ export interface Measurement {
   statuses: Record<string, number>;
   /** Highest resident set size of the server during the run, MiB (sampled every 50 ms). */
   peakRssMb: number;
+  /** The server process's user + system CPU time during the run, milliseconds ({@link cpuTimeMs}; NaN, null in JSON, when unreadable). */
+  cpuMs: number;
+  /** `cpuMs` over the responses received: server CPU time per request, milliseconds. */
+  cpuMsPerRequest: number;
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -45,6 +49,27 @@ export function rssMb(pid: number): number {
     return match ? Number(match[1]) / 1024 : 0;
   } catch {
     return 0;
+  }
+}
+
+/** The unit of utime and stime in /proc/<pid>/stat: USER_HZ, 100 on Linux (`getconf CLK_TCK`). */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * CPU time a process has used so far, user + system, all its threads, milliseconds, read from
+ * outside: utime + stime of /proc/<pid>/stat, in 10 ms clock ticks. This is the kernel's
+ * accounting that `process.cpuUsage()` (getrusage) reads inside the process.
+ *
+ * @returns NaN when unreadable (not Linux, or exited).
+ */
+export function cpuTimeMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (in parentheses, may hold spaces): state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return NaN;
   }
 }
 
@@ -126,7 +151,8 @@ export async function probe(system: RunningSystem, scenario: Scenario, context: 
 }
 
 /**
- * Runs one scenario with autocannon against a system, sampling the server's RSS.
+ * Runs one scenario with autocannon against a system, sampling the server's RSS and reading
+ * its CPU time before and after.
  *
  * @param options.duration - seconds of load.
  * @param options.connections - concurrent keep-alive connections (no pipelining).
@@ -140,6 +166,7 @@ export async function measure(
 ): Promise<Measurement> {
   let peakRssMb = rssMb(system.pid);
   const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, rssMb(system.pid))), 50);
+  const cpuBefore = cpuTimeMs(system.pid);
   try {
     const result = await autocannon({
       url: system.url,
@@ -154,6 +181,7 @@ export async function measure(
     const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count ?? 0]));
     const expected = scenario.expected.reduce((sum, code) => sum + (statuses[code] ?? 0), 0);
     const total = Object.values(statuses).reduce((sum, count) => sum + count, 0);
+    const cpuMs = cpuTimeMs(system.pid) - cpuBefore;
     return {
       rps: total / result.duration,
       p50: result.latency.p50,
@@ -163,6 +191,8 @@ export async function measure(
       unexpected: total - expected + result.errors,
       statuses,
       peakRssMb: Math.round(Math.max(peakRssMb, rssMb(system.pid))),
+      cpuMs,
+      cpuMsPerRequest: total > 0 ? cpuMs / total : NaN,
     };
   } finally {
     clearInterval(sampler);

@@ -127,7 +127,7 @@ async function run(system: RunningSystem, scenario: Scenario, context: ScenarioC
   await probe(system, scenario, context);
   if (SETTINGS.warmupSeconds > 0) await measure(system, scenario, context, { duration: SETTINGS.warmupSeconds, connections, overallRate });
   const result = await measure(system, scenario, context, { duration: SETTINGS.durationSeconds, connections, overallRate });
-  log(`  ${system.name.padEnd(7)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`);
+  log(`  ${system.name.padEnd(7)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  CPU ${result.cpuMsPerRequest.toFixed(3)} ms/req  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`);
   return result;
 }
 
