@@ -116,7 +116,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   return checks;
 }
 
-const fixed = (value: number | undefined, digits = 0) => (value === undefined ? '–' : value.toFixed(digits));
+const fixed = (value: number | undefined, digits = 0) => (value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(digits));
 
 /** @returns the results as Markdown: machine, main table, half-rate table, scale curve, targets. */
 export function toMarkdown(results: BenchResults): string {
@@ -144,12 +144,12 @@ export function toMarkdown(results: BenchResults): string {
   lines.push('Medians over rounds. B1 is Fastify + mysql2 with a key lookup on every request, B1c the same with a key cache of the service\'s TTL, B0 canned JSON; they serve REST only, so GraphQL rows are compared with their REST figure for the same operation. "Unexpected" counts responses with another status than the scenario expects, and connection errors, over every round (service, and for REST rows the baselines too).');
   if (results.halfRate.length > 0) {
     lines.push('');
-    lines.push('At half of B1\'s maximum rate (fixed request rate, same connections):');
+    lines.push('At half of B1\'s maximum rate (requests sent evenly spaced whether or not earlier ones were answered, same connections):');
     lines.push('');
     lines.push('| Scenario | Surface | Rate req/s | Service p50 / p99 ms | B1 p50 / p99 ms |');
     lines.push('|---|---|--:|--:|--:|');
     for (const row of results.halfRate) {
-      lines.push(`| ${row.name} | ${row.surface === 'rest' ? 'REST' : 'GraphQL'} | ${row.rate} | ${row.service.p50} / ${row.service.p99} | ${row.b1.p50} / ${row.b1.p99} |`);
+      lines.push(`| ${row.name} | ${row.surface === 'rest' ? 'REST' : 'GraphQL'} | ${row.rate} | ${fixed(row.service.p50, 1)} / ${fixed(row.service.p99, 1)} | ${fixed(row.b1.p50, 1)} / ${fixed(row.b1.p99, 1)} |`);
     }
   }
   if (results.scale.length > 0) {

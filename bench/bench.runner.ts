@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
+import { finished } from 'node:stream';
 import autocannon from 'autocannon';
 import { freePort } from '../src/net/free-port';
 import type { Scenario, ScenarioContext } from './scenarios';
@@ -21,10 +23,10 @@ export interface RunningSystem {
 export interface Measurement {
   /** Responses per second over the run. */
   rps: number;
-  /** Latency percentiles, milliseconds (autocannon records whole milliseconds). */
+  /** Latency percentiles, milliseconds (autocannon records whole milliseconds; {@link measureAtRate} tenths). */
   p50: number;
   p99: number;
-  /** Mean latency, milliseconds, from the throughput: connections × duration / responses (exact, unlike the histogram). */
+  /** Mean latency, milliseconds: with autocannon from the throughput, connections × duration / responses (exact, unlike the histogram). */
   mean: number;
   /** Responses received. */
   total: number;
@@ -150,51 +152,139 @@ export async function probe(system: RunningSystem, scenario: Scenario, context: 
   return first!;
 }
 
+/** What a load generator measured, before the server's usage is added. */
+type LoadResult = Omit<Measurement, 'peakRssMb' | 'cpuMs' | 'cpuMsPerRequest'>;
+
 /**
- * Runs one scenario with autocannon against a system, sampling the server's RSS and reading
- * its CPU time before and after.
- *
- * @param options.duration - seconds of load.
- * @param options.connections - concurrent keep-alive connections (no pipelining).
- * @param options.overallRate - requests per second across all connections; unlimited when absent.
+ * Runs a load against a system, sampling the server's RSS every 50 ms and reading its CPU
+ * time ({@link cpuTimeMs}) before and after.
  */
-export async function measure(
-  system: RunningSystem,
-  scenario: Scenario,
-  context: ScenarioContext,
-  options: { duration: number; connections: number; overallRate?: number },
-): Promise<Measurement> {
+async function withServerUsage(system: RunningSystem, load: () => Promise<LoadResult>): Promise<Measurement> {
   let peakRssMb = rssMb(system.pid);
   const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, rssMb(system.pid))), 50);
   const cpuBefore = cpuTimeMs(system.pid);
   try {
+    const result = await load();
+    const cpuMs = cpuTimeMs(system.pid) - cpuBefore;
+    return { ...result, peakRssMb: Math.round(Math.max(peakRssMb, rssMb(system.pid))), cpuMs, cpuMsPerRequest: result.total > 0 ? cpuMs / result.total : NaN };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** Responses with a status the scenario does not expect, plus connection errors. */
+const unexpectedOf = (scenario: Scenario, statuses: Record<string, number>, total: number, errors: number) =>
+  total - scenario.expected.reduce((sum, code) => sum + (statuses[code] ?? 0), 0) + errors;
+
+/**
+ * Runs one scenario with autocannon against a system as fast as it answers, sampling the
+ * server's RSS and reading its CPU time before and after.
+ *
+ * @param options.duration - seconds of load.
+ * @param options.connections - concurrent keep-alive connections (no pipelining), each sending its next request when answered.
+ */
+export function measure(system: RunningSystem, scenario: Scenario, context: ScenarioContext, options: { duration: number; connections: number }): Promise<Measurement> {
+  return withServerUsage(system, async () => {
     const result = await autocannon({
       url: system.url,
       connections: options.connections,
       duration: options.duration,
-      ...(options.overallRate && { overallRate: options.overallRate }),
       requests: scenario.requests(context),
       timeout: 10,
       // autocannon stops at its next sample tick (default every 1 s): sample often so short runs end on time.
       sampleInt: 100,
     });
     const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count ?? 0]));
-    const expected = scenario.expected.reduce((sum, code) => sum + (statuses[code] ?? 0), 0);
     const total = Object.values(statuses).reduce((sum, count) => sum + count, 0);
-    const cpuMs = cpuTimeMs(system.pid) - cpuBefore;
     return {
       rps: total / result.duration,
       p50: result.latency.p50,
       p99: result.latency.p99,
       mean: total > 0 ? (options.connections * result.duration * 1000) / total : 0,
       total,
-      unexpected: total - expected + result.errors,
+      unexpected: unexpectedOf(scenario, statuses, total, result.errors),
       statuses,
-      peakRssMb: Math.round(Math.max(peakRssMb, rssMb(system.pid))),
-      cpuMs,
-      cpuMsPerRequest: total > 0 ? cpuMs / total : NaN,
     };
-  } finally {
-    clearInterval(sampler);
-  }
+  });
+}
+
+/**
+ * Sends one scenario's requests at a fixed rate, evenly spaced (every millisecond, the requests
+ * then due), over at most `connections` keep-alive connections, sampling the server's RSS and
+ * reading its CPU time before and after. Open loop: a request is sent when due whether or not
+ * earlier ones were answered, and its latency counts from then, so time spent waiting for a
+ * free connection counts too. (autocannon's `overallRate` sends each connection's share of a
+ * second at full speed at the start of the second: bursts at the maximum rate, not a rate.)
+ *
+ * @param options.duration - seconds of sending; the run then waits for the last answers, and
+ *   `rps` is the responses over the whole time (below `rate` when the server fell behind).
+ * @param options.rate - requests per second; the scenario's request sequence is cycled.
+ */
+export function measureAtRate(
+  system: RunningSystem,
+  scenario: Scenario,
+  context: ScenarioContext,
+  options: { duration: number; connections: number; rate: number },
+): Promise<Measurement> {
+  return withServerUsage(system, async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
+    const sequence = scenario.requests(context);
+    const latencies: number[] = [];
+    const statuses: Record<string, number> = {};
+    let errors = 0;
+    const send = (index: number) =>
+      new Promise<void>((resolve) => {
+        const sentAt = performance.now();
+        let request = sequence[index % sequence.length];
+        if (typeof request.setupRequest === 'function') request = request.setupRequest(request, {});
+        const body = request.body as string | undefined;
+        // As autocannon sends them: a body with its length, not chunked.
+        const headers = { ...request.headers, ...(body !== undefined && { 'content-length': Buffer.byteLength(body) }) };
+        const outgoing = http.request(system.url + request.path, { method: request.method, headers, agent, timeout: 10_000 }, (response) => {
+          response.resume();
+          finished(response, (error) => {
+            if (error) errors++;
+            else {
+              latencies.push(performance.now() - sentAt);
+              statuses[response.statusCode!] = (statuses[response.statusCode!] ?? 0) + 1;
+            }
+            resolve();
+          });
+        });
+        outgoing.once('timeout', () => outgoing.destroy(new Error('timed out')));
+        outgoing.once('error', () => {
+          errors++;
+          resolve();
+        });
+        outgoing.end(body);
+      });
+    const began = performance.now();
+    const dueAt = (index: number) => began + (index * 1000) / options.rate;
+    const count = Math.max(1, Math.round(options.duration * options.rate));
+    const sent: Array<Promise<void>> = [];
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        while (sent.length < count && dueAt(sent.length) <= performance.now()) sent.push(send(sent.length));
+        if (sent.length === count) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 1);
+    });
+    await Promise.all(sent);
+    const seconds = (performance.now() - began) / 1000;
+    agent.destroy();
+    const sorted = latencies.sort((a, b) => a - b);
+    const percentile = (p: number) => (sorted.length > 0 ? Math.round(sorted[Math.ceil(p * sorted.length) - 1] * 10) / 10 : 0);
+    const total = sorted.length;
+    return {
+      rps: total / seconds,
+      p50: percentile(0.5),
+      p99: percentile(0.99),
+      mean: total > 0 ? sorted.reduce((sum, latency) => sum + latency, 0) / total : 0,
+      total,
+      unexpected: unexpectedOf(scenario, statuses, total, errors),
+      statuses,
+    };
+  });
 }

@@ -8,7 +8,7 @@ import { databaseNameOf, siblingDatabaseUrl } from '../src/database/mysql-admin'
 import { freePort } from '../src/net/free-port';
 import { databaseVersion, explainQueries, growPets, prepareDatabase } from './bench-database';
 import { type BenchResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
-import { type Measurement, type RunningSystem, type SystemName, measure, probe, startSystem } from './bench.runner';
+import { type Measurement, type RunningSystem, type SystemName, measure, measureAtRate, probe, startSystem } from './bench.runner';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 
 /**
@@ -122,11 +122,13 @@ async function captureCanned(service: RunningSystem, context: ScenarioContext): 
   writeFileSync(CANNED_FILE, JSON.stringify(canned));
 }
 
-/** Probes, warms up, then measures one scenario. */
-async function run(system: RunningSystem, scenario: Scenario, context: ScenarioContext, overallRate?: number, connections = SETTINGS.connections): Promise<Measurement> {
+/** Probes, warms up, then measures one scenario: as fast as it answers, or at `rate` requests per second. */
+async function run(system: RunningSystem, scenario: Scenario, context: ScenarioContext, rate?: number, connections = SETTINGS.connections): Promise<Measurement> {
   await probe(system, scenario, context);
-  if (SETTINGS.warmupSeconds > 0) await measure(system, scenario, context, { duration: SETTINGS.warmupSeconds, connections, overallRate });
-  const result = await measure(system, scenario, context, { duration: SETTINGS.durationSeconds, connections, overallRate });
+  const load = (duration: number) =>
+    rate === undefined ? measure(system, scenario, context, { duration, connections }) : measureAtRate(system, scenario, context, { duration, connections, rate });
+  if (SETTINGS.warmupSeconds > 0) await load(SETTINGS.warmupSeconds);
+  const result = await load(SETTINGS.durationSeconds);
   log(`  ${system.name.padEnd(7)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  CPU ${result.cpuMsPerRequest.toFixed(3)} ms/req  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`);
   return result;
 }
