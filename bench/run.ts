@@ -21,7 +21,9 @@ import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './
  * the service (dist/src/main.js, NODE_ENV=production, LOG_LEVEL=warn) and the baselines B1
  * (Fastify + mysql2, a key lookup per request), B1c (B1 with a key cache of the service's TTL)
  * and B0 (node:http, canned JSON), alternating their order, and runs every scenario against
- * each with autocannon; the report gives the service's ratios to B1 and B1c. Then: p99 at half of B1's maximum rate, and the scale
+ * each with autocannon; the report gives the service's ratios to B1 and B1c. Then, for every
+ * scenario, B1c and then the service at half of B1c's maximum rate for the operation: p50/p99
+ * and the server's CPU time per request (cpuTimeMs in bench.runner.ts). Then the scale
  * curve (10k, 100k, 1M rows in BENCH_DATABASE_URL's database + `_scale`). Writes
  * bench/results/latest.{md,json} (smoke: smoke.{md,json}) and prints the table.
  * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
@@ -50,7 +52,7 @@ const options = new Command('bench')
   .option('--duration <seconds>', 'seconds per measured run (default 3)', positiveNumber)
   .option('--systems <list>', 'comma-separated systems to run (default: service,B1,B1c,B0)', systemList)
   .option('--no-scale', 'skip the scale curve')
-  .option('--no-half-rate', 'skip p99 at half of B1\'s maximum rate')
+  .option('--no-half-rate', 'skip the fixed-rate phase (p99 and CPU time per request at half of B1c\'s maximum rate)')
   .option('--cpu-prof', 'write V8 CPU profiles of the service to bench/results/profiles/')
   .showHelpAfterError()
   .parse()
@@ -166,24 +168,24 @@ async function main(): Promise<void> {
     }
   }
 
-  // p99 at half of B1's maximum rate, B1 then the service, for get and list-20.
+  // The fixed-rate phase: every scenario at half of B1c's maximum rate for its operation (the
+  // main rounds' median), B1c then the service: latency, and server CPU time per request.
   const halfRate: BenchResults['halfRate'] = [];
-  const halfRateScenarios = scenarios.filter((s) => ['get', 'list-20'].includes(s.name));
-  if (halfRateScenarios.length > 0 && SYSTEMS.includes('B1') && options.halfRate) {
-    log('At half of B1\'s maximum rate');
-    const rateOf = (name: string) => Math.max(1, Math.round(summarise(runs.find((r) => r.system === 'B1' && r.name === name))!.rps / 2));
-    const b1 = await start('B1', apiKey);
-    const b1Results: Record<string, Measurement> = {};
+  if (scenarios.length > 0 && SYSTEMS.includes('B1c') && SYSTEMS.includes('service') && options.halfRate) {
+    log('At half of B1c\'s maximum rate');
+    const rateOf = (name: string) => Math.max(1, Math.round(summarise(runs.find((r) => r.system === 'B1c' && r.name === name))!.rps / 2));
+    const b1c = await start('B1c', apiKey);
+    const b1cResults: Record<string, Measurement> = {};
     try {
-      for (const scenario of baselineScenarios.filter((s) => ['get', 'list-20'].includes(s.name))) b1Results[scenario.name] = await run(b1, scenario, context, rateOf(scenario.name));
+      for (const scenario of baselineScenarios) b1cResults[scenario.name] = await run(b1c, scenario, context, rateOf(scenario.name));
     } finally {
-      await b1.stop();
+      await b1c.stop();
     }
     const service = await start('service', apiKey);
     try {
-      for (const scenario of halfRateScenarios) {
+      for (const scenario of scenarios) {
         const rate = rateOf(scenario.name);
-        halfRate.push({ name: scenario.name, surface: scenario.surface, rate, b1: b1Results[scenario.name], service: await run(service, scenario, context, rate) });
+        halfRate.push({ name: scenario.name, surface: scenario.surface, rate, b1c: b1cResults[scenario.name], service: await run(service, scenario, context, rate) });
       }
     } finally {
       await service.stop();
@@ -252,7 +254,7 @@ async function main(): Promise<void> {
 
   const unexpected = [
     ...runs.flatMap((r) => r.rounds.map((m) => ({ what: `${r.system} ${r.surface} ${r.name}`, m }))),
-    ...halfRate.flatMap((r) => [{ what: `half-rate B1 ${r.name}`, m: r.b1 }, { what: `half-rate service ${r.surface} ${r.name}`, m: r.service }]),
+    ...halfRate.flatMap((r) => [{ what: `half-rate B1c ${r.name}`, m: r.b1c }, { what: `half-rate service ${r.surface} ${r.name}`, m: r.service }]),
     ...scale.flatMap((p) => Object.entries(p.latency).map(([label, m]) => ({ what: `scale ${p.rows} ${label}`, m }))),
   ].filter(({ m }) => m.unexpected > 0 || m.total === 0);
   if (unexpected.length > 0) {
