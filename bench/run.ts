@@ -20,12 +20,16 @@ import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './
  * dropped and recreated, so two runs must not share one), then for each round starts fresh processes of
  * the service (dist/src/main.js, NODE_ENV=production, LOG_LEVEL=warn) and the baselines B1
  * (Fastify + mysql2, a key lookup per request), B1c (B1 with a key cache of the service's TTL)
- * and B0 (node:http, canned JSON), alternating their order, and runs every scenario against
- * each with autocannon; the report gives the service's ratios to B1 and B1c. Then, for every
- * scenario, B1c and then the service at half of B1c's maximum rate for the operation: p50/p99
- * and the server's CPU time per request (cpuTimeMs in bench.runner.ts). Then the scale
+ * and B0 (node:http, canned JSON), in an order reversed every other round, and runs every
+ * scenario against each with autocannon (the baselines: the REST scenario of each operation),
+ * 3 rounds of 5 s after a 0.5 s warm-up, 32 connections. The report gives medians over rounds
+ * and the service's ratios to B1 and B1c (a GraphQL row to their REST figure).
+ * Then the fixed-rate phase: for every scenario, B1c and then the service at half of B1c's
+ * maximum rate for the operation, for p50/p99 and the server's CPU time per request (user +
+ * system, read from /proc/<pid>/stat; see cpuTimeMs in bench.runner.ts). Then the scale
  * curve (10k, 100k, 1M rows in BENCH_DATABASE_URL's database + `_scale`). Writes
- * bench/results/latest.{md,json} (smoke: smoke.{md,json}) and prints the table.
+ * bench/results/latest.{md,json} (smoke: smoke.{md,json}; a run with any option narrowing or
+ * shortening it: partial.{md,json}) and prints the tables.
  * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
  * No thresholds are enforced: targets are reported, met or missed.
  */
@@ -49,7 +53,7 @@ const options = new Command('bench')
   .option('--smoke', 'one short round on a database of its own, to check the harness (CI)')
   .option('--only <regex>', 'only the scenarios whose "surface name" matches, e.g. "graphql list"')
   .option('--rounds <n>', 'rounds (default 3; 1 with --smoke)', positiveIntegerArgument)
-  .option('--duration <seconds>', 'seconds per measured run (default 3)', positiveNumber)
+  .option('--duration <seconds>', 'seconds per measured run (default 5)', positiveNumber)
   .option('--systems <list>', 'comma-separated systems to run (default: service,B1,B1c,B0)', systemList)
   .option('--no-scale', 'skip the scale curve')
   .option('--no-half-rate', 'skip the fixed-rate phase (p99 and CPU time per request at half of B1c\'s maximum rate)')
@@ -70,7 +74,7 @@ const smoke = options.smoke === true;
 const only = options.only === undefined ? undefined : new RegExp(options.only);
 const SETTINGS = smoke
   ? { rounds: 1, durationSeconds: 0.4, warmupSeconds: 0.1, connections: 10, pets: 10_000, scaleRows: [10_000, 20_000], scaleSeconds: 0.3 }
-  : { rounds: 3, durationSeconds: 3, warmupSeconds: 0.5, connections: 10, pets: 10_000, scaleRows: [10_000, 100_000, 1_000_000], scaleSeconds: 2 };
+  : { rounds: 3, durationSeconds: 5, warmupSeconds: 0.5, connections: 32, pets: 10_000, scaleRows: [10_000, 100_000, 1_000_000], scaleSeconds: 2 };
 // For measuring one change quickly: fewer rounds, shorter runs, some systems only.
 if (options.rounds !== undefined) SETTINGS.rounds = options.rounds;
 if (options.duration !== undefined) SETTINGS.durationSeconds = options.duration;
