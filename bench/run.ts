@@ -157,7 +157,7 @@ async function main(): Promise<void> {
 
   // A B A B: fresh processes every round, the order reversed every other round.
   for (let round = 0; round < SETTINGS.rounds; round++) {
-    const order = (round % 2 === 0 ? SYSTEM_NAMES : [...SYSTEM_NAMES].reverse()).filter((name) => SYSTEMS.includes(name as SystemName)) as SystemName[];
+    const order = (round % 2 === 0 ? SYSTEM_NAMES : [...SYSTEM_NAMES].reverse()).filter((name) => SYSTEMS.includes(name));
     log(`Round ${round + 1} of ${SETTINGS.rounds}: ${order.join(', ')}`);
     for (const name of order) {
       const system = await start(name, apiKey);
