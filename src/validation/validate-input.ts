@@ -18,10 +18,26 @@ function describe(errors: ValidationError[], prefix = ''): string[] {
   });
 }
 
+/** Each input class's declared properties, read from class-validator's metadata once (decorators run at load time). */
+const DECLARED = new WeakMap<object, ReadonlySet<string>>();
+
+function declaredProperties(type: new () => object): ReadonlySet<string> {
+  let declared = DECLARED.get(type);
+  if (!declared) {
+    declared = new Set(
+      getMetadataStorage()
+        .getTargetValidationMetadatas(type, '', true, false)
+        .map((metadata) => metadata.propertyName),
+    );
+    DECLARED.set(type, declared);
+  }
+  return declared;
+}
+
 /**
  * Builds an instance of an input class from plain values and checks it against the class's
  * class-validator rules. The rules are declared once, on the input classes; both surfaces
- * reach them through the resolvers, which call this.
+ * reach them through the pet operations, which call this.
  *
  * Unknown properties are rejected (not stripped), so `{ "id": 7, … }` is a 400, not a
  * silently ignored field. Property initialisers on the class supply defaults for absent keys.
@@ -39,11 +55,7 @@ export async function validateInput<T extends object>(type: new () => T, values:
   }
   // Only the class's declared properties are copied: a key such as `__proto__`, `constructor`
   // or `hasOwnProperty` is refused here, before it can touch the instance.
-  const declared = new Set(
-    getMetadataStorage()
-      .getTargetValidationMetadatas(type, '', true, false)
-      .map((metadata) => metadata.propertyName),
-  );
+  const declared = declaredProperties(type);
   const unknown = Object.keys(values).filter((key) => !declared.has(key));
   if (unknown.length > 0) {
     throw new AppError('BAD_USER_INPUT', `Invalid input: ${unknown.map((key) => `property ${key} should not exist`).join('; ')}.`);
