@@ -110,14 +110,22 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   }
   for (const row of results.halfRate) {
     const value = row.service.p99 / row.b1c.p99;
-    checks.push({ target: `${row.surface} ${row.name} p99 at ${row.rate} req/s (half of B1c's max) ≤ 1.5× B1c's p99`, value: `${row.service.p99} ms vs ${row.b1c.p99} ms (${value.toFixed(2)}×)`, met: value <= 1.5 });
+    checks.push({
+      target: `${row.surface} ${row.name} p99 at ${row.rate} req/s (half of B1c's max) ≤ 1.5× B1c's p99`,
+      value: `${row.service.p99} ms vs ${row.b1c.p99} ms (${value.toFixed(2)}×)`,
+      met: value <= 1.5,
+    });
   }
   const first = results.scale[0];
   const last = results.scale.at(-1);
   if (first && last && last !== first) {
     for (const query of SCALE_QUERIES.filter((q) => q.startsWith('list'))) {
       const value = last.latency[query].mean / first.latency[query].mean;
-      checks.push({ target: `${query} mean latency at ${last.rows.toLocaleString('en')} rows ≤ 1.2× at ${first.rows.toLocaleString('en')}`, value: `${last.latency[query].mean.toFixed(2)} vs ${first.latency[query].mean.toFixed(2)} ms (${value.toFixed(2)}×)`, met: value <= 1.2 });
+      checks.push({
+        target: `${query} mean latency at ${last.rows.toLocaleString('en')} rows ≤ 1.2× at ${first.rows.toLocaleString('en')}`,
+        value: `${last.latency[query].mean.toFixed(2)} vs ${first.latency[query].mean.toFixed(2)} ms (${value.toFixed(2)}×)`,
+        met: value <= 1.2,
+      });
     }
   }
   for (const surface of ['rest', 'graphql']) {
@@ -133,11 +141,19 @@ const fixed = (value: number | undefined, digits = 0) => (value === undefined ||
 export function toMarkdown(results: BenchResults): string {
   const lines: string[] = [];
   const { settings, machine } = results;
-  lines.push(`Run ${results.startedAt} (${results.mode}, ${Math.round(results.seconds)} s): ${settings.rounds} rounds × ${settings.durationSeconds} s per scenario and system (after ${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ${settings.pets.toLocaleString('en')} seeded pets.`);
+  lines.push(
+    `Run ${results.startedAt} (${results.mode}, ${Math.round(results.seconds)} s): ${settings.rounds} rounds × ${settings.durationSeconds} s per scenario and system (after ${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ${settings.pets.toLocaleString('en')} seeded pets.`,
+  );
   lines.push('');
-  lines.push(`Machine: ${Object.entries(machine).map(([key, value]) => `${key} ${value}`).join('; ')}.`);
+  lines.push(
+    `Machine: ${Object.entries(machine)
+      .map(([key, value]) => `${key} ${value}`)
+      .join('; ')}.`,
+  );
   lines.push('');
-  lines.push('| Scenario | Surface | req/s | p50 ms | p99 ms | × B1 | × B1c | B1 req/s | B1 p99 ms | B1c req/s | B1c p99 ms | B0 req/s | Peak RSS MB | Unexpected |');
+  lines.push(
+    '| Scenario | Surface | req/s | p50 ms | p99 ms | × B1 | × B1c | B1 req/s | B1 p99 ms | B1c req/s | B1c p99 ms | B0 req/s | Peak RSS MB | Unexpected |',
+  );
   lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
   const names = [...new Set(results.runs.map((r) => r.name))];
   for (const name of names) {
@@ -148,20 +164,30 @@ export function toMarkdown(results: BenchResults): string {
       const b1c = find(results, 'B1c', 'rest', name);
       const b0 = find(results, 'B0', 'rest', name);
       const unexpected = service.unexpected + (surface === 'rest' ? [b1, b1c, b0].reduce((sum, other) => sum + (other?.unexpected ?? 0), 0) : 0);
-      lines.push(`| ${name} | ${surface === 'rest' ? 'REST' : 'GraphQL'} | ${fixed(service.rps)} | ${fixed(service.p50)} | ${fixed(service.p99)} | ${fixed(ratioTo(results, 'B1', surface, name), 2)} | ${fixed(ratioTo(results, 'B1c', surface, name), 2)} | ${fixed(b1?.rps)} | ${fixed(b1?.p99)} | ${fixed(b1c?.rps)} | ${fixed(b1c?.p99)} | ${fixed(b0?.rps)} | ${service.peakRssMb} | ${unexpected} |`);
+      lines.push(
+        `| ${name} | ${surface === 'rest' ? 'REST' : 'GraphQL'} | ${fixed(service.rps)} | ${fixed(service.p50)} | ${fixed(service.p99)} | ${fixed(ratioTo(results, 'B1', surface, name), 2)} | ${fixed(ratioTo(results, 'B1c', surface, name), 2)} | ${fixed(b1?.rps)} | ${fixed(b1?.p99)} | ${fixed(b1c?.rps)} | ${fixed(b1c?.p99)} | ${fixed(b0?.rps)} | ${service.peakRssMb} | ${unexpected} |`,
+      );
     }
   }
   lines.push('');
-  lines.push('Medians over rounds. B1 is Fastify + mysql2 with a key lookup on every request, B1c the same with a key cache of the service\'s TTL, B0 canned JSON; they serve REST only, so GraphQL rows are compared with their REST figure for the same operation. "Unexpected" counts responses with another status than the scenario expects, and connection errors, over every round (service, and for REST rows the baselines too).');
+  lines.push(
+    'Medians over rounds. B1 is Fastify + mysql2 with a key lookup on every request, B1c the same with a key cache of the service\'s TTL, B0 canned JSON; they serve REST only, so GraphQL rows are compared with their REST figure for the same operation. "Unexpected" counts responses with another status than the scenario expects, and connection errors, over every round (service, and for REST rows the baselines too).',
+  );
   if (results.halfRate.length > 0) {
     lines.push('');
-    lines.push('At half of B1c\'s maximum rate (requests sent evenly spaced whether or not earlier ones were answered, same connections; B1c runs the REST operation). CPU ms/request: the server process\'s user + system CPU time during the measured run (not the warm-up), read from outside in /proc/<pid>/stat (utime + stime, 10 ms ticks, the accounting `process.cpuUsage()` reads), over the responses received:');
+    lines.push(
+      "At half of B1c's maximum rate (requests sent evenly spaced whether or not earlier ones were answered, same connections; B1c runs the REST operation). CPU ms/request: the server process's user + system CPU time during the measured run (not the warm-up), read from outside in /proc/<pid>/stat (utime + stime, 10 ms ticks, the accounting `process.cpuUsage()` reads), over the responses received:",
+    );
     lines.push('');
-    lines.push('| Scenario | Surface | Rate req/s | Service p50 / p99 ms | B1c p50 / p99 ms | p99 × B1c | Service CPU ms/request | B1c CPU ms/request | CPU × B1c |');
+    lines.push(
+      '| Scenario | Surface | Rate req/s | Service p50 / p99 ms | B1c p50 / p99 ms | p99 × B1c | Service CPU ms/request | B1c CPU ms/request | CPU × B1c |',
+    );
     lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|');
     for (const row of results.halfRate) {
       const { service, b1c } = row;
-      lines.push(`| ${row.name} | ${row.surface === 'rest' ? 'REST' : 'GraphQL'} | ${row.rate} | ${fixed(service.p50, 1)} / ${fixed(service.p99, 1)} | ${fixed(b1c.p50, 1)} / ${fixed(b1c.p99, 1)} | ${fixed(service.p99 / b1c.p99, 2)} | ${fixed(service.cpuMsPerRequest, 3)} | ${fixed(b1c.cpuMsPerRequest, 3)} | ${fixed(service.cpuMsPerRequest / b1c.cpuMsPerRequest, 2)} |`);
+      lines.push(
+        `| ${row.name} | ${row.surface === 'rest' ? 'REST' : 'GraphQL'} | ${row.rate} | ${fixed(service.p50, 1)} / ${fixed(service.p99, 1)} | ${fixed(b1c.p50, 1)} / ${fixed(b1c.p99, 1)} | ${fixed(service.p99 / b1c.p99, 2)} | ${fixed(service.cpuMsPerRequest, 3)} | ${fixed(b1c.cpuMsPerRequest, 3)} | ${fixed(service.cpuMsPerRequest / b1c.cpuMsPerRequest, 2)} |`,
+      );
     }
   }
   if (results.scale.length > 0) {
@@ -172,7 +198,9 @@ export function toMarkdown(results: BenchResults): string {
     lines.push(`|--:|${SCALE_QUERIES.map(() => '--:').join('|')}|---|`);
     for (const point of results.scale) {
       const cells = SCALE_QUERIES.map((query) => `${point.latency[query].mean.toFixed(2)} / ${point.latency[query].p99}`);
-      const plans = Object.values(point.plans).map((plan) => `${plan.type} ${plan.key}`).join(', ');
+      const plans = Object.values(point.plans)
+        .map((plan) => `${plan.type} ${plan.key}`)
+        .join(', ');
       lines.push(`| ${point.rows.toLocaleString('en')} | ${cells.join(' | ')} | ${plans} |`);
     }
   }

@@ -111,7 +111,7 @@ export async function startSystem(
       clearTimeout(timer);
     }
   };
-  for (const deadline = Date.now() + 30_000; ; ) {
+  for (const deadline = Date.now() + 30_000; ;) {
     if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode} before it was ready:\n${output}`);
     try {
       const response = await fetch(`${url}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${apiKey}` } });
@@ -141,11 +141,17 @@ export async function probe(system: RunningSystem, scenario: Scenario, context: 
   let first: string | undefined;
   for (let request of scenario.requests(context)) {
     if (typeof request.setupRequest === 'function') request = request.setupRequest(request, {});
-    const response = await fetch(system.url + request.path, { method: request.method, headers: request.headers as Record<string, string>, body: request.body as string | undefined });
+    const response = await fetch(system.url + request.path, {
+      method: request.method,
+      headers: request.headers as Record<string, string>,
+      body: request.body as string | undefined,
+    });
     const body = await response.text();
     const graphqlErrors = scenario.surface === 'graphql' && response.status === 200 && (JSON.parse(body) as { errors?: unknown }).errors;
     if (!scenario.expected.includes(response.status) || graphqlErrors) {
-      throw new Error(`${system.name} ${scenario.surface} ${scenario.name}: ${request.method} ${request.path} answered ${response.status} ${body.slice(0, 300)}`);
+      throw new Error(
+        `${system.name} ${scenario.surface} ${scenario.name}: ${request.method} ${request.path} answered ${response.status} ${body.slice(0, 300)}`,
+      );
     }
     first ??= body;
   }
@@ -183,7 +189,12 @@ const unexpectedOf = (scenario: Scenario, statuses: Record<string, number>, tota
  * @param options.duration - seconds of load.
  * @param options.connections - concurrent keep-alive connections (no pipelining), each sending its next request when answered.
  */
-export function measure(system: RunningSystem, scenario: Scenario, context: ScenarioContext, options: { duration: number; connections: number }): Promise<Measurement> {
+export function measure(
+  system: RunningSystem,
+  scenario: Scenario,
+  context: ScenarioContext,
+  options: { duration: number; connections: number },
+): Promise<Measurement> {
   return withServerUsage(system, async () => {
     const result = await autocannon({
       url: system.url,

@@ -56,7 +56,7 @@ const options = new Command('bench')
   .option('--duration <seconds>', 'seconds per measured run (default 5)', positiveNumber)
   .option('--systems <list>', 'comma-separated systems to run (default: service,B1,B1c,B0)', systemList)
   .option('--no-scale', 'skip the scale curve')
-  .option('--no-half-rate', 'skip the fixed-rate phase (p99 and CPU time per request at half of B1c\'s maximum rate)')
+  .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
   .option('--cpu-prof', 'write V8 CPU profiles of the service to bench/results/profiles/')
   .showHelpAfterError()
   .parse()
@@ -92,23 +92,34 @@ const round1 = (value: number) => Math.round(value * 10) / 10;
 async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_URL): Promise<RunningSystem> {
   switch (system) {
     case 'service':
-      return startSystem('service', 'dist/src/main.js', {
-        NODE_ENV: 'production',
-        LOG_LEVEL: 'warn',
-        DATABASE_URL: databaseUrl,
-        RATE_LIMIT_MAX: '1000000000',
-        RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
-        // A second listener (metrics), if the service has one, must not collide.
-        METRICS_PORT: String(await freePort()),
-      }, apiKey, options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : []);
+      return startSystem(
+        'service',
+        'dist/src/main.js',
+        {
+          NODE_ENV: 'production',
+          LOG_LEVEL: 'warn',
+          DATABASE_URL: databaseUrl,
+          RATE_LIMIT_MAX: '1000000000',
+          RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
+          // A second listener (metrics), if the service has one, must not collide.
+          METRICS_PORT: String(await freePort()),
+        },
+        apiKey,
+        options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : [],
+      );
     case 'B1':
       return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey);
     case 'B1c':
-      return startSystem('B1c', 'dist/bench/baseline-fastify-mysql.server.js', {
-        DATABASE_URL: databaseUrl,
-        KEY_CACHE_MS: String(API_KEY_CACHE.ttlMs),
-        KEY_CACHE_MAX: String(API_KEY_CACHE.maxEntries),
-      }, apiKey);
+      return startSystem(
+        'B1c',
+        'dist/bench/baseline-fastify-mysql.server.js',
+        {
+          DATABASE_URL: databaseUrl,
+          KEY_CACHE_MS: String(API_KEY_CACHE.ttlMs),
+          KEY_CACHE_MAX: String(API_KEY_CACHE.maxEntries),
+        },
+        apiKey,
+      );
     case 'B0':
       return startSystem('B0', 'dist/bench/baseline-http.server.js', { API_KEY: apiKey, CANNED_FILE }, apiKey);
   }
@@ -129,13 +140,23 @@ async function captureCanned(service: RunningSystem, context: ScenarioContext): 
 }
 
 /** Probes, warms up, then measures one scenario: as fast as it answers, or at `rate` requests per second. */
-async function run(system: RunningSystem, scenario: Scenario, context: ScenarioContext, rate?: number, connections = SETTINGS.connections): Promise<Measurement> {
+async function run(
+  system: RunningSystem,
+  scenario: Scenario,
+  context: ScenarioContext,
+  rate?: number,
+  connections = SETTINGS.connections,
+): Promise<Measurement> {
   await probe(system, scenario, context);
   const load = (duration: number) =>
-    rate === undefined ? measure(system, scenario, context, { duration, connections }) : measureAtRate(system, scenario, context, { duration, connections, rate });
+    rate === undefined
+      ? measure(system, scenario, context, { duration, connections })
+      : measureAtRate(system, scenario, context, { duration, connections, rate });
   if (SETTINGS.warmupSeconds > 0) await load(SETTINGS.warmupSeconds);
   const result = await load(SETTINGS.durationSeconds);
-  log(`  ${system.name.padEnd(7)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  CPU ${result.cpuMsPerRequest.toFixed(3)} ms/req  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`);
+  log(
+    `  ${system.name.padEnd(7)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  CPU ${result.cpuMsPerRequest.toFixed(3)} ms/req  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`,
+  );
   return result;
 }
 
@@ -176,7 +197,7 @@ async function main(): Promise<void> {
   // main rounds' median), B1c then the service: latency, and server CPU time per request.
   const halfRate: BenchResults['halfRate'] = [];
   if (scenarios.length > 0 && SYSTEMS.includes('B1c') && SYSTEMS.includes('service') && options.halfRate) {
-    log('At half of B1c\'s maximum rate');
+    log("At half of B1c's maximum rate");
     const rateOf = (name: string) => Math.max(1, Math.round(summarise(runs.find((r) => r.system === 'B1c' && r.name === name))!.rps / 2));
     const b1c = await start('B1c', apiKey);
     const b1cResults: Record<string, Measurement> = {};
@@ -189,7 +210,13 @@ async function main(): Promise<void> {
     try {
       for (const scenario of scenarios) {
         const rate = rateOf(scenario.name);
-        halfRate.push({ name: scenario.name, surface: scenario.surface, rate, b1c: b1cResults[scenario.name], service: await run(service, scenario, context, rate) });
+        halfRate.push({
+          name: scenario.name,
+          surface: scenario.surface,
+          rate,
+          b1c: b1cResults[scenario.name],
+          service: await run(service, scenario, context, rate),
+        });
       }
     } finally {
       await service.stop();
@@ -208,7 +235,15 @@ async function main(): Promise<void> {
         await growPets(scaleUrl, rows);
         log(`Scale curve at ${rows.toLocaleString('en')} rows (grown in ${((Date.now() - began) / 1000).toFixed(1)} s)`);
         const scaleContext: ScenarioContext = { ...context, apiKey: scaleKey, petCount: rows };
-        const list = (label: string, query: string): [string, Scenario] => [label, { name: label, surface: 'rest', expected: [200], requests: ({ apiKey: key }) => [{ method: 'GET', path: `/v1/pets${query}`, headers: { authorization: `Bearer ${key}` } }] }];
+        const list = (label: string, query: string): [string, Scenario] => [
+          label,
+          {
+            name: label,
+            surface: 'rest',
+            expected: [200],
+            requests: ({ apiKey: key }) => [{ method: 'GET', path: `/v1/pets${query}`, headers: { authorization: `Bearer ${key}` } }],
+          },
+        ];
         const queries: Array<[string, Scenario]> = [
           list('list limit=1', '?limit=1'),
           list('list limit=20', '?limit=20'),
@@ -220,7 +255,9 @@ async function main(): Promise<void> {
         for (const [label, scenario] of queries) {
           await measure(service, scenario, scaleContext, { duration: SETTINGS.warmupSeconds, connections: 1 });
           latency[label] = await measure(service, scenario, scaleContext, { duration: SETTINGS.scaleSeconds, connections: 1 });
-          log(`  ${label.padEnd(22)} mean ${latency[label].mean.toFixed(2)} ms  p99 ${latency[label].p99} ms${latency[label].unexpected ? `  UNEXPECTED ${JSON.stringify(latency[label].statuses)}` : ''}`);
+          log(
+            `  ${label.padEnd(22)} mean ${latency[label].mean.toFixed(2)} ms  p99 ${latency[label].p99} ms${latency[label].unexpected ? `  UNEXPECTED ${JSON.stringify(latency[label].statuses)}` : ''}`,
+          );
         }
         scale.push({ rows, plans: await explainQueries(scaleUrl), latency });
       }
@@ -241,7 +278,13 @@ async function main(): Promise<void> {
       database: await databaseVersion(DATABASE_URL),
       'load average (1 min) before/after': `${round1(loadBefore)}/${round1(os.loadavg()[0])}`,
     },
-    settings: { rounds: SETTINGS.rounds, durationSeconds: SETTINGS.durationSeconds, warmupSeconds: SETTINGS.warmupSeconds, connections: SETTINGS.connections, pets: SETTINGS.pets },
+    settings: {
+      rounds: SETTINGS.rounds,
+      durationSeconds: SETTINGS.durationSeconds,
+      warmupSeconds: SETTINGS.warmupSeconds,
+      connections: SETTINGS.connections,
+      pets: SETTINGS.pets,
+    },
     runs,
     halfRate,
     scale,
@@ -249,7 +292,12 @@ async function main(): Promise<void> {
   const markdown = toMarkdown(results);
   mkdirSync(RESULTS, { recursive: true });
   const partial =
-    only !== undefined || options.rounds !== undefined || options.duration !== undefined || SYSTEMS.length < SYSTEM_NAMES.length || !options.scale || !options.halfRate;
+    only !== undefined ||
+    options.rounds !== undefined ||
+    options.duration !== undefined ||
+    SYSTEMS.length < SYSTEM_NAMES.length ||
+    !options.scale ||
+    !options.halfRate;
   const base = path.join(RESULTS, smoke ? 'smoke' : partial ? 'partial' : 'latest');
   writeFileSync(`${base}.md`, markdown);
   writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, targets: checkTargets(results) }, null, 2)}\n`);
@@ -258,7 +306,10 @@ async function main(): Promise<void> {
 
   const unexpected = [
     ...runs.flatMap((r) => r.rounds.map((m) => ({ what: `${r.system} ${r.surface} ${r.name}`, m }))),
-    ...halfRate.flatMap((r) => [{ what: `half-rate B1c ${r.name}`, m: r.b1c }, { what: `half-rate service ${r.surface} ${r.name}`, m: r.service }]),
+    ...halfRate.flatMap((r) => [
+      { what: `half-rate B1c ${r.name}`, m: r.b1c },
+      { what: `half-rate service ${r.surface} ${r.name}`, m: r.service },
+    ]),
     ...scale.flatMap((p) => Object.entries(p.latency).map(([label, m]) => ({ what: `scale ${p.rows} ${label}`, m }))),
   ].filter(({ m }) => m.unexpected > 0 || m.total === 0);
   if (unexpected.length > 0) {

@@ -104,9 +104,7 @@ export async function buildApp({
   const deprecations = new DeprecationTracker(metrics, app.log);
   const petService = new PetService(new PetRepository(dataSource), idempotency, deprecations);
   purgeHourly(app, idempotency);
-  const { identify, requireApiKey } = createAuthHooks(
-    new ApiKeyService(dataSource.getRepository(ApiKey), { cacheTtlMs: config.apiKeyCacheSeconds * 1000 }),
-  );
+  const { identify, requireApiKey } = createAuthHooks(new ApiKeyService(dataSource.getRepository(ApiKey), { cacheTtlMs: config.apiKeyCacheSeconds * 1000 }));
 
   // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.
   app.removeContentTypeParser('text/plain');

@@ -39,7 +39,10 @@ const nonNegativeInteger = makeValidator<number>((input) => {
 const trustProxy = makeValidator<false | number | string[]>((input) => {
   const hops = parsePositiveInteger(input);
   if (hops !== undefined) return hops;
-  const entries = input.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = input
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   for (const entry of entries) {
     const [address, prefix, ...rest] = entry.split('/');
     const family = isIP(address);
@@ -68,7 +71,10 @@ function checkMysqlUrl(input: string): string {
 const mysqlUrl = makeValidator<string>(checkMysqlUrl);
 
 const mysqlUrlList = makeValidator<string[]>((input) => {
-  const urls = input.split(',').map((url) => url.trim()).filter(Boolean);
+  const urls = input
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean);
   return urls.map(checkMysqlUrl);
 });
 
@@ -81,7 +87,10 @@ const baseUrl = makeValidator<string>((input) => {
 });
 
 const originList = makeValidator<string[]>((input) => {
-  const origins = input.split(',').map((origin) => origin.trim()).filter(Boolean);
+  const origins = input
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter(Boolean);
   for (const origin of origins) {
     let url: URL;
     try {

@@ -128,7 +128,9 @@ describe('lookups of keys this process does not know', () => {
   test('when a key this process has never seen is used, then its address pays for the lookup and the key for the request', async () => {
     // Stored as the apikey CLI or another instance would: only its SHA-256 hash, unseen by this process.
     const key = generateApiKey();
-    await t.dataSource.getRepository(ApiKey).save({ name: 'elsewhere', keyHash: createHash('sha256').update(key).digest('hex'), keyHint: key.slice(-4), revokedAt: null });
+    await t.dataSource
+      .getRepository(ApiKey)
+      .save({ name: 'elsewhere', keyHash: createHash('sha256').update(key).digest('hex'), keyHint: key.slice(-4), revokedAt: null });
     const first = await listPets(key);
     expect(first.status).toBe(200);
     expect([first.headers.get('ratelimit-policy'), remaining(first)]).toEqual(['"default";q=10;w=60', 9]);

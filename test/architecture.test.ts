@@ -13,7 +13,9 @@ function sourceFiles(dir = SRC): string[] {
 
 /** The code of a file without its comments, so a docstring that names a header is not a read of one. */
 function codeOf(file: string): string {
-  return readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+  return readFileSync(file, 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/\/\/.*$/gm, '');
 }
 
 /** The code of a file without comments and string literals: what it does, not what it says. */
@@ -42,7 +44,11 @@ describe('the seam between the surfaces and the pet operations', () => {
 
   test('when the pet operations are read with everything they import, then no file imports Fastify, Apollo or GraphQL execution', () => {
     expect(below.length).toBeGreaterThan(5);
-    const forbidden = below.flatMap((file) => importsOf(file).filter((m) => TRANSPORT.test(m)).map((m) => `${relative(file)} → ${m}`));
+    const forbidden = below.flatMap((file) =>
+      importsOf(file)
+        .filter((m) => TRANSPORT.test(m))
+        .map((m) => `${relative(file)} → ${m}`),
+    );
     expect(forbidden).toEqual([]);
   });
 

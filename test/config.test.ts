@@ -122,7 +122,7 @@ describe('loadConfig', () => {
   });
 });
 
-describe('the README\'s Configuration table', () => {
+describe("the README's Configuration table", () => {
   /** Its rows: each variable and its Default cell. */
   function configurationTable(): Map<string, string> {
     const readme = readFileSync(path.resolve(__dirname, '..', 'README.md'), 'utf8');

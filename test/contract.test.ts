@@ -110,8 +110,9 @@ describe('breaking-change guard against the released contracts', () => {
   }
 
   function graphqlBreaking(released: string, current: string) {
-    return diff(buildSchema(released), buildSchema(current))
-      .then((changes) => changes.filter((c) => c.criticality.level === CriticalityLevel.Breaking).map((c) => c.message));
+    return diff(buildSchema(released), buildSchema(current)).then((changes) =>
+      changes.filter((c) => c.criticality.level === CriticalityLevel.Breaking).map((c) => c.message),
+    );
   }
 
   test('when the current OpenAPI document is compared with the released one, then nothing breaks', async () => {

@@ -106,7 +106,7 @@ describeOnMysql('when the database fails', () => {
 
   const countNamed = (name: string) => t.dataSource.getRepository(Pet).countBy({ name });
 
-  test('when the database runs a create\'s INSERT and then stalls, then 503 with Retry-After, and nothing is stored', async () => {
+  test("when the database runs a create's INSERT and then stalls, then 503 with Retry-After, and nothing is stored", async () => {
     const name = `insert-stall-${randomUUID()}`;
     proxy.stallAt('INSERT INTO `pet`', { deliver: true });
     const [answer, ms] = await timed(() => request(t, 'POST', '/v1/pets', { body: { name, categoryId: 1 } }));
@@ -156,8 +156,7 @@ describeOnMysql('when the database fails', () => {
 
   test('when a create is cut off midway and retried with its Idempotency-Key, then exactly one pet exists', async () => {
     const name = `cut-${randomUUID()}`;
-    const create = () =>
-      request(t, 'POST', '/v1/pets', { body: { name, categoryId: 1 }, headers: { 'idempotency-key': name } });
+    const create = () => request(t, 'POST', '/v1/pets', { body: { name, categoryId: 1 }, headers: { 'idempotency-key': name } });
     const first = create();
     setTimeout(() => proxy.cut(), 3);
     const firstAnswer = await first;

@@ -55,7 +55,9 @@ function environmentOf(service: ComposeService): Record<string, string> {
 function portsOf(service: ComposeService): Array<{ published: string; target: string }> {
   return (service.ports ?? []).map((entry) => {
     if (typeof entry === 'object') return { published: String(entry.published ?? ''), target: String(entry.target ?? '') };
-    const parts = String(entry).replace(/\/(tcp|udp)$/, '').split(':');
+    const parts = String(entry)
+      .replace(/\/(tcp|udp)$/, '')
+      .split(':');
     const target = parts[parts.length - 1];
     return { published: parts.length > 1 ? parts[parts.length - 2] : '', target };
   });
@@ -137,7 +139,7 @@ describe('docker-compose.yml', () => {
     expect(appEnv.TRUST_PROXY).toBe('1');
   });
 
-  test("when nginx keeps idle connections to the app, then it drops them before the app closes them (else a POST may get a 502)", () => {
+  test('when nginx keeps idle connections to the app, then it drops them before the app closes them (else a POST may get a 502)', () => {
     const mount = (proxy.volumes ?? []).map(String).find((volume) => volume.endsWith(':/etc/nginx/conf.d/default.conf:ro'));
     const conf = readFileSync(path.join(ROOT, mount!.split(':')[0]), 'utf8').replace(/#.*$/gm, '');
     const upstream = /upstream\s+petstore\s*\{([^}]*)\}/.exec(conf)?.[1];

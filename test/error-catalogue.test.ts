@@ -86,7 +86,12 @@ describe('unexpected failures on the real app', () => {
       expect(rest.body).toEqual({ code: 'INTERNAL_SERVER_ERROR', message: ERROR_CATALOGUE.INTERNAL_SERVER_ERROR.message, status: 500 });
       const gql = await graphql(t, '{ pets { id } }');
       expect(gql.body.errors).toEqual([
-        { message: ERROR_CATALOGUE.INTERNAL_SERVER_ERROR.message, locations: [{ line: 1, column: 3 }], path: ['pets'], extensions: { code: 'INTERNAL_SERVER_ERROR' } },
+        {
+          message: ERROR_CATALOGUE.INTERNAL_SERVER_ERROR.message,
+          locations: [{ line: 1, column: 3 }],
+          path: ['pets'],
+          extensions: { code: 'INTERNAL_SERVER_ERROR' },
+        },
       ]);
       expect(JSON.stringify([rest.body, gql.body])).not.toMatch(/pet`|SELECT|table|\.ts:|\.js:/i);
     } finally {

@@ -56,10 +56,7 @@ const edgy = fc.oneof(
   fc.double(),
   fc.jsonValue({ maxDepth: 2 }),
 );
-const newPetLike = fc.record(
-  { name: edgy, categoryId: edgy, status: edgy, id: edgy, extra: edgy },
-  { requiredKeys: [] },
-);
+const newPetLike = fc.record({ name: edgy, categoryId: edgy, status: edgy, id: edgy, extra: edgy }, { requiredKeys: [] });
 
 describe('REST under generated input', () => {
   test('when POST /v1/pets gets any JSON, then 201 with a Pet or a catalogued 4xx that stores nothing', async () => {
@@ -75,12 +72,16 @@ describe('REST under generated input', () => {
 
   test('when POST /v1/pets gets arbitrary bytes, then never a 5xx and nothing is stored', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.string({ unit: 'binary', maxLength: 200 }), fc.constantFrom('application/json', 'text/plain', 'application/json; charset=latin1', ''), async (body, type) => {
-        const before = await countPets(t);
-        const result = await request(t, 'POST', '/v1/pets', { body, headers: type ? { 'content-type': type } : {} });
-        expectCatalogued(result);
-        expect(await countPets(t)).toBe(before + (result.status === 201 ? 1 : 0));
-      }),
+      fc.asyncProperty(
+        fc.string({ unit: 'binary', maxLength: 200 }),
+        fc.constantFrom('application/json', 'text/plain', 'application/json; charset=latin1', ''),
+        async (body, type) => {
+          const before = await countPets(t);
+          const result = await request(t, 'POST', '/v1/pets', { body, headers: type ? { 'content-type': type } : {} });
+          expectCatalogued(result);
+          expect(await countPets(t)).toBe(before + (result.status === 201 ? 1 : 0));
+        },
+      ),
     );
   });
 
@@ -105,12 +106,18 @@ describe('REST under generated input', () => {
 
   test('when the Authorization header is anything, then 401 and never a 5xx', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.string({ maxLength: 80 }).map((s) => `Bearer ${s}`), fc.string({ maxLength: 80 })), async (authorization) => {
-        const header = authorization.replace(/[^\t\x20-\x7e]/g, '');
-        const result = await request(t, 'GET', '/v1/pets', { headers: { authorization: header }, apiKey: null });
-        expectCatalogued(result);
-        expect(result.status).toBe(401);
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          fc.string({ maxLength: 80 }).map((s) => `Bearer ${s}`),
+          fc.string({ maxLength: 80 }),
+        ),
+        async (authorization) => {
+          const header = authorization.replace(/[^\t\x20-\x7e]/g, '');
+          const result = await request(t, 'GET', '/v1/pets', { headers: { authorization: header }, apiKey: null });
+          expectCatalogued(result);
+          expect(result.status).toBe(401);
+        },
+      ),
     );
   });
 });

@@ -20,7 +20,7 @@ describe('npm run demo:graphql (graphql-request client)', () => {
     expect(result.stdout).toMatch(/pet\(id: "\d+"\) {2}# deprecated\n\{\n {2}"pet": \{/);
   });
 
-  test('when the key is wrong, then it exits 1 with the server\'s message', async () => {
+  test("when the key is wrong, then it exits 1 with the server's message", async () => {
     const result = await runNode(built('src/cli/graphql-demo.cli.js'), [], {
       cwd: process.cwd(),
       env: { API_KEY: 'pst_wrong', GRAPHQL_URL: `${t.url}/graphql` },

@@ -12,15 +12,13 @@ export const KNOWN_SHOULD_FAILURES: Record<string /* audit id */, string /* reas
   // application/json rules ask for 200 with the errors in the body.
   '572B':
     'A parse failure ({"query":"{"}) with Accept: application/json is 400 GRAPHQL_PARSE_FAILED, not 200: Apollo uses 400 for parse errors whatever the Accept header.',
-  FDE2:
-    'The audit document "{ 8f31403dfe404bccbb0e835f2629c6a7 }" does not even parse (graphql-js: "Invalid number"), so it is 400 GRAPHQL_PARSE_FAILED; a real validation failure ({ noSuchField }) is 400 GRAPHQL_VALIDATION_FAILED too, not 200.',
+  FDE2: 'The audit document "{ 8f31403dfe404bccbb0e835f2629c6a7 }" does not even parse (graphql-js: "Invalid number"), so it is 400 GRAPHQL_PARSE_FAILED; a real validation failure ({ noSuchField }) is 400 GRAPHQL_VALIDATION_FAILED too, not 200.',
   '7B9B':
     'The audit document fails validation first ("Variable $id is never used"), 400 GRAPHQL_VALIDATION_FAILED; a real variable coercion failure ($limit: Int! = null) is 400 BAD_USER_INPUT too, not 200.',
   // Apollo's CSRF prevention (on by default) refuses a GET that carries neither a Content-Type
   // nor an apollo-require-preflight / x-apollo-operation-name header; the audit's GETs carry none.
   // With `apollo-require-preflight: 1` the same GETs answer 200 (README: GET works for queries).
-  '5A70':
-    'GET /graphql?query={ __typename } without Content-Type or apollo-require-preflight is 400 BAD_REQUEST from Apollo CSRF prevention.',
+  '5A70': 'GET /graphql?query={ __typename } without Content-Type or apollo-require-preflight is 400 BAD_REQUEST from Apollo CSRF prevention.',
   D6D5: 'GET with query and URL-encoded variables is 400 BAD_REQUEST from Apollo CSRF prevention (no preflight header).',
   '6A70': 'GET with query and URL-encoded variables is 400 BAD_REQUEST from Apollo CSRF prevention (no preflight header).',
 };
@@ -138,16 +136,12 @@ for (const level of LEVELS) {
           const result = await runAudit(audit);
           if (result.status === 'ok') {
             throw new Error(
-              `${level} audit ${audit.id} now passes: remove it from KNOWN_SHOULD_FAILURES ` +
-                `(listed because: ${knownReason}).\n${describeExchanges()}`,
+              `${level} audit ${audit.id} now passes: remove it from KNOWN_SHOULD_FAILURES ` + `(listed because: ${knownReason}).\n${describeExchanges()}`,
             );
           }
           // A server error is never the known reason: it would hide a regression behind the list.
           if (exchanges.some((exchange) => exchange.status >= 500)) {
-            throw new Error(
-              `${level} audit ${audit.id} fails with a server error, not for the listed reason ` +
-                `(${knownReason}).\n${describeExchanges()}`,
-            );
+            throw new Error(`${level} audit ${audit.id} fails with a server error, not for the listed reason ` + `(${knownReason}).\n${describeExchanges()}`);
           }
         });
       }

@@ -26,7 +26,15 @@ beforeEach(() => {
 function requestFor(query: string, variables: Record<string, unknown> = {}): GatewayGraphQLRequestContext {
   const document = parse(query);
   const operation = document.definitions.find((definition) => definition.kind === Kind.OPERATION_DEFINITION)!;
-  return { document, operation, operationName: null, queryHash: query, source: query, request: { query, variables }, context: {} } as unknown as GatewayGraphQLRequestContext;
+  return {
+    document,
+    operation,
+    operationName: null,
+    queryHash: query,
+    source: query,
+    request: { query, variables },
+    context: {},
+  } as unknown as GatewayGraphQLRequestContext;
 }
 
 describe('graphql-jit behind Apollo', () => {

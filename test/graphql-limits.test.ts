@@ -54,19 +54,16 @@ describe.each([
 });
 
 describe('the cost limit (a list costs its limit times its selection)', () => {
-  test('when lists add up to the maximum cost, then the operation runs', () =>
-    expectAccepted(pricedLists([100, 100, QUERY_LIMITS.maxCost / 4 - 200])));
+  test('when lists add up to the maximum cost, then the operation runs', () => expectAccepted(pricedLists([100, 100, QUERY_LIMITS.maxCost / 4 - 200])));
 
-  test('when they add up to one list entry more, then it is refused', () =>
-    expectRejected(pricedLists([100, 100, QUERY_LIMITS.maxCost / 4 - 199])));
+  test('when they add up to one list entry more, then it is refused', () => expectRejected(pricedLists([100, 100, QUERY_LIMITS.maxCost / 4 - 199])));
 
   test('when the limit comes from a variable, then the variable sets the price', async () => {
     await expectAccepted(pricedLists([100, 100, -1]), { n: QUERY_LIMITS.maxCost / 4 - 200 });
     await expectRejected(pricedLists([100, 100, -1]), { n: QUERY_LIMITS.maxCost / 4 - 199 });
   });
 
-  test('when the standard introspection query is sent, then it runs (GraphiQL needs it)', () =>
-    expectAccepted(getIntrospectionQuery()));
+  test('when the standard introspection query is sent, then it runs (GraphiQL needs it)', () => expectAccepted(getIntrospectionQuery()));
 });
 
 /** The most fields that read or write the database one operation may hold: each costs at least one request's worth. */

@@ -167,22 +167,37 @@ describe('authentication and transport', () => {
     ['POST', 'subscription { pets { id } }'],
     ['POST', 'query Q { pets { id } } subscription S { pets { id } }'],
     ['GET', 'subscription { pets { id } }'],
-  ])('when a subscription operation is sent with %s (%s), then HTTP 400 GRAPHQL_VALIDATION_FAILED and nothing is logged as unexpected', async (method, query) => {
-    warnings.length = 0;
-    const result =
-      method === 'POST'
-        ? await request(t, 'POST', '/graphql', { body: { query, operationName: query.startsWith('query Q') ? 'Q' : undefined } })
-        : await request(t, 'GET', `/graphql?query=${encodeURIComponent(query)}`, { headers: { 'apollo-require-preflight': '1' } });
-    expect(result.status).toBe(400);
-    const { code, message } = onlyError(result.body);
-    expect(code).toBe('GRAPHQL_VALIDATION_FAILED');
-    expect(message).toMatch(/subscription/i);
-    expect(warnings).toEqual([]);
-  });
+  ])(
+    'when a subscription operation is sent with %s (%s), then HTTP 400 GRAPHQL_VALIDATION_FAILED and nothing is logged as unexpected',
+    async (method, query) => {
+      warnings.length = 0;
+      const result =
+        method === 'POST'
+          ? await request(t, 'POST', '/graphql', { body: { query, operationName: query.startsWith('query Q') ? 'Q' : undefined } })
+          : await request(t, 'GET', `/graphql?query=${encodeURIComponent(query)}`, { headers: { 'apollo-require-preflight': '1' } });
+      expect(result.status).toBe(400);
+      const { code, message } = onlyError(result.body);
+      expect(code).toBe('GRAPHQL_VALIDATION_FAILED');
+      expect(message).toMatch(/subscription/i);
+      expect(warnings).toEqual([]);
+    },
+  );
 
   test.each<[string, string, Record<string, string>, number, string]>([
-    ['a mutation over GET', `/graphql?query=${encodeURIComponent('mutation { createPet(input: {name: "R", categoryId: 1}) { id } }')}`, { 'apollo-require-preflight': '1' }, 405, 'METHOD_NOT_ALLOWED'],
-    ['an Accept header without JSON', `/graphql?query=${encodeURIComponent('{ pets { id } }')}`, { 'apollo-require-preflight': '1', accept: 'text/csv' }, 406, 'NOT_ACCEPTABLE'],
+    [
+      'a mutation over GET',
+      `/graphql?query=${encodeURIComponent('mutation { createPet(input: {name: "R", categoryId: 1}) { id } }')}`,
+      { 'apollo-require-preflight': '1' },
+      405,
+      'METHOD_NOT_ALLOWED',
+    ],
+    [
+      'an Accept header without JSON',
+      `/graphql?query=${encodeURIComponent('{ pets { id } }')}`,
+      { 'apollo-require-preflight': '1', accept: 'text/csv' },
+      406,
+      'NOT_ACCEPTABLE',
+    ],
     ['a GET without the CSRF preflight header', `/graphql?query=${encodeURIComponent('{ pets { id } }')}`, {}, 400, 'BAD_REQUEST'],
   ])('when Apollo refuses %s, then the HTTP status and extensions.code agree with the catalogue', async (_case, path, headers, status, code) => {
     const result = await request(t, 'GET', path, { headers });

@@ -126,7 +126,11 @@ describe('logs', () => {
       const { key } = await new ApiKeyService(dataSource.getRepository(ApiKey)).create('logged');
       const url = await app.listen({ port: 0, host: '127.0.0.1' });
       await fetch(`${url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
-      await fetch(`${url}/graphql`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"query":"{ pets { id } }"}' });
+      await fetch(`${url}/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: '{"query":"{ pets { id } }"}',
+      });
       await fetch(`${url}/v1/pets`, { headers: { authorization: `Bearer ${key.slice(0, -1)}x` } });
       expect(lines.length).toBeGreaterThan(3);
       expect(lines.join('\n')).not.toContain(key.slice(4, 40));

@@ -53,7 +53,11 @@ describe('a HEAD request refused while Node parses it', () => {
   test.each([
     ['headers over 16 KiB', 431, (method: string) => `${method} /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`],
     ['a malformed header', 400, (method: string) => `${method} /v1/pets HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n`],
-    ['a malformed header, after a request served on the same connection', 400, (method: string) => `GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n${method} /v1/pets HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n`],
+    [
+      'a malformed header, after a request served on the same connection',
+      400,
+      (method: string) => `GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n${method} /v1/pets HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n`,
+    ],
     ['no Host header', 400, (method: string) => `${method} /v1/pets HTTP/1.1\r\n\r\n`],
   ])('when it has %s, then %s with nothing after the head, where GET gets the Error body', async (_case, status, raw) => {
     const lastResponse = (received: string) => received.slice([...received.matchAll(/HTTP\/1\.1 \d{3} /g)].at(-1)?.index ?? 0);
@@ -71,7 +75,10 @@ describe('timeouts (README "Security")', () => {
   test.concurrent.each([
     ['sends nothing', ''],
     ['sends half a request head', 'GET /v1/pets HTTP/1.1\r\nHost: x\r\n'],
-    ['sends a head and half its body', 'POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"name":'],
+    [
+      'sends a head and half its body',
+      'POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"name":',
+    ],
   ])(
     `when a client opens a connection and %s, then it is answered 408 and closed after ${requestTimeout / 1000} s (within 2 s)`,
     async (_case, raw) => {

@@ -47,10 +47,15 @@ describe('Idempotency-Key on POST /v1/pets', () => {
     const blocked = new Promise<void>((resolve) => (release = resolve));
     const apiKey = await t.apiKeys.findActive(t.apiKey);
     const input = { name: 'Rex', categoryId: 1, status: 'available' };
-    const slow = service.once({ apiKeyId: apiKey!.id, key: 'order-5' }, input, async () => {
-      await blocked;
-      throw new Error('connection cut');
-    }, async () => null);
+    const slow = service.once(
+      { apiKeyId: apiKey!.id, key: 'order-5' },
+      input,
+      async () => {
+        await blocked;
+        throw new Error('connection cut');
+      },
+      async () => null,
+    );
     await new Promise((resolve) => setTimeout(resolve, 50));
     const during = await post('order-5', input);
     expect(during.status).toBe(409);
@@ -66,12 +71,22 @@ describe('Idempotency-Key on POST /v1/pets', () => {
   test('when a request was abandoned long ago without finishing, then a retry takes the key over', async () => {
     const apiKey = await t.apiKeys.findActive(t.apiKey);
     const input = { name: 'Rex', categoryId: 1, status: 'available' };
-    await new IdempotencyService(t.dataSource).once({ apiKeyId: apiKey!.id, key: 'order-6' }, input, async (m) => {
-      await m.query('SELECT 1');
-      throw new Error('cut');
-    }, async () => null).catch(() => undefined);
+    await new IdempotencyService(t.dataSource)
+      .once(
+        { apiKeyId: apiKey!.id, key: 'order-6' },
+        input,
+        async (m) => {
+          await m.query('SELECT 1');
+          throw new Error('cut');
+        },
+        async () => null,
+      )
+      .catch(() => undefined);
     await t.dataSource.getRepository(IdempotencyRecord).insert({
-      apiKeyId: apiKey!.id, key: 'order-6b', requestHash: 'h'.repeat(64), petId: null,
+      apiKeyId: apiKey!.id,
+      key: 'order-6b',
+      requestHash: 'h'.repeat(64),
+      petId: null,
       createdAt: new Date(Date.now() - IDEMPOTENCY_LIMITS.abandonedAfterMs - 1000),
     });
     const result = await post('order-6b', input);

@@ -27,9 +27,7 @@ describe('int64 through the database', () => {
   afterAll(() => t.close());
 
   test('when a row has id and categoryId 2^53-1, then REST sends them as exact JSON integers', async () => {
-    await t.dataSource.query(
-      "INSERT INTO pet (id, name, category_id, status) VALUES (9007199254740991, 'Big', 9007199254740991, 'sold')",
-    );
+    await t.dataSource.query("INSERT INTO pet (id, name, category_id, status) VALUES (9007199254740991, 'Big', 9007199254740991, 'sold')");
     const result = await request(t, 'GET', '/v1/pets/9007199254740991');
     expect(result.status).toBe(200);
     expect(result.body).toEqual({ id: 9007199254740991, name: 'Big', categoryId: 9007199254740991, status: 'sold' });

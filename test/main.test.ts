@@ -34,8 +34,15 @@ describe('the server process (dist/src/main.js)', () => {
     expect(result.stderr.trim().split('\n')).toEqual([
       expect.stringMatching(new RegExp(`^Cannot reach the database at mysql://127\\.0\\.0\\.1:${closedPort}/petstore after 3 attempt\\(s\\): .*ECONNREFUSED`)),
     ]);
-    const retries = result.stdout.trim().split('\n').map((line) => JSON.parse(line)).filter((line) => line.msg === 'database not reachable yet');
-    expect(retries.map((line) => [line.attempt, line.retryInMs])).toEqual([[1, 500], [2, 1000]]);
+    const retries = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.msg === 'database not reachable yet');
+    expect(retries.map((line) => [line.attempt, line.retryInMs])).toEqual([
+      [1, 500],
+      [2, 1000],
+    ]);
     expect(result.stderr + result.stdout).not.toContain('s3cret');
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });
@@ -75,18 +82,15 @@ describe('the server process (dist/src/main.js)', () => {
     expect(exit).toBe(0);
   });
 
-  testOnMysql(
-    'when DATABASE_URL names a MySQL database, then it migrates it, creates no key and serves',
-    async () => {
-      const { cwd, env, drop } = await createProcessDatabase('main-');
-      try {
-        await withServer({ cwd, env: { NODE_ENV: 'development', ...env } }, async (server, base) => {
-          expect(server.output.stdout).not.toContain('Development API key');
-          expect((await fetch(`${base}/v1/pets`)).status).toBe(401);
-        });
-      } finally {
-        await drop();
-      }
-    },
-  );
+  testOnMysql('when DATABASE_URL names a MySQL database, then it migrates it, creates no key and serves', async () => {
+    const { cwd, env, drop } = await createProcessDatabase('main-');
+    try {
+      await withServer({ cwd, env: { NODE_ENV: 'development', ...env } }, async (server, base) => {
+        expect(server.output.stdout).not.toContain('Development API key');
+        expect((await fetch(`${base}/v1/pets`)).status).toBe(401);
+      });
+    } finally {
+      await drop();
+    }
+  });
 });

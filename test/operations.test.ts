@@ -163,7 +163,9 @@ describe('operations', () => {
     test('when getPet and Query.pet are called, then each call is counted for the calling key and logged once that day', async () => {
       const pet = await createPet(t);
       const keyId = (await t.apiKeys.findActive(t.apiKey))!.id;
-      const before = Number((await scrape()).match(new RegExp(`petstore_deprecated_calls_total\\{operation="getPet",api_key_id="${keyId}"\\} (\\d+)`))?.[1] ?? 0);
+      const before = Number(
+        (await scrape()).match(new RegExp(`petstore_deprecated_calls_total\\{operation="getPet",api_key_id="${keyId}"\\} (\\d+)`))?.[1] ?? 0,
+      );
       lines.length = 0;
       await request(t, 'GET', `/v1/pets/${pet.id}`);
       await graphql(t, `{ pet(id: "${pet.id}") { id } }`);
@@ -176,24 +178,29 @@ describe('operations', () => {
 });
 
 describe('database log lines', () => {
-  testOnMysql('when a statement is slower than 500 ms, then one JSON line at warn says so, with its duration and without its parameters, and nothing else is printed', async () => {
-    const { database, drop } = await createTestDatabase();
-    const lines: Array<Record<string, any>> = [];
-    const dataSource = await openDatabase(database, { log: createLogger('info', { write: (line) => void lines.push(JSON.parse(line)) }) });
-    const printed = jest.spyOn(console, 'log');
-    try {
-      await dataSource.query('SELECT SLEEP(?) AS slept', [0.6]);
-      const slow = lines.filter((line) => line.msg === 'slow database query');
-      expect(slow).toEqual([expect.objectContaining({ level: 40, component: 'database', query: 'SELECT SLEEP(?) AS slept', durationMs: expect.any(Number) })]);
-      expect(slow[0].durationMs).toBeGreaterThanOrEqual(500);
-      expect(JSON.stringify(slow[0])).not.toContain('0.6');
-      expect(printed).not.toHaveBeenCalled();
-    } finally {
-      printed.mockRestore();
-      await dataSource.destroy();
-      await drop();
-    }
-  });
+  testOnMysql(
+    'when a statement is slower than 500 ms, then one JSON line at warn says so, with its duration and without its parameters, and nothing else is printed',
+    async () => {
+      const { database, drop } = await createTestDatabase();
+      const lines: Array<Record<string, any>> = [];
+      const dataSource = await openDatabase(database, { log: createLogger('info', { write: (line) => void lines.push(JSON.parse(line)) }) });
+      const printed = jest.spyOn(console, 'log');
+      try {
+        await dataSource.query('SELECT SLEEP(?) AS slept', [0.6]);
+        const slow = lines.filter((line) => line.msg === 'slow database query');
+        expect(slow).toEqual([
+          expect.objectContaining({ level: 40, component: 'database', query: 'SELECT SLEEP(?) AS slept', durationMs: expect.any(Number) }),
+        ]);
+        expect(slow[0].durationMs).toBeGreaterThanOrEqual(500);
+        expect(JSON.stringify(slow[0])).not.toContain('0.6');
+        expect(printed).not.toHaveBeenCalled();
+      } finally {
+        printed.mockRestore();
+        await dataSource.destroy();
+        await drop();
+      }
+    },
+  );
 });
 
 describe('DeprecationTracker', () => {
@@ -201,7 +208,11 @@ describe('DeprecationTracker', () => {
     const counted: Array<[string, number]> = [];
     const logged: unknown[] = [];
     let day = '2026-11-22';
-    const tracker = new DeprecationTracker({ countDeprecatedCall: (operation, id) => void counted.push([operation, id]) }, { warn: (line: unknown) => void logged.push(line) }, () => day);
+    const tracker = new DeprecationTracker(
+      { countDeprecatedCall: (operation, id) => void counted.push([operation, id]) },
+      { warn: (line: unknown) => void logged.push(line) },
+      () => day,
+    );
     for (let i = 0; i < 3; i++) tracker.record('getPet', 7);
     tracker.record('getPet', 8);
     day = '2026-11-23';

@@ -5,10 +5,7 @@ import { countPets, createPet, graphql, request, startTestApp, type TestApp } fr
  * One scenario table, run through REST and through GraphQL: both surfaces must give the
  * same data and the same error code. GraphQL's `pet: null` counts as NOT_FOUND (REST's 404).
  */
-type Operation =
-  | { op: 'list'; limit?: number; status?: string }
-  | { op: 'get'; id: string }
-  | { op: 'create'; input: Record<string, unknown> };
+type Operation = { op: 'list'; limit?: number; status?: string } | { op: 'get'; id: string } | { op: 'create'; input: Record<string, unknown> };
 
 type Outcome = { data: unknown } | { code: string };
 
@@ -17,7 +14,12 @@ const seeded: Array<Record<string, unknown>> = [];
 
 beforeAll(async () => {
   t = await startTestApp();
-  for (const [name, status] of [['Rex', 'available'], ['Tom', 'sold'], ['Kit', 'pending'], ['Max', 'sold']]) {
+  for (const [name, status] of [
+    ['Rex', 'available'],
+    ['Tom', 'sold'],
+    ['Kit', 'pending'],
+    ['Max', 'sold'],
+  ]) {
     seeded.push(await createPet(t, { name, status, categoryId: 7 }));
   }
 });
@@ -61,8 +63,7 @@ async function viaGraphql(operation: Operation, apiKey?: string | null): Promise
   return { data: Array.isArray(data) ? data.map(normalise) : normalise(data) };
 }
 
-const withoutId = (outcome: Outcome) =>
-  'data' in outcome ? { data: { ...(outcome.data as object), id: 'assigned' } } : outcome;
+const withoutId = (outcome: Outcome) => ('data' in outcome ? { data: { ...(outcome.data as object), id: 'assigned' } } : outcome);
 
 const scenarios: Array<[string, Operation, 'data' | ErrorCode]> = [
   ['list with defaults', { op: 'list' }, 'data'],

@@ -38,7 +38,9 @@ describe('README', () => {
     const text = await readFile(README, 'utf8');
     const layout = text.slice(text.indexOf('\n## Layout\n'));
     const listed = [...layout.matchAll(/^ {2}([a-z-]+)\/ /gm)].map(([, folder]) => folder).sort();
-    const folders = (await readdir(path.resolve(__dirname, '..', 'src'), { withFileTypes: true })).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+    const folders = (await readdir(path.resolve(__dirname, '..', 'src'), { withFileTypes: true }))
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
     expect(listed).toEqual(folders.sort());
     const architecture = text.slice(text.indexOf('\n## Architecture\n'), text.indexOf('\n## Tests\n'));
     const layered = [...architecture.matchAll(/`([a-z-]+)\/`/g)].map(([, folder]) => folder);
@@ -49,8 +51,6 @@ describe('README', () => {
     const text = await readFile(README, 'utf8');
     const section = text.slice(text.indexOf('\n## Errors\n'), text.indexOf('\n## API keys\n'));
     const rows = [...section.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)].map(([, code, status]) => [code, Number(status)]);
-    expect(Object.fromEntries(rows)).toEqual(
-      Object.fromEntries(Object.entries(ERROR_CATALOGUE).map(([code, { status }]) => [code, status])),
-    );
+    expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(Object.entries(ERROR_CATALOGUE).map(([code, { status }]) => [code, status])));
   });
 });

@@ -106,12 +106,7 @@ describe('POST /v1/pets (createPet)', () => {
     ['null', 'null'],
   ];
   // Prism (TEST_THROUGH_PRISM=1) re-parses what it forwards, so these bodies go straight to the server.
-  const notVerbatimThroughPrism = new Set([
-    'categoryId with a fraction JSON.parse would round away',
-    'categoryId 1.0000000000000001',
-    'a string',
-    'null',
-  ]);
+  const notVerbatimThroughPrism = new Set(['categoryId with a fraction JSON.parse would round away', 'categoryId 1.0000000000000001', 'a string', 'null']);
   test.each(invalidBodies)('when the body has %s, then 400 BAD_USER_INPUT and nothing is stored', async (_case, body) => {
     const direct = notVerbatimThroughPrism.has(_case);
     const result = await request(t, 'POST', '/v1/pets', { body, headers: { 'content-type': 'application/json' }, direct });
@@ -307,7 +302,8 @@ describe('HTTP semantics', () => {
     const result = await request(t, method, path);
     expect(result.status).toBe(405);
     expect(result.headers.get('allow')).toBe(allow);
-    if (method === 'HEAD') expect(result.body).toBeUndefined(); // HEAD answers carry no body
+    if (method === 'HEAD')
+      expect(result.body).toBeUndefined(); // HEAD answers carry no body
     else if (path.startsWith('/v1')) expectError(result, 405, 'METHOD_NOT_ALLOWED');
     else expect(result.body.errors[0].extensions).toEqual({ code: 'METHOD_NOT_ALLOWED' });
   });
@@ -358,10 +354,7 @@ describe('HTTP semantics', () => {
     expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ code, message: expect.any(String), status });
   });
 
-  test.each(['/', '/v1', '/v1/pet', '/v2/pets', '/v1/pets/1/owner', '/store/orders'])(
-    'when the route %s does not exist, then 404 NOT_FOUND',
-    async (path) => {
-      expectError(await request(t, 'GET', path), 404, 'NOT_FOUND');
-    },
-  );
+  test.each(['/', '/v1', '/v1/pet', '/v2/pets', '/v1/pets/1/owner', '/store/orders'])('when the route %s does not exist, then 404 NOT_FOUND', async (path) => {
+    expectError(await request(t, 'GET', path), 404, 'NOT_FOUND');
+  });
 });

@@ -73,10 +73,7 @@ async function startServer(cwd: string, database: DatabaseConfig, drainSeconds: 
  * request, else GET /v1/pets. After an error a client pauses 20 ms, like a client that retries.
  * Counts the TCP connections fetch opens to `port` (undici's diagnostics channel).
  */
-function loadUntilExit(
-  { base, port, apiKey, exited }: { base: string; port: number; apiKey: string; exited: Promise<unknown> },
-  clients = CLIENTS,
-) {
+function loadUntilExit({ base, port, apiKey, exited }: { base: string; port: number; apiKey: string; exited: Promise<unknown> }, clients = CLIENTS) {
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   const outcomes: Outcome[] = [];
   const connections = { opened: 0, openedBeforeSignal: 0, lastOpenedAt: Date.now() };
@@ -96,9 +93,10 @@ function loadUntilExit(
       const outcome: Outcome = { beforeSignal: !signalled };
       outcomes.push(outcome);
       try {
-        const response = i % 4 === 3
-          ? await fetch(`${base}/v1/pets`, { method: 'POST', headers, body: JSON.stringify({ name: `Load ${n}-${i}`, categoryId: 1 + (i % 20) }) })
-          : await fetch(`${base}/v1/pets?limit=5`, { headers });
+        const response =
+          i % 4 === 3
+            ? await fetch(`${base}/v1/pets`, { method: 'POST', headers, body: JSON.stringify({ name: `Load ${n}-${i}`, categoryId: 1 + (i % 20) }) })
+            : await fetch(`${base}/v1/pets?limit=5`, { headers });
         await response.arrayBuffer();
         outcome.status = response.status;
       } catch (error) {
@@ -107,9 +105,7 @@ function loadUntilExit(
       }
     }
   };
-  const done = Promise.all(Array.from({ length: clients }, (_, n) => client(n))).finally(() =>
-    unsubscribe('undici:client:connected', onConnected),
-  );
+  const done = Promise.all(Array.from({ length: clients }, (_, n) => client(n))).finally(() => unsubscribe('undici:client:connected', onConnected));
   /**
    * Resolves once the clients have opened no connection for `quietMs` (fetch's pool grows for a
    * while): they are all on kept-alive connections. A connection still being set up in the
@@ -267,8 +263,12 @@ describe('graceful shutdown', () => {
       server.child.kill('SIGTERM');
       await untilRefused(port);
       const late = await getPets(base, apiKey, agents[0]);
-      expect({ status: late.status, connection: late.connection, reusedSocket: late.reusedSocket, sameSocket: late.socket === used.socket })
-        .toEqual({ status: 200, connection: 'close', reusedSocket: true, sameSocket: true });
+      expect({ status: late.status, connection: late.connection, reusedSocket: late.reusedSocket, sameSocket: late.socket === used.socket }).toEqual({
+        status: 200,
+        connection: 'close',
+        reusedSocket: true,
+        sameSocket: true,
+      });
       await expect(getPets(base, apiKey, agents[0])).rejects.toMatchObject({ code: 'ECONNREFUSED' });
 
       expect(await unusedEnd).toBe('end');
@@ -303,7 +303,10 @@ describe('graceful shutdown', () => {
     const { server, base } = await startServer(setup.cwd, setup.database, 0, 1);
     try {
       const upload = slowCreate(base, await setup.apiKey());
-      const cut = upload.response.then(() => 'answered', (error: NodeJS.ErrnoException) => error.code);
+      const cut = upload.response.then(
+        () => 'answered',
+        (error: NodeJS.ErrnoException) => error.code,
+      );
       await sleep(300);
       server.child.kill('SIGTERM');
       expect(await server.exited).toBe(1);

@@ -10,30 +10,34 @@ function onUnsupported(reason: string): void {
   process.stderr.write(`db: ${reason}; going on without the migration lock: run no other migration at the same time\n`);
 }
 
-const program = new Command('db')
-  .description('Database tasks of the Pet Store gateway (uses DATABASE_URL, or the embedded database).')
-  .showHelpAfterError();
+const program = new Command('db').description('Database tasks of the Pet Store gateway (uses DATABASE_URL, or the embedded database).').showHelpAfterError();
 
 program
   .command('migrate')
   .description('apply the pending migrations (the server also does this at start), under the migration lock')
   .action(() =>
-    withDatabase(async (dataSource) => {
-      const applied = await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }), { onUnsupported });
-      process.stdout.write(applied.length ? applied.map((m) => `applied ${m.name}\n`).join('') : 'no pending migration\n');
-    }, { migrate: false }),
+    withDatabase(
+      async (dataSource) => {
+        const applied = await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }), { onUnsupported });
+        process.stdout.write(applied.length ? applied.map((m) => `applied ${m.name}\n`).join('') : 'no pending migration\n');
+      },
+      { migrate: false },
+    ),
   );
 
 program
   .command('revert')
   .description('undo the last applied migration, under the migration lock')
   .action(() =>
-    withDatabase(async (dataSource) => {
-      const before = await dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM migrations').catch(() => [{ n: 0 }]);
-      if (Number(before[0].n) === 0) throw new Error('no applied migration to revert');
-      await withMigrationLock(dataSource, () => dataSource.undoLastMigration({ transaction: 'each' }), { onUnsupported });
-      process.stdout.write('reverted the last migration\n');
-    }, { migrate: false }),
+    withDatabase(
+      async (dataSource) => {
+        const before = await dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM migrations').catch(() => [{ n: 0 }]);
+        if (Number(before[0].n) === 0) throw new Error('no applied migration to revert');
+        await withMigrationLock(dataSource, () => dataSource.undoLastMigration({ transaction: 'each' }), { onUnsupported });
+        process.stdout.write('reverted the last migration\n');
+      },
+      { migrate: false },
+    ),
   );
 
 program

@@ -16,20 +16,55 @@ async function main(): Promise<void> {
   const created = await client.request<{ createPet: { id: string } }>(
     gql`
       mutation CreatePet($input: NewPetInput!) {
-        createPet(input: $input) { id name categoryId status }
+        createPet(input: $input) {
+          id
+          name
+          categoryId
+          status
+        }
       }
     `,
     { input: { name: 'Biscuit', categoryId: 2, status: 'pending' } },
   );
   show('createPet(input: { name: "Biscuit", categoryId: 2, status: pending })', created);
-  show('pets(limit: 5)', await client.request(gql`{ pets(limit: 5) { id name categoryId status } }`));
+  show(
+    'pets(limit: 5)',
+    await client.request(gql`
+      {
+        pets(limit: 5) {
+          id
+          name
+          categoryId
+          status
+        }
+      }
+    `),
+  );
   show(
     'pets(status: pending)',
-    await client.request(gql`query Pending { pets(status: pending) { id name status } }`),
+    await client.request(gql`
+      query Pending {
+        pets(status: pending) {
+          id
+          name
+          status
+        }
+      }
+    `),
   );
   show(
     `pet(id: "${created.createPet.id}")  # deprecated`,
-    await client.request(gql`query Pet($id: ID!) { pet(id: $id) { id name } }`, { id: created.createPet.id }),
+    await client.request(
+      gql`
+        query Pet($id: ID!) {
+          pet(id: $id) {
+            id
+            name
+          }
+        }
+      `,
+      { id: created.createPet.id },
+    ),
   );
 }
 

@@ -36,9 +36,9 @@ export async function withMigrationLock<T>(
   try {
     let locked: unknown;
     try {
-      [{ locked }] = (await runner.query(`SELECT GET_LOCK(CONCAT('petstore-migrations:', DATABASE()), ?) AS locked`, [
-        MIGRATION_LOCK_WAIT_SECONDS,
-      ])) as { locked: unknown }[];
+      [{ locked }] = (await runner.query(`SELECT GET_LOCK(CONCAT('petstore-migrations:', DATABASE()), ?) AS locked`, [MIGRATION_LOCK_WAIT_SECONDS])) as {
+        locked: unknown;
+      }[];
     } catch (error) {
       if ((error as { errno?: number }).errno !== ER_NOT_SUPPORTED_YET) throw error;
       const reason = `the database refuses GET_LOCK (${(error as Error).message})`;

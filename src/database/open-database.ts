@@ -39,19 +39,14 @@ function describe(database: DatabaseConfig): string {
  * @throws DatabaseUnreachableError when every attempt failed; MigrationLockUnsupportedError
  *   where GET_LOCK is refused (Galera); the driver's error when a migration fails.
  */
-export async function openDatabase(
-  database: DatabaseConfig,
-  { attempts = 1, migrate = true, onRetry, log }: OpenDatabaseOptions = {},
-): Promise<DataSource> {
+export async function openDatabase(database: DatabaseConfig, { attempts = 1, migrate = true, onRetry, log }: OpenDatabaseOptions = {}): Promise<DataSource> {
   let dataSource: DataSource | undefined;
   for (let attempt = 1; !dataSource; attempt++) {
     try {
       dataSource = await createDataSource(database, log).initialize();
     } catch (error) {
       if (attempt >= attempts) {
-        throw new DatabaseUnreachableError(
-          `Cannot reach the database at ${describe(database)} after ${attempts} attempt(s): ${(error as Error).message}`,
-        );
+        throw new DatabaseUnreachableError(`Cannot reach the database at ${describe(database)} after ${attempts} attempt(s): ${(error as Error).message}`);
       }
       const delayMs = 500 * 2 ** (attempt - 1);
       onRetry?.({ attempt, attempts, error: error as Error, delayMs });

@@ -49,9 +49,7 @@ function priceOf(
  * @returns an Apollo plugin; a rejection is HTTP 400 GRAPHQL_VALIDATION_FAILED, an exhausted
  *   rate limit HTTP 429 TOO_MANY_REQUESTS.
  */
-export function costLimitPlugin(
-  spend: (request: FastifyRequest, units: number) => Promise<void>,
-): ApolloServerPlugin<GraphqlContext> {
+export function costLimitPlugin(spend: (request: FastifyRequest, units: number) => Promise<void>): ApolloServerPlugin<GraphqlContext> {
   const rejected = () => raisedByPlugin(new AppError('GRAPHQL_VALIDATION_FAILED', QUERY_REJECTED_MESSAGE));
   // The price of an operation depends on its document, its name and its variables only: each
   // combination is priced once (README "Performance"), `unpriceable` included.

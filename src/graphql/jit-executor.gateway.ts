@@ -34,10 +34,7 @@ function asGraphqlJsError(error: GraphQLError): GraphQLError {
  * @param options.onFallback - called once per operation that could not be compiled.
  * @returns the object for ApolloServer's `gateway` option (pass no `schema` beside it).
  */
-export function jitExecutorGateway(
-  schema: GraphQLSchema,
-  options: { maxOperations: number; onFallback: (fallback: JitFallback) => void },
-): GatewayInterface {
+export function jitExecutorGateway(schema: GraphQLSchema, options: { maxOperations: number; onFallback: (fallback: JitFallback) => void }): GatewayInterface {
   // `{ fallback: true }`: jit could not compile it; it runs on graphql-js.
   const compiled = new LRUCache<string, CompiledQuery | { fallback: true }>({ max: options.maxOperations });
 

@@ -176,10 +176,7 @@ export async function registerPlayground(app: FastifyInstance): Promise<onReques
       const url = PLAYGROUND_PREFIX + name;
       // Hidden from the OpenAPI document: these are files, not API operations.
       scope.get(url, { schema: { hide: true } }, async (_request, reply) =>
-        reply
-          .header('Content-Type', contentType)
-          .header('Cache-Control', ASSET_CACHE_CONTROL)
-          .send(body),
+        reply.header('Content-Type', contentType).header('Cache-Control', ASSET_CACHE_CONTROL).send(body),
       );
       rejectOtherMethods(scope, url, ['GET', 'HEAD']);
     }

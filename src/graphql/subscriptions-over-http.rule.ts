@@ -13,8 +13,6 @@ import { GraphQLError, OperationTypeNode, type ValidationRule } from 'graphql';
 export const refuseSubscriptionsOverHttp: ValidationRule = (context) => ({
   OperationDefinition(node) {
     if (node.operation !== OperationTypeNode.SUBSCRIPTION) return;
-    context.reportError(
-      new GraphQLError('Subscription operations are not served over HTTP: send a query or a mutation.', { nodes: node }),
-    );
+    context.reportError(new GraphQLError('Subscription operations are not served over HTTP: send a query or a mutation.', { nodes: node }));
   },
 });

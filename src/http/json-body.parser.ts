@@ -34,7 +34,10 @@ export function parseJsonExactly(app: FastifyInstance): void {
     }
     if (text.trim() === '') return done(new JsonBodyError("Body cannot be empty when content-type is set to 'application/json'"));
     try {
-      done(null, parse(text, null, (value) => (isSafeNumber(value) ? Number(value) : new LosslessNumber(value))));
+      done(
+        null,
+        parse(text, null, (value) => (isSafeNumber(value) ? Number(value) : new LosslessNumber(value))),
+      );
     } catch (error) {
       done(new JsonBodyError(`Body is not valid JSON: ${(error as Error).message}`));
     }

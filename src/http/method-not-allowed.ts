@@ -10,12 +10,7 @@ import { AppError } from '../errors/error-catalogue';
  * @param allowed - every method the path serves, HEAD included where it is served.
  * @param options.errorHandler - renders the 405 instead of the scope's handler (the path's own error shape).
  */
-export function rejectOtherMethods(
-  app: FastifyInstance,
-  url: string,
-  allowed: readonly string[],
-  options: Pick<RouteOptions, 'errorHandler'> = {},
-): void {
+export function rejectOtherMethods(app: FastifyInstance, url: string, allowed: readonly string[], options: Pick<RouteOptions, 'errorHandler'> = {}): void {
   const header = [...allowed].sort().join(', ');
   app.route({
     method: app.supportedMethods.filter((method) => !allowed.includes(method)),

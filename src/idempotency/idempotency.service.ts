@@ -91,10 +91,7 @@ export class IdempotencyService {
   }
 
   /** Inserts the in-flight row, or finds the existing one (taking it over when abandoned). */
-  private async claim(
-    scope: { apiKeyId: number; key: string },
-    requestHash: string,
-  ): Promise<IdempotencyRecord & { claimedNow: boolean }> {
+  private async claim(scope: { apiKeyId: number; key: string }, requestHash: string): Promise<IdempotencyRecord & { claimedNow: boolean }> {
     const records = this.dataSource.getRepository(IdempotencyRecord);
     const where = { apiKeyId: scope.apiKeyId, key: scope.key };
     const now = new Date();
@@ -119,4 +116,3 @@ export class IdempotencyService {
     }
   }
 }
-

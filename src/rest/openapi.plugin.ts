@@ -25,10 +25,7 @@ export interface OpenapiServers {
  *
  * @param config.publicBaseUrl, config.stagingBaseUrl - listed as servers after this server (`/v1`).
  */
-export async function describeWithOpenapi(
-  app: FastifyInstance,
-  config: OpenapiServers,
-): Promise<void> {
+export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiServers): Promise<void> {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await app.register(fastifySwagger, {
     openapi: {

@@ -62,66 +62,72 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
   // by PetService's rules, so Fastify's own validation is switched off here.
   app.setValidatorCompiler(() => () => true);
 
-  app.get('/pets', {
-    schema: {
-      operationId: 'listPets',
-      summary: 'List animals, optionally by status',
-      description: 'Ascending id order. Unknown query parameters are refused.',
-      tags: ['pets'],
-      querystring: LIST_PETS_QUERY,
-      response: {
-        200: { description: 'A JSON array of Pet.', headers: HEADERS.RATE_LIMIT, $ref: 'Pets#' },
-        ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE']),
-      },
-    },
-  }, async (request) => {
-    const query = Object.fromEntries(
-      Object.entries(request.query as Record<string, unknown>).map(([key, value]) => [key, fromQueryValue(value)]),
-    );
-    return petService.listPets(query);
-  });
-
-  app.post('/pets', {
-    schema: {
-      operationId: 'createPet',
-      summary: 'Add a new animal',
-      tags: ['pets'],
-      body: { $ref: 'NewPet#' },
-      headers: {
-        type: 'object',
-        properties: {
-          'Idempotency-Key': {
-            type: 'string',
-            minLength: 1,
-            maxLength: IDEMPOTENCY_LIMITS.maxKeyLength,
-            pattern: IDEMPOTENCY_LIMITS.keyPattern,
-            description:
-              'Makes retries safe: the same key with the same body returns the first response (same id, no second pet) ' +
-              'for 24 hours; 409 while the first request is in flight; 422 with a different body.',
-          },
+  app.get(
+    '/pets',
+    {
+      schema: {
+        operationId: 'listPets',
+        summary: 'List animals, optionally by status',
+        description: 'Ascending id order. Unknown query parameters are refused.',
+        tags: ['pets'],
+        querystring: LIST_PETS_QUERY,
+        response: {
+          200: { description: 'A JSON array of Pet.', headers: HEADERS.RATE_LIMIT, $ref: 'Pets#' },
+          ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE']),
         },
       },
-      response: {
-        201: { description: 'Animal added.', headers: { ...HEADERS.LOCATION, ...HEADERS.RATE_LIMIT }, $ref: 'Pet#' },
-        ...errorResponses([
-          'BAD_REQUEST',
-          'BAD_USER_INPUT',
-          'UNAUTHENTICATED',
-          'PAYLOAD_TOO_LARGE',
-          'UNSUPPORTED_MEDIA_TYPE',
-          'IDEMPOTENCY_KEY_IN_USE',
-          'IDEMPOTENCY_KEY_REUSED',
-          'TOO_MANY_REQUESTS',
-          'INTERNAL_SERVER_ERROR',
-          'SERVICE_UNAVAILABLE',
-          'GATEWAY_TIMEOUT',
-        ]),
+    },
+    async (request) => {
+      const query = Object.fromEntries(Object.entries(request.query as Record<string, unknown>).map(([key, value]) => [key, fromQueryValue(value)]));
+      return petService.listPets(query);
+    },
+  );
+
+  app.post(
+    '/pets',
+    {
+      schema: {
+        operationId: 'createPet',
+        summary: 'Add a new animal',
+        tags: ['pets'],
+        body: { $ref: 'NewPet#' },
+        headers: {
+          type: 'object',
+          properties: {
+            'Idempotency-Key': {
+              type: 'string',
+              minLength: 1,
+              maxLength: IDEMPOTENCY_LIMITS.maxKeyLength,
+              pattern: IDEMPOTENCY_LIMITS.keyPattern,
+              description:
+                'Makes retries safe: the same key with the same body returns the first response (same id, no second pet) ' +
+                'for 24 hours; 409 while the first request is in flight; 422 with a different body.',
+            },
+          },
+        },
+        response: {
+          201: { description: 'Animal added.', headers: { ...HEADERS.LOCATION, ...HEADERS.RATE_LIMIT }, $ref: 'Pet#' },
+          ...errorResponses([
+            'BAD_REQUEST',
+            'BAD_USER_INPUT',
+            'UNAUTHENTICATED',
+            'PAYLOAD_TOO_LARGE',
+            'UNSUPPORTED_MEDIA_TYPE',
+            'IDEMPOTENCY_KEY_IN_USE',
+            'IDEMPOTENCY_KEY_REUSED',
+            'TOO_MANY_REQUESTS',
+            'INTERNAL_SERVER_ERROR',
+            'SERVICE_UNAVAILABLE',
+            'GATEWAY_TIMEOUT',
+          ]),
+        },
       },
     },
-  }, async (request, reply) => {
-    const pet = await petService.createPet(request.body, callerOf(request));
-    return reply.code(201).header('Location', `${app.prefix}/pets/${pet.id}`).send(pet);
-  });
+    async (request, reply) => {
+      const pet = await petService.createPet(request.body, callerOf(request));
+      return reply.code(201).header('Location', `${app.prefix}/pets/${pet.id}`).send(pet);
+    },
+  );
 
   app.get<{ Params: { petId: string } }>(
     '/pets/:petId',
@@ -135,7 +141,10 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
         params: PET_ID_PARAMS,
         response: {
           200: { description: 'The Pet.', headers: { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.RATE_LIMIT }, $ref: 'Pet#' },
-          ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE'], DEPRECATION_HEADER_SCHEMAS),
+          ...errorResponses(
+            ['BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE'],
+            DEPRECATION_HEADER_SCHEMAS,
+          ),
           // Answered by the router before this operation runs, so without its headers.
           ...errorResponses(['URI_TOO_LONG']),
         },

@@ -144,9 +144,7 @@ describe('Swagger UI in Chromium', () => {
     const listPets = page.locator('#operations-pets-listPets');
     await listPets.locator('.opblock-summary-control').click();
     await expect(listPets.locator('.try-out__btn').innerText()).resolves.toBe('Cancel');
-    const answered = page.waitForResponse(
-      (response: Response) => new URL(response.url()).pathname === '/v1/pets' && response.request().method() === 'GET',
-    );
+    const answered = page.waitForResponse((response: Response) => new URL(response.url()).pathname === '/v1/pets' && response.request().method() === 'GET');
     await listPets.locator('.btn.execute').click();
     const response = await answered;
 

@@ -65,5 +65,6 @@ export function assertNoResponseViolations(where: string, headers: Headers): voi
   const onResponse = violations.filter((v) => v.location[0] === 'response');
   prismCounts.requestViolations += violations.length - onResponse.length;
   prismCounts.responseViolations += onResponse.length;
-  if (onResponse.length > 0) throw new Error(`${where}: Prism found response violations: ${onResponse.map((v) => `${v.location.join('.')}: ${v.message}`).join('; ')}`);
+  if (onResponse.length > 0)
+    throw new Error(`${where}: Prism found response violations: ${onResponse.map((v) => `${v.location.join('.')}: ${v.message}`).join('; ')}`);
 }

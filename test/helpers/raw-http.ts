@@ -22,11 +22,7 @@ export interface RawExchange {
  * @param request - the raw bytes to send.
  * @param options.giveUpAfterMs - reject when the server has not closed by then (default 30 s).
  */
-export function exchangeRaw(
-  url: string,
-  request: string | Buffer,
-  options: { giveUpAfterMs?: number } = {},
-): Promise<RawExchange> {
+export function exchangeRaw(url: string, request: string | Buffer, options: { giveUpAfterMs?: number } = {}): Promise<RawExchange> {
   const { port, hostname } = new URL(url);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];

@@ -143,12 +143,7 @@ export async function request(
 }
 
 /** POSTs a GraphQL operation to /graphql. */
-export function graphql(
-  target: TestApp,
-  query: string,
-  variables?: Record<string, unknown>,
-  init: { apiKey?: string | null } = {},
-): Promise<HttpResult> {
+export function graphql(target: TestApp, query: string, variables?: Record<string, unknown>, init: { apiKey?: string | null } = {}): Promise<HttpResult> {
   return request(target, 'POST', '/graphql', { body: { query, variables }, apiKey: init.apiKey });
 }
 
