@@ -2,6 +2,7 @@ import type { GatewayExecutor, GatewayGraphQLRequestContext } from '@apollo/serv
 import { type GraphQLSchema, Kind, getIntrospectionQuery, parse } from 'graphql';
 import { buildPetStoreSchema } from '../src/graphql/schema';
 import { type JitFallback, jitExecutorGateway } from '../src/graphql/jit-executor.gateway';
+import * as httpRules from '../src/graphql/subscriptions-over-http.rule';
 import { graphql, startTestApp } from './helpers/test-app';
 
 /**
@@ -85,6 +86,23 @@ describe('errors from compiled operations, in production', () => {
         errors: [{ message: expect.stringContaining('limit'), locations: [{ line: 1, column: 22 }], path: ['pets'], extensions: { code: 'BAD_USER_INPUT' } }],
       });
     } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('work done once per document, not per request', () => {
+  test('when one query is sent three times, then Apollo validates it once (its document store, with our plugins), and a new query once more', async () => {
+    // Our own validation rule runs beside Armor's: each call of it is one validation of a document.
+    const validations = jest.spyOn(httpRules, 'refuseSubscriptionsOverHttp');
+    const t = await startTestApp();
+    try {
+      for (let i = 0; i < 3; i++) expect((await graphql(t, '{ pets(limit: 2) { id } }')).body).toEqual({ data: { pets: [] } });
+      expect(validations).toHaveBeenCalledTimes(1);
+      await graphql(t, '{ pets(limit: 3) { id } }');
+      expect(validations).toHaveBeenCalledTimes(2);
+    } finally {
+      validations.mockRestore();
       await t.close();
     }
   });
