@@ -3,6 +3,7 @@ import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import { createDatabase } from '../src/database/mysql-admin';
 import { openDatabase } from '../src/database/open-database';
+import { PetRepository } from '../src/pets/pet.repository';
 import { seedPets } from '../src/pets/pet.seed';
 
 /**
@@ -57,28 +58,28 @@ export interface ExplainRow {
 }
 
 /**
- * EXPLAINs the statements the service runs for list and get (the same SQL TypeORM sends,
- * without its aliases).
+ * EXPLAINs the statements the service runs for list and get: PetRepository's own SQL, with
+ * parameters bound as the service binds them.
  *
  * @returns each statement's plan, keyed by a short label.
  */
 export async function explainQueries(url: string): Promise<Record<string, ExplainRow>> {
-  const statements: Record<string, string> = {
-    'list limit=20': 'SELECT id, name, category_id, status FROM pet ORDER BY id ASC LIMIT 20',
-    'list status=sold limit=20': "SELECT id, name, category_id, status FROM pet WHERE status = 'sold' ORDER BY id ASC LIMIT 20",
-    'get by id': 'SELECT id, name, category_id, status FROM pet WHERE id = 5000 LIMIT 1',
-  };
-  const connection = await createConnection(url);
+  const dataSource = await openDatabase({ type: 'mysql', url });
   try {
+    const { sql } = new PetRepository(dataSource);
+    const statements: Array<[string, string, unknown[]]> = [
+      ['list limit=20', sql.list, [20]],
+      ['list status=sold limit=20', sql.listByStatus, ['sold', 20]],
+      ['get by id', sql.byId, [5000]],
+    ];
     const plans: Record<string, ExplainRow> = {};
-    for (const [label, sql] of Object.entries(statements)) {
-      const [rows] = await connection.query<(RowDataPacket & ExplainRow)[]>(`EXPLAIN ${sql}`);
-      const { type, key, rows: estimate, Extra } = rows[0];
-      plans[label] = { type, key, rows: Number(estimate), Extra };
+    for (const [label, statement, parameters] of statements) {
+      const [{ type, key, rows, Extra }] = await dataSource.query<ExplainRow[]>(`EXPLAIN ${statement}`, parameters);
+      plans[label] = { type, key, rows: Number(rows), Extra };
     }
     return plans;
   } finally {
-    await connection.end();
+    await dataSource.destroy();
   }
 }
 
