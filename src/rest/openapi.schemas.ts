@@ -107,7 +107,8 @@ export function errorResponses(codes: ErrorCode[], headers: Record<string, Schem
       const allHeaders = {
         ...(status === 401 ? HEADERS.WWW_AUTHENTICATE : {}),
         ...(status === 429 ? { ...HEADERS.RETRY_AFTER, ...HEADERS.RATE_LIMIT } : {}),
-        ...(status === 503 ? HEADERS.RETRY_AFTER : {}),
+        // Every code the catalogue gives a retryAfterSeconds is sent with Retry-After (AppError adds it).
+        ...(sameStatus.some((code) => 'retryAfterSeconds' in ERROR_CATALOGUE[code]) ? HEADERS.RETRY_AFTER : {}),
         ...headers,
       };
       const description = sameStatus.map((code) => `${code}: ${ERROR_CATALOGUE[code].message}`).join(' ');
