@@ -68,8 +68,8 @@ export async function explainQueries(url: string): Promise<Record<string, Explai
   try {
     const { sql } = new PetRepository(dataSource);
     const statements: Array<[string, string, unknown[]]> = [
-      ['list limit=20', sql.list, [20]],
-      ['list status=sold limit=20', sql.listByStatus, ['sold', 20]],
+      ['list limit=20', sql.list, [0, 20]],
+      ['list status=sold limit=20', sql.listByStatus, ['sold', 0, 20]],
       ['get by id', sql.byId, [5000]],
     ];
     const plans: Record<string, ExplainRow> = {};

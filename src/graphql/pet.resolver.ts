@@ -1,10 +1,11 @@
 import { Arg, Args, Ctx, Mutation, Query, Resolver } from 'type-graphql';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
 import { Pet } from '../pets/pet.entity';
-import { ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
+import { ListPetsArgs, NewPetInput, PetIdArgs, PetsConnectionArgs } from '../pets/pet.inputs';
 import { PET_LIMITS } from '../pets/pet.limits';
-import type { PetService } from '../pets/pet.service';
+import type { PetPage, PetService } from '../pets/pet.service';
 import type { GraphqlContext } from './graphql-context';
+import { PetConnection } from './pet-connection.types';
 import { databaseFieldCost } from './query-limits';
 
 /** How many pets a `limit` argument can return, for pricing: out-of-range values are refused later anyway. */
@@ -12,8 +13,22 @@ function listSize(limit: unknown): number {
   return Number.isInteger(limit) ? Math.min(Math.max(limit as number, PET_LIMITS.listMin), PET_LIMITS.listMax) : PET_LIMITS.listMax;
 }
 
+/** A page as a Relay connection: each pet with the cursor after it. */
+function toConnection(page: PetPage): PetConnection {
+  const edges = page.pets.map((pet) => ({ cursor: page.cursorAfter(pet), node: pet }));
+  return {
+    edges,
+    pageInfo: {
+      hasNextPage: page.hasNextPage,
+      hasPreviousPage: page.hasPreviousPage,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
+  };
+}
+
 /**
- * The GraphQL adapter of the pet operations: declares `pets`, `pet` and `createPet` with their
+ * The GraphQL adapter of the pet operations: declares `pets`, `petsConnection`, `pet` and `createPet` with their
  * descriptions and query costs, and hands each call to PetService, the same method the REST
  * controller calls. Arguments are passed on unvalidated (type-graphql's validation is off):
  * PetService applies the one set of rules.
@@ -25,12 +40,22 @@ export class PetResolver {
 
   /** listPets: see PetService.listPets. */
   @Query(() => [Pet], {
-    description: 'Lists animals in ascending id order, optionally by status.',
+    description: 'Lists animals in ascending id order, optionally by status. To page, pass `after` (see `petsConnection`).',
     // Cost for the query limits: the selection once per pet that may come back, at least one request.
     complexity: ({ args, childComplexity }) => databaseFieldCost(listSize(args.limit), childComplexity),
   })
-  pets(@Args(() => ListPetsArgs) args: ListPetsArgs): Promise<Pet[]> {
-    return this.petService.listPets(args);
+  async pets(@Args(() => ListPetsArgs) args: ListPetsArgs): Promise<Pet[]> {
+    return (await this.petService.listPets(args)).pets;
+  }
+
+  /** listPets as a Relay connection: see PetService.listPetsFirst. */
+  @Query(() => PetConnection, {
+    description: 'Lists animals in ascending id order, optionally by status, a page at a time: pass `pageInfo.endCursor` as `after` for the next page.',
+    // Priced as `pets`: the selection (edges, node and pageInfo) once per pet that may come back.
+    complexity: ({ args, childComplexity }) => databaseFieldCost(listSize(args.first), childComplexity),
+  })
+  async petsConnection(@Args(() => PetsConnectionArgs) args: PetsConnectionArgs): Promise<PetConnection> {
+    return toConnection(await this.petService.listPetsFirst(args));
   }
 
   /** getPet (deprecated): see PetService.getPet; null when no pet has the id. */

@@ -1,9 +1,10 @@
 import { SafeIntResolver } from 'graphql-scalars';
-import { IsDefined, IsEnum, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy, buildMessage } from 'class-validator';
+import { IsDefined, IsEnum, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy, type ValidationArguments, buildMessage } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
 import { PetStatus } from './pet-status.enum';
 import { parsePositiveInteger } from '../validation/positive-integer';
+import { decodePetCursor } from './pet-cursor';
 import { PET_LIMITS } from './pet.limits';
 
 const REQUIRED = { message: '$property is required' };
@@ -57,6 +58,39 @@ function MaxCodePoints(max: number): PropertyDecorator {
   };
 }
 
+/**
+ * A cursor this service wrote (README "Pagination"), for the same filter as the list it is
+ * used with: the `status` property of the same input. Documented in OpenAPI as a base64url
+ * string of at most `cursorMaxLength` characters.
+ */
+function IsPetCursor(): PropertyDecorator {
+  // GraphQL may send null for an absent filter.
+  const statusOf = (args: ValidationArguments) => (args.object as { status?: PetStatus | null }).status ?? undefined;
+  const rule = ValidateBy({
+    name: 'isPetCursor',
+    validator: {
+      validate: (value: unknown, args) => {
+        const cursor = typeof value === 'string' ? decodePetCursor(value) : undefined;
+        return cursor !== undefined && cursor.status === statusOf(args!);
+      },
+      defaultMessage: (args) => {
+        const cursor = typeof args?.value === 'string' ? decodePetCursor(args.value) : undefined;
+        if (!args || !cursor) return '$property must be a cursor from a previous page of this list, unchanged';
+        const filter = (status?: PetStatus) => (status ? `status ${status}` : 'no status filter');
+        return `$property belongs to the list with ${filter(cursor.status)}, not ${filter(statusOf(args))}: keep the filter while paging`;
+      },
+    },
+  });
+  const schema = JSONSchema({ type: 'string', pattern: '^[A-Za-z0-9_-]+$', maxLength: PET_LIMITS.cursorMaxLength });
+  return (target, property) => {
+    rule(target, property);
+    schema(target, property as string);
+  };
+}
+
+const AFTER_DESCRIPTION =
+  'Opaque cursor: the list continues after the pet it names. Take it from the previous page (REST: the `Link` header with rel="next"; GraphQL: `endCursor` or an edge\'s `cursor`) and keep the same status filter.';
+
 /** Body of createPet (spec "NewPet"). `status` defaults to `available` when omitted. */
 @InputType({ description: 'A new animal to add.' })
 export class NewPetInput {
@@ -101,7 +135,37 @@ export class ListPetsArgs {
   @Field(() => PetStatus, { nullable: true, description: 'Only animals with this status.' })
   @IsOptional()
   @IsEnum(PetStatus, STATUS_MESSAGE)
-  status?: PetStatus;
+  status?: PetStatus | null;
+
+  @Field(() => String, { nullable: true, description: AFTER_DESCRIPTION })
+  @IsOptional()
+  @IsPetCursor()
+  // Or null, from GraphQL: no cursor. (Typed string so that the OpenAPI schema, read from the design type, says string.)
+  after?: string;
+}
+
+/** Arguments of the GraphQL connection over listPets (README "Pagination"): `first` is listPets' `limit`. */
+@ArgsType()
+export class PetsConnectionArgs {
+  @Field(() => Int, {
+    nullable: true,
+    description: `Maximum number of animals returned (${PET_LIMITS.listMin} to ${PET_LIMITS.listMax}).`,
+  })
+  @IsInt()
+  @Min(PET_LIMITS.listMin)
+  @Max(PET_LIMITS.listMax)
+  first: number = PET_LIMITS.listDefault;
+
+  @Field(() => String, { nullable: true, description: AFTER_DESCRIPTION })
+  @IsOptional()
+  @IsPetCursor()
+  // Or null, from GraphQL: no cursor. (Typed string so that the OpenAPI schema, read from the design type, says string.)
+  after?: string;
+
+  @Field(() => PetStatus, { nullable: true, description: 'Only animals with this status.' })
+  @IsOptional()
+  @IsEnum(PetStatus, STATUS_MESSAGE)
+  status?: PetStatus | null;
 }
 
 /** Arguments of getPet (spec "getPet"). */

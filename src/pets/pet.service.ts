@@ -2,9 +2,28 @@ import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { DeprecationTracker } from '../operations/deprecation.tracker';
 import { validateInput } from '../validation/validate-input';
 import type { Caller } from './caller';
+import { decodePetCursor, encodePetCursor } from './pet-cursor';
+import type { PetStatus } from './pet-status.enum';
 import type { Pet } from './pet.entity';
-import { ListPetsArgs, NewPetInput, PetIdArgs } from './pet.inputs';
+import { ListPetsArgs, NewPetInput, PetIdArgs, PetsConnectionArgs } from './pet.inputs';
 import type { PetRepository } from './pet.repository';
+
+/** One page of listPets (README "Pagination"). */
+export interface PetPage {
+  /** Up to `limit` pets, in ascending id order. */
+  pets: Pet[];
+  /** The page size and the filter the page was read with (after defaults). */
+  limit: number;
+  status?: PetStatus;
+  /** Whether a pet after the last one on this page matched when the page was read. */
+  hasNextPage: boolean;
+  /** The cursor of the next page (after this page's last pet), or null on the last page. */
+  nextCursor: string | null;
+  /** Whether the page was asked for with a cursor, i.e. is not the first. */
+  hasPreviousPage: boolean;
+  /** The cursor that continues the list after `pet`, one of this page's pets. */
+  cursorAfter(pet: Pet): string;
+}
 
 /**
  * The pet operations (spec "Endpoints"), the one code path both surfaces call: the GraphQL
@@ -25,17 +44,50 @@ export class PetService {
   ) {}
 
   /**
-   * listPets (spec "listPets").
+   * listPets (spec "listPets"), a page at a time (README "Pagination").
    *
-   * @param input - `{ limit?, status? }` as the client sent them: `limit` an integer from 1 to
-   *   100 (default 20), `status` a PetStatus.
-   * @returns up to `limit` pets in ascending id order.
-   * @throws AppError BAD_USER_INPUT for an out-of-range limit, an unknown status or an unknown
-   *   property; DatabaseDeadlineError (503) when the database does not answer in time.
+   * @param input - `{ limit?, status?, after? }` as the client sent them: `limit` an integer
+   *   from 1 to 100 (default 20), `status` a PetStatus, `after` a cursor from a previous page
+   *   of the list with the same `status`.
+   * @returns the page: up to `limit` pets in ascending id order, and the next page's cursor.
+   * @throws AppError BAD_USER_INPUT for an out-of-range limit, an unknown status, a cursor that
+   *   is not one of ours or belongs to another filter, or an unknown property;
+   *   DatabaseDeadlineError (503) when the database does not answer in time.
    */
-  async listPets(input: unknown): Promise<Pet[]> {
-    const { limit, status } = await validateInput(ListPetsArgs, input);
-    return this.pets.list({ limit, status });
+  async listPets(input: unknown): Promise<PetPage> {
+    const { limit, status, after } = await validateInput(ListPetsArgs, input);
+    return this.page(limit, status ?? undefined, after ?? undefined);
+  }
+
+  /**
+   * listPets with GraphQL connection names (README "Pagination"): `first` for `limit`.
+   *
+   * @param input - `{ first?, after?, status? }` as the client sent them; the rules of {@link listPets}.
+   * @returns the page, as {@link listPets}.
+   * @throws as {@link listPets}, naming `first` instead of `limit`.
+   */
+  async listPetsFirst(input: unknown): Promise<PetPage> {
+    const { first, status, after } = await validateInput(PetsConnectionArgs, input);
+    return this.page(first, status ?? undefined, after ?? undefined);
+  }
+
+  /** Reads one more pet than the page holds, to know whether another page follows. A null status or cursor (GraphQL) is none. */
+  private async page(limit: number, status: PetStatus | undefined, after: string | undefined): Promise<PetPage> {
+    // Validated: a cursor of ours, for this status.
+    const afterId = after === undefined ? 0 : decodePetCursor(after)!.afterId;
+    const rows = await this.pets.list({ limit: limit + 1, status, afterId });
+    const pets = rows.slice(0, limit);
+    const hasNextPage = rows.length > limit;
+    const cursorAfter = (pet: Pet) => encodePetCursor({ status, afterId: pet.id });
+    return {
+      pets,
+      limit,
+      status,
+      hasNextPage,
+      nextCursor: hasNextPage ? cursorAfter(pets[pets.length - 1]) : null,
+      hasPreviousPage: after !== undefined,
+      cursorAfter,
+    };
   }
 
   /**

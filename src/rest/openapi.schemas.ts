@@ -81,13 +81,19 @@ export const PET_ID_PARAMS: Schema = {
   required: ['petId'],
 };
 
-/** Response headers, by name, for the route schemas. */
+/** Response headers, by name, for the route schemas. Each is sent on every such response, unless its description begins "Only when". */
 export const HEADERS = {
   WWW_AUTHENTICATE: { 'WWW-Authenticate': { type: 'string', description: 'RFC 6750 Bearer challenge.' } },
   LOCATION: { Location: { type: 'string', description: 'Path of the created Pet, /v1/pets/{id}.' } },
   RATE_LIMIT: {
     'RateLimit-Policy': { type: 'string', description: 'draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`.' },
     RateLimit: { type: 'string', description: 'draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`.' },
+  },
+  NEXT_PAGE_LINK: {
+    Link: {
+      type: 'string',
+      description: 'Only when more pets follow. RFC 8288: `</v1/pets?limit=20&after=…>; rel="next"`, the next page with the same `limit` and `status`.',
+    },
   },
   RETRY_AFTER: { 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying.' } },
 } as const;

@@ -4,7 +4,7 @@ import { callerOf } from '../http/caller.hook';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import { IDEMPOTENCY_LIMITS } from '../idempotency/idempotency.limits';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
-import type { PetService } from '../pets/pet.service';
+import type { PetPage, PetService } from '../pets/pet.service';
 import { parsePositiveInteger } from '../validation/positive-integer';
 import { HEADERS, LIST_PETS_QUERY, PET_ID_PARAMS, errorResponses } from './openapi.schemas';
 
@@ -43,6 +43,19 @@ function fromQueryValue(value: unknown): unknown {
 }
 
 /**
+ * The `Link` header of a page that has a next one (RFC 8288, README "Pagination"): an
+ * origin-relative URL with the page's `limit` and `status` and the next cursor.
+ *
+ * @param path - the list's path, e.g. `/v1/pets`.
+ * @param page - the page just read, with a next cursor.
+ * @returns e.g. `</v1/pets?limit=20&status=sold&after=MS5zb2xk…>; rel="next"`.
+ */
+function nextPageLink(path: string, page: PetPage): string {
+  const query = new URLSearchParams({ limit: String(page.limit), ...(page.status && { status: page.status }), after: page.nextCursor ?? '' });
+  return `<${path}?${query.toString()}>; rel="next"`;
+}
+
+/**
  * The REST facade at `/v1` (spec "Endpoints"). Each handler only translates: query string,
  * path and body in, unvalidated; the PetService operation (the same one GraphQL calls)
  * validates and does the work; its result or AppError out as the spec's JSON. The shared guard (authentication and rate
@@ -68,18 +81,22 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
       schema: {
         operationId: 'listPets',
         summary: 'List animals, optionally by status',
-        description: 'Ascending id order. Unknown query parameters are refused.',
+        description:
+          'Ascending id order, a page at a time: when more pets follow, the `Link` header holds the next page\'s URL (rel="next"), ' +
+          'with the same `limit` and `status` and an `after` cursor; the last page has none. Unknown query parameters are refused.',
         tags: ['pets'],
         querystring: LIST_PETS_QUERY,
         response: {
-          200: { description: 'A JSON array of Pet.', headers: HEADERS.RATE_LIMIT, $ref: 'Pets#' },
+          200: { description: 'A JSON array of Pet.', headers: { ...HEADERS.NEXT_PAGE_LINK, ...HEADERS.RATE_LIMIT }, $ref: 'Pets#' },
           ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE']),
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const query = Object.fromEntries(Object.entries(request.query as Record<string, unknown>).map(([key, value]) => [key, fromQueryValue(value)]));
-      return petService.listPets(query);
+      const page = await petService.listPets(query);
+      if (page.nextCursor !== null) reply.header('Link', nextPageLink(`${app.prefix}/pets`, page));
+      return page.pets;
     },
   );
 

@@ -1,0 +1,38 @@
+import { Field, ObjectType } from 'type-graphql';
+import { Pet } from '../pets/pet.entity';
+
+/** One pet of a page and the cursor that continues the list after it (Relay "Edge Types"). */
+@ObjectType({ description: 'A pet in a page of `petsConnection`.' })
+export class PetEdge {
+  @Field({ description: 'Pass as `after` to continue the list after this pet.' })
+  cursor!: string;
+
+  @Field(() => Pet)
+  node!: Pet;
+}
+
+/** Where a page stands in the list (Relay "PageInfo"). */
+@ObjectType({ description: 'Where this page stands in the list (Relay PageInfo).' })
+export class PageInfo {
+  @Field({ description: 'Whether more pets matched after this page when it was read.' })
+  hasNextPage!: boolean;
+
+  @Field({ description: 'Whether this page was asked for with `after`, i.e. is not the first.' })
+  hasPreviousPage!: boolean;
+
+  @Field(() => String, { nullable: true, description: "The first edge's cursor; null when the page is empty." })
+  startCursor!: string | null;
+
+  @Field(() => String, { nullable: true, description: "The last edge's cursor, to pass as `after` for the next page; null when the page is empty." })
+  endCursor!: string | null;
+}
+
+/** A page of listPets as a Relay connection (README "Pagination"). */
+@ObjectType({ description: 'A page of animals in ascending id order (Relay cursor connection).' })
+export class PetConnection {
+  @Field(() => [PetEdge])
+  edges!: PetEdge[];
+
+  @Field(() => PageInfo)
+  pageInfo!: PageInfo;
+}
