@@ -1,6 +1,8 @@
 import { decodePetCursor, encodePetCursor } from '../src/pets/pet-cursor';
 import { PetStatus } from '../src/pets/pet-status.enum';
+import { PetRepository } from '../src/pets/pet.repository';
 import { seedPets } from '../src/pets/pet.seed';
+import { EXPECTED_DRIVER } from './helpers/test-database';
 import { type TestApp, countPets, createPet, graphql, request, startTestApp } from './helpers/test-app';
 
 /**
@@ -229,6 +231,24 @@ describe('the pages themselves', () => {
     const two = await graphql(target, `{ a: ${page} b: ${page} }`);
     expect(two.body.errors[0].message).toBe('Query validation error.');
   });
+});
+
+test('a page is a range that starts at the cursor, on the primary key or on (status, id): never a scan from the first row', async () => {
+  const { sql } = new PetRepository(target.dataSource);
+  const middle = seeded[500].id;
+  if (EXPECTED_DRIVER === 'mysql') {
+    const plan = async (statement: string, parameters: unknown[]) => (await target.dataSource.query(`EXPLAIN ${statement}`, parameters))[0];
+    expect(await plan(sql.list, [middle, 21])).toMatchObject({ type: 'range', key: 'PRIMARY' });
+    // Both key parts (status and id): 66 bytes would be a lookup on status alone, walked from its first row.
+    const byStatus = await plan(sql.listByStatus, ['sold', middle, 21]);
+    expect(byStatus).toMatchObject({ type: 'range', key: 'idx_pet_status_id' });
+    expect(Number(byStatus.key_len)).toBeGreaterThan(66);
+  } else {
+    const plan = async (statement: string, parameters: unknown[]) =>
+      (await target.dataSource.query<Array<{ detail: string }>>(`EXPLAIN QUERY PLAN ${statement}`, parameters)).map((row) => row.detail).join('; ');
+    expect(await plan(sql.list, [middle, 21])).toMatch(/SEARCH pet USING INTEGER PRIMARY KEY \(rowid>\?\)/);
+    expect(await plan(sql.listByStatus, ['sold', middle, 21])).toMatch(/SEARCH pet USING (COVERING )?INDEX idx_pet_status_id \(status=\? AND id>\?\)/);
+  }
 });
 
 test('the OpenAPI document describes the after parameter and the Link header', async () => {

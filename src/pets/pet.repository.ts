@@ -31,6 +31,20 @@ function selectPets(dataSource: DataSource) {
     .addSelect('pet.status', 'status');
 }
 
+/** The `(status, id)` index (pet.entity.ts): a filtered page is a range on it. */
+const STATUS_ID_INDEX = 'idx_pet_status_id';
+
+/**
+ * Turns TypeORM's `USE INDEX` (MySQL family only; other dialects get no hint) into `FORCE
+ * INDEX`. MariaDB plans `status = ? AND id > ? ORDER BY id` as a lookup of every row with
+ * that status, the id test applied to each in turn, even with USE INDEX: page 5,000 of a
+ * filtered list took 22 times as long as page 1 at 1,000,000 rows (bench, README
+ * "Pagination"). FORCE INDEX makes it a range on `(status, id)` that starts at the cursor.
+ */
+function forceIndex(sql: string): string {
+  return sql.replace(' USE INDEX (', ' FORCE INDEX (');
+}
+
 /** A raw row as a Pet; the one place the int64 columns are converted (exactly, or RangeError). */
 function toPet(row: PetRow): Pet {
   return { id: toSafeInteger(row.id), name: row.name, categoryId: toSafeInteger(row.categoryId), status: row.status };
@@ -58,7 +72,7 @@ export class PetRepository {
     const ordered = (query: ReturnType<typeof selectPets>) => `${query.orderBy('pet.id', 'ASC').getQuery()} LIMIT ?`;
     this.sql = {
       list: ordered(selectPets(dataSource).where('pet.id > ?')),
-      listByStatus: ordered(selectPets(dataSource).where('pet.status = ?').andWhere('pet.id > ?')),
+      listByStatus: forceIndex(ordered(selectPets(dataSource).useIndex(STATUS_ID_INDEX).where('pet.status = ?').andWhere('pet.id > ?'))),
       byId: selectPets(dataSource).where('pet.id = ?').getQuery(),
     };
   }
