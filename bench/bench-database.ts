@@ -3,6 +3,8 @@ import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import { createDatabase } from '../src/database/mysql-admin';
 import { openDatabase } from '../src/database/open-database';
+import { encodePetCursor } from '../src/pets/pet-cursor';
+import { PetStatus } from '../src/pets/pet-status.enum';
 import { PetRepository } from '../src/pets/pet.repository';
 import { seedPets } from '../src/pets/pet.seed';
 
@@ -49,6 +51,44 @@ export async function growPets(url: string, target: number): Promise<number> {
   }
 }
 
+/** Where the scale curve's deep pages start: `page` of each list, its cursor, and the id it follows. */
+export interface DeepPages {
+  /** The page number: 5,000 at 1,000,000 rows, the middle of smaller tables. */
+  page: number;
+  /** `?limit=100`: the cursor after pet (page - 1) × 100. */
+  all: { afterId: number; cursor: string };
+  /** `?status=sold&limit=20`: the cursor after the ((page - 1) × 20)th sold pet. */
+  sold: { afterId: number; cursor: string };
+}
+
+/**
+ * Finds the start of page 5,000 (or of the middle page, in a smaller table) of two lists, so
+ * that the bench can ask for a deep page as a client who walked there would (README "Pagination").
+ * Uses one OFFSET query, here only, to find it; the service never does.
+ *
+ * @param url - the scale database, ids 1 to `rows` with no gaps ({@link growPets}).
+ * @param rows - its row count.
+ */
+export async function deepPages(url: string, rows: number): Promise<DeepPages> {
+  const page = Math.max(2, Math.min(5000, Math.floor(rows / 200)));
+  const connection = await createConnection(url);
+  try {
+    const [sold] = await connection.query<(RowDataPacket & { id: number | string })[]>('SELECT id FROM pet WHERE status = ? ORDER BY id LIMIT 1 OFFSET ?', [
+      PetStatus.sold,
+      (page - 1) * 20 - 1,
+    ]);
+    const all = (page - 1) * 100;
+    const soldId = Number(sold[0].id);
+    return {
+      page,
+      all: { afterId: all, cursor: encodePetCursor({ afterId: all }) },
+      sold: { afterId: soldId, cursor: encodePetCursor({ status: PetStatus.sold, afterId: soldId }) },
+    };
+  } finally {
+    await connection.end();
+  }
+}
+
 /** One row of MySQL's EXPLAIN, as reported. */
 export interface ExplainRow {
   type: string;
@@ -59,18 +99,25 @@ export interface ExplainRow {
 
 /**
  * EXPLAINs the statements the service runs for list and get: PetRepository's own SQL, with
- * parameters bound as the service binds them.
+ * parameters bound as the service binds them (a page of 20 reads 21 rows).
  *
+ * @param deep - when given, the deep pages' statements too.
  * @returns each statement's plan, keyed by a short label.
  */
-export async function explainQueries(url: string): Promise<Record<string, ExplainRow>> {
+export async function explainQueries(url: string, deep?: DeepPages): Promise<Record<string, ExplainRow>> {
   const dataSource = await openDatabase({ type: 'mysql', url });
   try {
     const { sql } = new PetRepository(dataSource);
     const statements: Array<[string, string, unknown[]]> = [
-      ['list limit=20', sql.list, [0, 20]],
-      ['list status=sold limit=20', sql.listByStatus, ['sold', 0, 20]],
+      ['list limit=20', sql.list, [0, 21]],
+      ['list status=sold limit=20', sql.listByStatus, ['sold', 0, 21]],
       ['get by id', sql.byId, [5000]],
+      ...(deep
+        ? ([
+            ['deep page limit=100', sql.list, [deep.all.afterId, 101]],
+            ['deep page status=sold limit=20', sql.listByStatus, ['sold', deep.sold.afterId, 21]],
+          ] as Array<[string, string, unknown[]]>)
+        : []),
     ];
     const plans: Record<string, ExplainRow> = {};
     for (const [label, statement, parameters] of statements) {

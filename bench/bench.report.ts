@@ -26,6 +26,8 @@ export interface HalfRateRow {
 /** The scale curve: latency at one table size. */
 export interface ScalePoint {
   rows: number;
+  /** The page number of the `deep page` queries: 5,000 at 1,000,000 rows (README "Pagination"). */
+  deepPage: number;
   plans: Record<string, ExplainRow>;
   /** Query label (`list limit=20`, `get`, …) → measurement with one connection. */
   latency: Record<string, Measurement>;
@@ -88,7 +90,7 @@ export interface TargetCheck {
   met: boolean;
 }
 
-const SCALE_QUERIES = ['list limit=1', 'list limit=20', 'list limit=100', 'list status limit=20', 'get'];
+const SCALE_QUERIES = ['list limit=1', 'list limit=20', 'list limit=100', 'deep page limit=100', 'list status limit=20', 'deep page status limit=20', 'get'];
 
 /** The operations with throughput targets (every scenario but `unauthorized`). */
 const TARGET_OPERATIONS = ['get', 'list-20', 'list-100', 'list-status', 'create', 'mixed'];
@@ -119,7 +121,19 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
   const first = results.scale[0];
   const last = results.scale.at(-1);
   if (first && last && last !== first) {
-    for (const query of SCALE_QUERIES.filter((q) => q.startsWith('list'))) {
+    // A deep page costs what the first does (keyset pagination, never OFFSET).
+    for (const [deep, first] of [
+      ['deep page limit=100', 'list limit=100'],
+      ['deep page status limit=20', 'list status limit=20'],
+    ]) {
+      const value = last.latency[deep].mean / last.latency[first].mean;
+      checks.push({
+        target: `${deep} (page ${last.deepPage.toLocaleString('en')}) mean latency ≤ 1.2× page 1 at ${last.rows.toLocaleString('en')} rows`,
+        value: `${last.latency[deep].mean.toFixed(2)} vs ${last.latency[first].mean.toFixed(2)} ms (${value.toFixed(2)}×)`,
+        met: value <= 1.2,
+      });
+    }
+    for (const query of SCALE_QUERIES.filter((q) => q.startsWith('list') || q.startsWith('deep'))) {
       const value = last.latency[query].mean / first.latency[query].mean;
       checks.push({
         target: `${query} mean latency at ${last.rows.toLocaleString('en')} rows ≤ 1.2× at ${first.rows.toLocaleString('en')}`,
@@ -192,7 +206,9 @@ export function toMarkdown(results: BenchResults): string {
   }
   if (results.scale.length > 0) {
     lines.push('');
-    lines.push('Scale curve (REST, one connection, mean / p99 latency in ms; EXPLAIN: access type and key for list, filtered list and get):');
+    lines.push(
+      'Scale curve (REST, one connection, mean / p99 latency in ms; deep page: page 5,000 at 1,000,000 rows, the middle page of smaller tables, reached with its cursor; EXPLAIN: access type and key for list, filtered list, get and the two deep pages):',
+    );
     lines.push('');
     lines.push(`| Rows | ${SCALE_QUERIES.join(' | ')} | EXPLAIN |`);
     lines.push(`|--:|${SCALE_QUERIES.map(() => '--:').join('|')}|---|`);
@@ -201,7 +217,7 @@ export function toMarkdown(results: BenchResults): string {
       const plans = Object.values(point.plans)
         .map((plan) => `${plan.type} ${plan.key}`)
         .join(', ');
-      lines.push(`| ${point.rows.toLocaleString('en')} | ${cells.join(' | ')} | ${plans} |`);
+      lines.push(`| ${point.rows.toLocaleString('en')} (deep page ${point.deepPage.toLocaleString('en')}) | ${cells.join(' | ')} | ${plans} |`);
     }
   }
   lines.push('');

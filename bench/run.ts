@@ -6,7 +6,7 @@ import { API_KEY_CACHE, generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from '../src/database/mysql-admin';
 import { freePort } from '../src/net/free-port';
-import { databaseVersion, explainQueries, growPets, prepareDatabase } from './bench-database';
+import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase } from './bench-database';
 import { type BenchResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
 import { type Measurement, type RunningSystem, type SystemName, measure, measureAtRate, probe, startSystem } from './bench.runner';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
@@ -244,11 +244,15 @@ async function main(): Promise<void> {
             requests: ({ apiKey: key }) => [{ method: 'GET', path: `/v1/pets${query}`, headers: { authorization: `Bearer ${key}` } }],
           },
         ];
+        const deep = await deepPages(scaleUrl, rows);
+        log(`  deep pages: page ${deep.page.toLocaleString('en')} (after id ${deep.all.afterId}; sold: after id ${deep.sold.afterId})`);
         const queries: Array<[string, Scenario]> = [
           list('list limit=1', '?limit=1'),
           list('list limit=20', '?limit=20'),
           list('list limit=100', '?limit=100'),
+          list('deep page limit=100', `?limit=100&after=${deep.all.cursor}`),
           list('list status limit=20', '?status=sold&limit=20'),
+          list('deep page status limit=20', `?status=sold&limit=20&after=${deep.sold.cursor}`),
           ['get', SCENARIOS.find((s) => s.surface === 'rest' && s.name === 'get')!],
         ];
         const latency: Record<string, Measurement> = {};
@@ -259,7 +263,7 @@ async function main(): Promise<void> {
             `  ${label.padEnd(22)} mean ${latency[label].mean.toFixed(2)} ms  p99 ${latency[label].p99} ms${latency[label].unexpected ? `  UNEXPECTED ${JSON.stringify(latency[label].statuses)}` : ''}`,
           );
         }
-        scale.push({ rows, plans: await explainQueries(scaleUrl), latency });
+        scale.push({ rows, deepPage: deep.page, plans: await explainQueries(scaleUrl, deep), latency });
       }
     } finally {
       await service.stop();
