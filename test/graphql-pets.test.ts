@@ -15,6 +15,15 @@ const LIST = `query List($limit: Int, $status: PetStatus) { pets(limit: $limit, 
 const GET = `query Get($id: ID!) { pet(id: $id) { ${PET_FIELDS} } }`;
 const CREATE = `mutation Create($input: NewPetInput!) { createPet(input: $input) { ${PET_FIELDS} } }`;
 
+/**
+ * The two response formats of GraphQL over HTTP and the status of a request error (parse,
+ * validation, variables) in each: README "GraphQL".
+ */
+const REQUEST_ERROR_STATUS_BY_ACCEPT = [
+  ['application/json', 200],
+  ['application/graphql-response+json', 400],
+] as const;
+
 /** The one error of a GraphQL response, checked to carry only a catalogue code. */
 function onlyError(body: any): { message: string; code: string } {
   expect(body.errors).toHaveLength(1);
@@ -46,12 +55,18 @@ describe('createPet', () => {
     ['status null', { name: 'Rex', categoryId: 1, status: null }],
     ['a client-chosen id', { id: '5', name: 'Rex', categoryId: 1 }],
     ['name not a string', { name: 42, categoryId: 1 }],
-  ])('when the variables hold %s, then HTTP 400 and BAD_USER_INPUT, nothing stored', async (_case, input) => {
-    const result = await graphql(t, CREATE, { input });
-    expect(result.status).toBe(400);
-    expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');
-    expect(await countPets(t)).toBe(0);
-  });
+  ])(
+    'when the variables hold %s, then BAD_USER_INPUT, no data, nothing stored (200 for application/json, 400 for graphql-response+json)',
+    async (_case, input) => {
+      for (const [accept, status] of REQUEST_ERROR_STATUS_BY_ACCEPT) {
+        const result = await graphql(t, CREATE, { input }, { accept });
+        expect({ accept, status: result.status }).toEqual({ accept, status });
+        expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');
+        expect(result.body.data).toBeUndefined();
+      }
+      expect(await countPets(t)).toBe(0);
+    },
+  );
 
   test.each([
     ['a blank name', { name: '  ', categoryId: 1 }],
@@ -87,9 +102,9 @@ describe('pets', () => {
     expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');
   });
 
-  test('when the status filter is unknown, then HTTP 400 BAD_USER_INPUT', async () => {
-    const result = await graphql(t, LIST, { status: 'lost' });
-    expect(result.status).toBe(400);
+  test.each(REQUEST_ERROR_STATUS_BY_ACCEPT)('when the status filter is unknown and Accept is %s, then HTTP %i BAD_USER_INPUT', async (accept, status) => {
+    const result = await graphql(t, LIST, { status: 'lost' }, { accept });
+    expect(result.status).toBe(status);
     expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');
   });
 });
@@ -154,13 +169,16 @@ describe('authentication and transport', () => {
     expect(await countPets(t)).toBe(0);
   });
 
-  test.each([
-    ['a syntax error', '{ pets { id ', 'GRAPHQL_PARSE_FAILED'],
-    ['an unknown field', '{ pets { colour } }', 'GRAPHQL_VALIDATION_FAILED'],
-  ])('when the document has %s, then HTTP 400 with %s', async (_case, query, code) => {
-    const result = await graphql(t, query);
-    expect(result.status).toBe(400);
+  test.each(
+    REQUEST_ERROR_STATUS_BY_ACCEPT.flatMap(([accept, status]) => [
+      ['a syntax error', '{ pets { id ', 'GRAPHQL_PARSE_FAILED', accept, status] as const,
+      ['an unknown field', '{ pets { colour } }', 'GRAPHQL_VALIDATION_FAILED', accept, status] as const,
+    ]),
+  )('when the document has %s (%s), then %s, with Accept %s HTTP %i', async (_case, query, code, accept, status) => {
+    const result = await graphql(t, query, undefined, { accept });
+    expect(result.status).toBe(status);
     expect(onlyError(result.body).code).toBe(code);
+    expect(result.body.data).toBeUndefined();
   });
 
   test.each([
@@ -168,13 +186,14 @@ describe('authentication and transport', () => {
     ['POST', 'query Q { pets { id } } subscription S { pets { id } }'],
     ['GET', 'subscription { pets { id } }'],
   ])(
-    'when a subscription operation is sent with %s (%s), then HTTP 400 GRAPHQL_VALIDATION_FAILED and nothing is logged as unexpected',
+    'when a subscription operation is sent with %s (%s), then HTTP 400 GRAPHQL_VALIDATION_FAILED (graphql-response+json) and nothing is logged as unexpected',
     async (method, query) => {
       warnings.length = 0;
+      const accept = 'application/graphql-response+json';
       const result =
         method === 'POST'
-          ? await request(t, 'POST', '/graphql', { body: { query, operationName: query.startsWith('query Q') ? 'Q' : undefined } })
-          : await request(t, 'GET', `/graphql?query=${encodeURIComponent(query)}`, { headers: { 'apollo-require-preflight': '1' } });
+          ? await request(t, 'POST', '/graphql', { body: { query, operationName: query.startsWith('query Q') ? 'Q' : undefined }, headers: { accept } })
+          : await request(t, 'GET', `/graphql?query=${encodeURIComponent(query)}`, { headers: { accept } });
       expect(result.status).toBe(400);
       const { code, message } = onlyError(result.body);
       expect(code).toBe('GRAPHQL_VALIDATION_FAILED');
@@ -198,7 +217,13 @@ describe('authentication and transport', () => {
       406,
       'NOT_ACCEPTABLE',
     ],
-    ['a GET without the CSRF preflight header', `/graphql?query=${encodeURIComponent('{ pets { id } }')}`, {}, 400, 'BAD_REQUEST'],
+    [
+      'a GET with a form Content-Type (CSRF prevention)',
+      `/graphql?query=${encodeURIComponent('{ pets { id } }')}`,
+      { 'content-type': 'text/plain' },
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    ],
   ])('when Apollo refuses %s, then the HTTP status and extensions.code agree with the catalogue', async (_case, path, headers, status, code) => {
     const result = await request(t, 'GET', path, { headers });
     expect(result.status).toBe(status);
@@ -224,7 +249,7 @@ describe('authentication and transport', () => {
   test('when a variable holds a number JSON.parse would round, then BAD_USER_INPUT and nothing is stored', async () => {
     const result = await request(t, 'POST', '/graphql', {
       body: '{"query":"mutation($c: SafeInt!) { createPet(input: {name: \\"R\\", categoryId: $c}) { id } }","variables":{"c":9007199254740991.4}}',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json' },
     });
     expect(result.status).toBe(400);
     expect(onlyError(result.body).code).toBe('BAD_USER_INPUT');

@@ -12,9 +12,11 @@ import { HTTP_LIMITS } from '../http/http-limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import type { PetService } from '../pets/pet.service';
 import { costLimitPlugin } from './cost-limit.plugin';
+import { CSRF_PREVENTION } from './csrf-prevention';
 import type { GraphqlContext } from './graphql-context';
 import { createGraphqlErrorFormatter, sendGraphqlError } from './graphql-error.formatter';
 import { jitExecutorGateway } from './jit-executor.gateway';
+import { legacyJsonStatusPlugin } from './legacy-json-status.plugin';
 import { operationSummaryPlugin } from './operation-summary.plugin';
 import { registerPlayground } from './playground';
 import { PARSE_OPTIONS, armorSettings } from './query-limits';
@@ -57,7 +59,8 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     parseOptions: PARSE_OPTIONS,
     includeStacktraceInErrorResponses: false,
     allowBatchedHttpRequests: false,
-    csrfPrevention: true,
+    // README "Security" (CSRF): the bearer key every operation needs proves a preflight too.
+    csrfPrevention: { requestHeaders: [...CSRF_PREVENTION.requestHeaders] },
     // main.ts owns SIGTERM/SIGINT: Apollo stops when the Fastify app closes, after the requests in flight.
     stopOnTerminationSignals: false,
     // Speed (bench/): no cache-control hints (that plugin wraps every field resolver; answers are
@@ -67,6 +70,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
       ...armor.plugins,
       costLimitPlugin(spend),
       operationSummaryPlugin(),
+      legacyJsonStatusPlugin(),
       ApolloServerPluginLandingPageDisabled(),
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginUsageReportingDisabled(),

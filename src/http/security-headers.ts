@@ -5,7 +5,9 @@ import type { FastifyInstance } from 'fastify';
  * Response hardening for every route (README "Security"): API answers are never cached
  * (`Cache-Control: no-store`, unless a route set its own caching, as static assets do) and
  * never sniffed (`X-Content-Type-Options: nosniff`). CORS is closed unless `corsOrigins`
- * names the browser origins allowed to call the API.
+ * names the browser origins allowed to call the API; a listed origin may send the request headers
+ * the API reads (`Authorization`, `Content-Type`, `Idempotency-Key`) and those GraphQL's CSRF
+ * prevention accepts as proof of a preflight (README "Security", "CSRF").
  *
  * @param corsOrigins - allowed origins such as `https://app.example.com`; none closes CORS.
  */
@@ -18,7 +20,8 @@ export async function hardenResponses(app: FastifyInstance, corsOrigins: readonl
   await app.register(fastifyCors, {
     origin: [...corsOrigins],
     methods: ['GET', 'POST'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'apollo-require-preflight'],
+    // Every header a client may need to send, the GraphQL CSRF headers included (graphql/csrf-prevention.ts).
+    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'apollo-require-preflight', 'x-apollo-operation-name'],
     exposedHeaders: ['Location', 'Deprecation', 'Sunset', 'Link', 'WWW-Authenticate', 'RateLimit', 'RateLimit-Policy', 'Retry-After'],
     maxAge: 600,
   });

@@ -142,9 +142,19 @@ export async function request(
   return result;
 }
 
-/** POSTs a GraphQL operation to /graphql. */
-export function graphql(target: TestApp, query: string, variables?: Record<string, unknown>, init: { apiKey?: string | null } = {}): Promise<HttpResult> {
-  return request(target, 'POST', '/graphql', { body: { query, variables }, apiKey: init.apiKey });
+/**
+ * POSTs a GraphQL operation to /graphql.
+ *
+ * @param init.accept - the `Accept` header; fetch's default is a bare wildcard, which Apollo
+ *   answers in `application/json` (README "GraphQL": request errors are then 200).
+ */
+export function graphql(
+  target: TestApp,
+  query: string,
+  variables?: Record<string, unknown>,
+  init: { apiKey?: string | null; accept?: string } = {},
+): Promise<HttpResult> {
+  return request(target, 'POST', '/graphql', { body: { query, variables }, apiKey: init.apiKey, headers: init.accept ? { accept: init.accept } : undefined });
 }
 
 /** Stores a pet through the REST API and returns it. */
