@@ -67,6 +67,19 @@ describe('graphql-jit behind Apollo', () => {
     expect(result.errors![0]).toMatchObject({ message: expect.stringContaining('$limit'), locations: [{ line: 1, column: 7 }] });
   });
 
+  test('when the request names an operation the document lacks, then graphql-js reports it, nothing runs and nothing is compiled (it was a 500)', async () => {
+    const query = 'query A { pets { id } }';
+    // Apollo found no operation: it passes none, and its resolved operationName is null.
+    const context = {
+      ...requestFor(query),
+      operation: undefined,
+      request: { query, operationName: 'B', variables: {} },
+    } as unknown as GatewayGraphQLRequestContext;
+    const result = await executor(context);
+    expect(result).toEqual({ errors: [expect.objectContaining({ message: 'Unknown operation named "B".' })] });
+    expect(fallbacks).toEqual([]); // over HTTP: OPERATION_RESOLUTION_FAILURE (test/graphql-status-codes.test.ts)
+  });
+
   test('when a default applies to a variable, then jit gets the coerced value (graphql-js applies the default)', async () => {
     const query = 'query($limit: Int = 3) { __typename }';
     const result = await executor(requestFor(query, {}));

@@ -26,7 +26,8 @@ function asGraphqlJsError(error: GraphQLError): GraphQLError {
  * - Variables are coerced by graphql-js first, exactly as without the gateway (defaults,
  *   errors with their locations, one error where graphql-js gives one), and jit gets the
  *   coerced values (idempotent for this schema's ID, SafeInt, String, Int and enum inputs).
- * - An operation jit cannot compile runs on graphql-js's `execute`, and `onFallback` is told why.
+ * - An operation jit cannot compile runs on graphql-js's `execute`, and `onFallback` is told why;
+ *   a request naming no operation of its document goes to `execute` too, which reports it.
  * - Errors come back as graphql-js GraphQLErrors, so formatting is unchanged.
  *
  * @param schema - the executable schema (resolvers attached).
@@ -39,6 +40,10 @@ export function jitExecutorGateway(schema: GraphQLSchema, options: { maxOperatio
   const compiled = new LRUCache<string, CompiledQuery | { fallback: true }>({ max: options.maxOperations });
 
   const executor: GatewayExecutor = async ({ document, operation, operationName, queryHash, request, context }) => {
+    // No operation by the requested name (or no name among several): graphql-js says so, and
+    // Apollo answers OPERATION_RESOLUTION_FAILURE. `operationName` here is the resolved one (null
+    // then), so the client's is passed. Nothing to compile, nothing cached.
+    if (!operation) return execute({ schema, document, operationName: request.operationName, contextValue: context, variableValues: request.variables });
     const key = `${queryHash}\u0000${operationName ?? ''}`;
     let query = compiled.get(key);
     if (query === undefined) {
