@@ -29,6 +29,7 @@ describe('README', () => {
       expect(output).toContain('{"data":{"pets":[{"id":"1","name":"Rex","categoryId":1,"status":"available"}]}}');
       expect(output).toContain('{"data":{"createPet":{"id":"2","status":"pending"}}}');
       expect(output).toMatch(/^link: <\/v1\/pets\?limit=1&after=[A-Za-z0-9_-]+>; rel="next"\r?$/im);
+      expect(output).toContain('{"data":{"pets":[{"name":"Rex"}]}}'); // the GET with only the key
       expect(output).toContain('"code":"BAD_USER_INPUT"');
       expect(output).toMatch(/HTTP\/1\.1 401 Unauthorized[\s\S]*"code":"UNAUTHENTICATED"/);
       expect(output).toContain('{"code":"NOT_FOUND","message":"No pet has id 999999.","status":404}');
