@@ -81,7 +81,13 @@ function IsPetCursor(): PropertyDecorator {
       },
     },
   });
-  const schema = JSONSchema({ type: 'string', pattern: '^[A-Za-z0-9_-]+$', maxLength: PET_LIMITS.cursorMaxLength });
+  const schema = JSONSchema({
+    type: 'string',
+    pattern: '^[A-Za-z0-9_-]+$',
+    maxLength: PET_LIMITS.cursorMaxLength,
+    description:
+      'Opaque cursor: the page after the one whose `Link` header (rel="next") holds it. Keep the same `status`; 400 when edited or from another filter.',
+  });
   return (target, property) => {
     rule(target, property);
     schema(target, property as string);
