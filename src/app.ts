@@ -11,6 +11,7 @@ import { graphqlPlugin } from './graphql/graphql.plugin';
 import { readCaller } from './http/caller.hook';
 import { HTTP_LIMITS } from './http/http-limits';
 import { parseJsonExactly } from './http/json-body.parser';
+import { endJsonWithNewline } from './http/json-newline.hook';
 import { refuseBadRequestHeads } from './http/request-head.hook';
 import { createRateLimiter } from './http/rate-limit';
 import { hardenResponses } from './http/security-headers';
@@ -95,6 +96,7 @@ export async function buildApp({
   });
 
   await hardenResponses(app, config.corsOrigins);
+  endJsonWithNewline(app);
   observeRequests(app, metrics);
   metrics.watchDatabasePool(dataSource);
   closeConnectionsOnceNotAccepting(app, state);

@@ -97,7 +97,7 @@ describe('timeouts (README "Security")', () => {
     const response = parseRawResponse(received);
     expect(response.status).toBe(200);
     expect(response.headers['keep-alive']).toBe(`timeout=${HTTP_LIMITS.keepAliveTimeoutMs / 1000}`);
-    expect(response.body).toBe('{"status":"ok"}'); // one answer, nothing sent at the close
+    expect(response.body).toBe('{"status":"ok"}\n'); // one answer, nothing sent at the close
     expect(Math.round(idleBeforeCloseMs)).toBeGreaterThanOrEqual(HTTP_LIMITS.keepAliveTimeoutMs);
     expect(Math.round(idleBeforeCloseMs)).toBeLessThan(HTTP_LIMITS.keepAliveTimeoutMs + 2_000);
   }, 50_000);

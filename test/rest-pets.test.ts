@@ -358,3 +358,30 @@ describe('HTTP semantics', () => {
     expectError(await request(t, 'GET', path), 404, 'NOT_FOUND');
   });
 });
+
+describe('JSON bodies end with a newline (README "REST contract")', () => {
+  test.each([
+    ['listPets', 'GET', '/v1/pets?limit=20', undefined, 200],
+    ['createPet', 'POST', '/v1/pets', '{"name":"Rex","categoryId":1}', 201],
+    ['an Error (400)', 'POST', '/v1/pets', '{"name":"Rex","categoryId":"7"}', 400],
+    ['an unknown path (404)', 'GET', '/nowhere', undefined, 404],
+    ['the health route', 'GET', '/healthz', undefined, 200],
+    ['the OpenAPI document', 'GET', '/v1/openapi.json', undefined, 200],
+    ['a GraphQL answer (Apollo ends it already)', 'POST', '/graphql', '{"query":"{ pets(limit: 1) { id } }"}', 200],
+  ])(
+    'when %s is answered, then the body ends with exactly one newline, counted by Content-Length, on GET and HEAD alike',
+    async (_case, method, path, body, status) => {
+      const headers = { authorization: `Bearer ${t.apiKey}`, ...(body && { 'content-type': 'application/json' }) };
+      const response = await fetch(t.url + path, { method, headers, body });
+      expect(response.status).toBe(status);
+      const bytes = Buffer.from(await response.arrayBuffer());
+      expect(bytes.toString('utf8')).toMatch(/[}\]]\n$/);
+      expect(Number(response.headers.get('content-length'))).toBe(bytes.length);
+      // (a 404's message names the method, so its HEAD counts one byte more)
+      if (method === 'GET' && status === 200) {
+        const head = await fetch(t.url + path, { method: 'HEAD', headers });
+        expect(head.headers.get('content-length')).toBe(String(bytes.length));
+      }
+    },
+  );
+});

@@ -53,7 +53,8 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
   if (!socket.writable) return;
   const code = CLIENT_ERROR_CODES[error.code ?? ''] ?? 'BAD_REQUEST';
   const appError = new AppError(code);
-  const body = JSON.stringify(appError.toBody());
+  // Ends with a newline like every JSON answer the app sends (http/json-newline.hook.ts).
+  const body = `${JSON.stringify(appError.toBody())}\n`;
   socket.end(
     `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n` +
       'Content-Type: application/json; charset=utf-8\r\n' +
