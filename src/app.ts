@@ -12,6 +12,7 @@ import { readCaller } from './http/caller.hook';
 import { HTTP_LIMITS } from './http/http-limits';
 import { parseJsonExactly } from './http/json-body.parser';
 import { endJsonWithNewline } from './http/json-newline.hook';
+import { landingPageRoutes } from './http/landing-page.routes';
 import { refuseBadRequestHeads } from './http/request-head.hook';
 import { createRateLimiter } from './http/rate-limit';
 import { hardenResponses } from './http/security-headers';
@@ -52,7 +53,7 @@ export interface AppDependencies {
 /**
  * Builds the HTTP app (does not listen): GraphQL at `/graphql` and the REST contract at
  * `/v1`, both over one PetService behind one guard (authentication, rate limit, caller), plus the OpenAPI document
- * (`/v1/openapi.json`, `.yaml`), Swagger UI (`/docs`), `/healthz` and `/readyz`. Every request
+ * (`/v1/openapi.json`, `.yaml`), Swagger UI (`/docs`), `/healthz`, `/readyz` and the landing page `/`. Every request
  * gets an `X-Request-Id`, one log line and a metrics sample. Closing the app stops Apollo; the
  * DataSource belongs to the caller.
  *
@@ -127,6 +128,7 @@ export async function buildApp({
   await serveOpenapi(app);
   // Public and outside the guard: no key, no rate limit.
   await app.register(healthRoutes, { dataSource, state });
+  await app.register(landingPageRoutes);
   await app.ready();
   return app;
 }

@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from './config';
 import { lockEmbeddedDatabase } from './database/embedded-lock';
 import { MigrationLockUnsupportedError } from './database/migration-lock';
 import { DatabaseUnreachableError, openDatabase } from './database/open-database';
+import { describeSurfaces, originOf } from './http/landing-page.routes';
 import { drainAndClose } from './operations/graceful-shutdown';
 import type { ServiceState } from './operations/health.routes';
 import { createLogger } from './operations/logger';
@@ -62,7 +63,7 @@ async function main(): Promise<void> {
   const where = config.database.type === 'mysql' ? 'MySQL' : `embedded SQLite (${path.relative('.', config.database.path)})`;
   log.info(
     { database: config.database.type, replicas: config.database.type === 'mysql' ? (config.database.replicaUrls?.length ?? 0) : 0 },
-    `Pet Store gateway serving /graphql and /v1 on ${where}; metrics on ${config.metrics.host}:${config.metrics.port}/metrics`,
+    `Pet Store gateway on ${where}, serving ${describeSurfaces(originOf(config.host, config.port))}; metrics ${originOf(config.metrics.host, config.metrics.port)}/metrics`,
   );
   if (devKey) {
     process.stdout.write(

@@ -72,10 +72,21 @@ describe('the server process (dist/src/main.js)', () => {
     expect(again).toBe(0);
   });
 
-  test('when NODE_ENV is production, then no key is created', async () => {
+  test('when NODE_ENV is production, then no key is created, and one log line lists where every surface is', async () => {
     const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
-    const exit = await withServer({ cwd, env: { NODE_ENV: 'production' } }, async (server, base) => {
+    const exit = await withServer({ cwd, env: { NODE_ENV: 'production', LOG_LEVEL: 'info' } }, async (server, base) => {
       expect(server.output.stdout).not.toContain('Development API key');
+      for (let waited = 0; !server.output.stdout.includes(`${base}/graphql`) && waited < 5_000; waited += 50)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      const started = server.output.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { msg: string })
+        .filter((line) => line.msg.includes(`${base}/graphql`));
+      expect(started).toHaveLength(1);
+      for (const path of ['/', '/graphql', '/v1', '/docs', '/v1/openapi.json', '/healthz']) expect(started[0].msg).toContain(` ${base}${path}`);
+      expect(started[0].msg).toMatch(/metrics http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+      expect((await fetch(`${base}/`)).status).toBe(200);
       await expect(stat(path.join(cwd, 'data', 'dev-api-key'))).rejects.toThrow();
       expect((await fetch(`${base}/v1/pets`)).status).toBe(401);
     });

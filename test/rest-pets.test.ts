@@ -354,7 +354,8 @@ describe('HTTP semantics', () => {
     expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ code, message: expect.any(String), status });
   });
 
-  test.each(['/', '/v1', '/v1/pet', '/v2/pets', '/v1/pets/1/owner', '/store/orders'])('when the route %s does not exist, then 404 NOT_FOUND', async (path) => {
+  // (`/` is the landing page: test/landing-page.test.ts)
+  test.each(['/v1', '/v1/pet', '/v2/pets', '/v1/pets/1/owner', '/store/orders'])('when the route %s does not exist, then 404 NOT_FOUND', async (path) => {
     expectError(await request(t, 'GET', path), 404, 'NOT_FOUND');
   });
 });

@@ -1,0 +1,114 @@
+import { createHash } from 'node:crypto';
+import type { FastifyPluginAsync } from 'fastify';
+import Negotiator from 'negotiator';
+import { rejectOtherMethods } from './method-not-allowed';
+
+/** One surface the landing page points to: a relation name (the JSON key), its path and what it is. */
+interface Surface {
+  readonly rel: string;
+  readonly path: string;
+  readonly title: string;
+}
+
+/**
+ * What `GET /` lists, in this order (README "Explore in a browser"). Paths are origin-relative,
+ * so the page is right behind any proxy; `main.ts` logs the same list as absolute URLs.
+ */
+export const SURFACES: readonly Surface[] = Object.freeze([
+  { rel: 'graphql', path: '/graphql', title: 'GraphQL endpoint; in a browser, the GraphiQL playground' },
+  { rel: 'docs', path: '/docs', title: 'Swagger UI for the REST contract' },
+  { rel: 'openapi', path: '/v1/openapi.json', title: 'The OpenAPI 3.1 document of the REST contract (/v1)' },
+  { rel: 'health', path: '/healthz', title: 'Liveness check' },
+]);
+
+const STYLE = 'body { font: 16px/1.5 system-ui, sans-serif; max-width: 40rem; margin: 2rem auto; padding: 0 1rem; } code { font-size: 0.95em; }';
+
+/**
+ * No script at all, and only the one inline style block this module wrote, allowed by its
+ * hash (CSP Level 2), so no injected style or script could run.
+ */
+export const LANDING_PAGE_CSP = [
+  "default-src 'none'",
+  `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
+  "img-src 'self' data:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Pet Store gateway</title>
+<link rel="icon" href="data:,">
+<style>${STYLE}</style>
+</head>
+<body>
+<h1>Pet Store gateway</h1>
+<p>One pet store, served as GraphQL and as the REST contract <code>/v1</code>. Every API request needs
+<code>Authorization: Bearer &lt;API key&gt;</code>; these pages do not.</p>
+<ul>
+${SURFACES.map(({ path, title }) => `<li><a href="${path}"><code>${path}</code></a>: ${title}</li>`).join('\n')}
+</ul>
+</body>
+</html>
+`;
+
+/** The JSON answer: `{"name": "Pet Store gateway", "links": {"graphql": "/graphql", …}}`. */
+const JSON_BODY = { name: 'Pet Store gateway', links: Object.fromEntries(SURFACES.map(({ rel, path }) => [rel, path])) };
+
+/**
+ * `GET /` (and HEAD): a small landing page listing where the surfaces are (README "Explore in
+ * a browser"). The representation is negotiated on `Accept` (RFC 9110 §12.5.1, `negotiator`):
+ * `text/html` when the caller prefers it to JSON (browsers), else the JSON document above
+ * (curl, fetch, no `Accept`; a tie goes to JSON). Public: no API key, no rate limit (registered
+ * outside the guard, like the health routes); hidden from the OpenAPI document, as it is not
+ * part of `/v1`. Other methods: 405 with `Allow`.
+ */
+export const landingPageRoutes: FastifyPluginAsync = async (app) => {
+  app.get('/', { schema: { hide: true } }, async (request, reply) => {
+    reply.header('Vary', 'Accept');
+    const type = new Negotiator({ headers: { accept: request.headers.accept ?? '*/*' } }).mediaType(['application/json', 'text/html']);
+    if (type !== 'text/html') return JSON_BODY;
+    return reply
+      .header('Content-Type', 'text/html; charset=utf-8')
+      .header('Content-Security-Policy', LANDING_PAGE_CSP)
+      .header('X-Frame-Options', 'DENY')
+      .header('Referrer-Policy', 'no-referrer')
+      .send(HTML);
+  });
+  rejectOtherMethods(app, '/', ['GET', 'HEAD']);
+};
+
+/**
+ * The address a browser on this machine can open for a listener: a wildcard bind (`0.0.0.0`,
+ * `::`) is reached on loopback, and an IPv6 address is bracketed.
+ *
+ * @param host - the interface bound (HOST), e.g. `127.0.0.1`, `0.0.0.0`, `::1`, `api.internal`.
+ * @param port - the TCP port bound.
+ * @returns an origin such as `http://127.0.0.1:3000` or `http://[::1]:3000`.
+ */
+export function originOf(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
+}
+
+/**
+ * The start-up log line's list of surfaces (README "Two commands"): the landing page, then
+ * each of {@link SURFACES} and the REST base, as absolute URLs.
+ *
+ * @param origin - from {@link originOf}.
+ * @returns e.g. `http://127.0.0.1:3000/ (GraphQL http://127.0.0.1:3000/graphql, REST http://127.0.0.1:3000/v1, …)`.
+ */
+export function describeSurfaces(origin: string): string {
+  const named = [
+    ['GraphQL', '/graphql'],
+    ['REST', '/v1'],
+    ['docs', '/docs'],
+    ['OpenAPI', '/v1/openapi.json'],
+    ['health', '/healthz'],
+  ];
+  return `${origin}/ (${named.map(([name, path]) => `${name} ${origin}${path}`).join(', ')})`;
+}
