@@ -59,6 +59,9 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
+/** METRICS_PORT, when unset, is PORT plus this: 9464 (Prometheus exporters' customary port) for PORT 3000. */
+export const METRICS_PORT_OFFSET = 6464;
+
 /** Where the embedded database lives when DATABASE_URL is absent (relative to the working directory). */
 export const EMBEDDED_DATABASE_PATH = path.join('data', 'petstore.sqlite');
 
@@ -168,7 +171,12 @@ export const CONFIG_SPEC = Object.freeze({
       "How long a key lookup's answer (found active, or unknown/revoked) is reused without asking the database (0: always ask); " +
       'bounds how late a revocation made by another process takes effect here.',
   }),
-  METRICS_PORT: port({ default: 9464, desc: 'Port of the Prometheus endpoint /metrics, a listener of its own (README "Operations"); not PORT.' }),
+  METRICS_PORT: port({
+    default: undefined,
+    desc:
+      'Port of the Prometheus endpoint /metrics, a listener of its own (README "Operations"); not PORT. ' +
+      `Unset: PORT + ${METRICS_PORT_OFFSET} (9464 with the default PORT), so that each instance started with its own PORT gets its own metrics port.`,
+  }),
   METRICS_HOST: host({ default: undefined, desc: 'Interface of the metrics listener; HOST when unset.' }),
   SHUTDOWN_DRAIN_SECONDS: nonNegativeInteger({
     default: 0,
@@ -182,8 +190,8 @@ export const CONFIG_SPEC = Object.freeze({
 
 /**
  * Reads and validates the configuration: the variables of {@link CONFIG_SPEC} (README
- * "Configuration"), then the rules between them (METRICS_PORT differs from PORT; replicas need
- * a primary), grouped by the module that uses them.
+ * "Configuration"), then the rules between them (METRICS_PORT, PORT + 6464 when unset, differs
+ * from PORT and fits in 65535; replicas need a primary), grouped by the module that uses them.
  *
  * @param env - the environment to read, normally `process.env`; keys absent from it take the spec's defaults.
  * @returns a frozen {@link Config}.
@@ -196,8 +204,10 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
       if (bad.length > 0) throw new ConfigError(`Invalid configuration: ${bad.join('; ')}`);
     },
   });
+  const metricsPort = clean.METRICS_PORT ?? clean.PORT + METRICS_PORT_OFFSET;
   const crossChecks = [
-    clean.METRICS_PORT === clean.PORT && 'METRICS_PORT: must differ from PORT',
+    metricsPort === clean.PORT && 'METRICS_PORT: must differ from PORT',
+    metricsPort > 65535 && `METRICS_PORT: unset, it would be PORT + ${METRICS_PORT_OFFSET} = ${metricsPort}, past 65535: set it`,
     clean.DATABASE_REPLICA_URLS.length > 0 && !clean.DATABASE_URL && 'DATABASE_REPLICA_URLS: needs DATABASE_URL (the primary)',
   ].filter((problem): problem is string => typeof problem === 'string');
   if (crossChecks.length > 0) throw new ConfigError(`Invalid configuration: ${crossChecks.join('; ')}`);
@@ -224,7 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
     trustProxy: Array.isArray(clean.TRUST_PROXY) ? Object.freeze([...clean.TRUST_PROXY]) : clean.TRUST_PROXY,
     corsOrigins: Object.freeze([...clean.CORS_ORIGINS]),
     rateLimit: Object.freeze(rateLimit),
-    metrics: Object.freeze({ port: clean.METRICS_PORT, host: clean.METRICS_HOST ?? clean.HOST }),
+    metrics: Object.freeze({ port: metricsPort, host: clean.METRICS_HOST ?? clean.HOST }),
     shutdown: Object.freeze({ drainSeconds: clean.SHUTDOWN_DRAIN_SECONDS, graceSeconds: clean.SHUTDOWN_GRACE_SECONDS }),
     databaseConnectAttempts: clean.DATABASE_CONNECT_ATTEMPTS,
     migrateOnStart: clean.DATABASE_MIGRATE_ON_START,

@@ -9,6 +9,7 @@ import { lockEmbeddedDatabase } from './database/embedded-lock';
 import { MigrationLockUnsupportedError } from './database/migration-lock';
 import { DatabaseUnreachableError, openDatabase } from './database/open-database';
 import { describeSurfaces, originOf } from './http/landing-page.routes';
+import { PortUnavailableError, listenOn } from './net/listen-port';
 import { drainAndClose } from './operations/graceful-shutdown';
 import type { ServiceState } from './operations/health.routes';
 import { createLogger } from './operations/logger';
@@ -58,8 +59,8 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
-  await metricsServer.listen({ port: config.metrics.port, host: config.metrics.host });
-  await app.listen({ port: config.port, host: config.host });
+  await listenOn('PORT', config, () => app.listen({ port: config.port, host: config.host }));
+  await listenOn('METRICS_PORT', config.metrics, () => metricsServer.listen({ port: config.metrics.port, host: config.metrics.host }));
   const where = config.database.type === 'mysql' ? 'MySQL' : `embedded SQLite (${path.relative('.', config.database.path)})`;
   log.info(
     { database: config.database.type, replicas: config.database.type === 'mysql' ? (config.database.replicaUrls?.length ?? 0) : 0 },
@@ -74,7 +75,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const known = error instanceof ConfigError || error instanceof DatabaseUnreachableError || error instanceof MigrationLockUnsupportedError;
+  const known =
+    error instanceof ConfigError ||
+    error instanceof DatabaseUnreachableError ||
+    error instanceof MigrationLockUnsupportedError ||
+    error instanceof PortUnavailableError;
   const message = known ? (error as Error).message : `Start-up failed: ${(error as Error).message ?? error}`;
   process.stderr.write(`${message}\n`);
   process.exit(1);

@@ -117,6 +117,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ HOST: '0.0.0.0' }).metrics).toEqual({ port: 9464, host: '0.0.0.0' });
   });
 
+  test('when METRICS_PORT is unset, then it follows PORT (PORT + 6464), so a second instance needs only its own PORT', () => {
+    expect(loadConfig({ PORT: '3001' }).metrics.port).toBe(9465);
+    expect(loadConfig({ PORT: '3001', METRICS_PORT: '9100' }).metrics.port).toBe(9100);
+    expect(() => loadConfig({ PORT: '60000' })).toThrow(/METRICS_PORT: unset, it would be PORT \+ 6464 = 66464, past 65535: set it/);
+    expect(loadConfig({ PORT: '60000', METRICS_PORT: '9464' }).metrics.port).toBe(9464);
+  });
+
   test('when several keys are bad, then one error names them all', () => {
     expect(() => loadConfig({ PORT: 'x', NODE_ENV: 'y', LOG_LEVEL: 'z' })).toThrow(/PORT: .*NODE_ENV: .*LOG_LEVEL: /);
   });

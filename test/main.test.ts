@@ -1,8 +1,27 @@
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { built, freePort, runNode, withServer } from './helpers/processes';
+import { createServer } from 'node:net';
+import { METRICS_PORT_OFFSET } from '../src/config';
+import { built, freePort, runNode, startNode, waitForHttp, withServer } from './helpers/processes';
 import { createProcessDatabase, testOnMysql } from './helpers/test-database';
+
+/** Whether a TCP port on 127.0.0.1 can be bound now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer()
+      .once('error', () => resolve(false))
+      .listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free port whose default metrics port (port + 6464) is free too. */
+async function portWithFreeMetricsPort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port + METRICS_PORT_OFFSET <= 65535 && (await canListen(port + METRICS_PORT_OFFSET))) return port;
+  }
+}
 
 /** `npm start` end to end: the built server as a real process, configured by its environment. */
 describe('the server process (dist/src/main.js)', () => {
@@ -70,6 +89,38 @@ describe('the server process (dist/src/main.js)', () => {
       expect(server.output.stdout).not.toContain('Development API key');
     });
     expect(again).toBe(0);
+  });
+
+  test('when a second instance is started with only its own PORT, then both serve, each with its metrics on PORT + 6464; a port taken names its variable in one line', async () => {
+    const [first, second] = [await portWithFreeMetricsPort(), await portWithFreeMetricsPort()];
+    const firstDir = await mkdtemp(path.join(tmpdir(), 'main-'));
+    const secondDir = await mkdtemp(path.join(tmpdir(), 'main-'));
+    // No METRICS_PORT: the default is what is tested.
+    const a = startNode(main(), { cwd: firstDir, env: { PORT: String(first) } });
+    const b = startNode(main(), { cwd: secondDir, env: { PORT: String(second) } });
+    try {
+      for (const port of [first, second]) {
+        await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+        expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+        await waitForHttp(`http://127.0.0.1:${port + METRICS_PORT_OFFSET}/metrics`);
+        expect((await fetch(`http://127.0.0.1:${port + METRICS_PORT_OFFSET}/metrics`)).status).toBe(200);
+      }
+      const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
+      const samePort = await runNode(main(), [], { cwd, env: { PORT: String(first), METRICS_PORT: String(await freePort()) } });
+      expect(samePort.code).toBe(1);
+      expect(samePort.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(new RegExp(`^PORT is in use: 127\\.0\\.0\\.1:${first} is taken by another process`)),
+      ]);
+      const sameMetrics = await runNode(main(), [], { cwd, env: { PORT: String(await freePort()), METRICS_PORT: String(first + METRICS_PORT_OFFSET) } });
+      expect(sameMetrics.code).toBe(1);
+      expect(sameMetrics.stderr.trim().split('\n')).toEqual([
+        expect.stringMatching(new RegExp(`^METRICS_PORT is in use: 127\\.0\\.0\\.1:${first + METRICS_PORT_OFFSET} is taken by another process`)),
+      ]);
+    } finally {
+      a.child.kill('SIGTERM');
+      b.child.kill('SIGTERM');
+    }
+    expect([await a.exited, await b.exited]).toEqual([0, 0]);
   });
 
   test('when NODE_ENV is production, then no key is created, and one log line lists where every surface is', async () => {
