@@ -123,6 +123,30 @@ describe('the server process (dist/src/main.js)', () => {
     expect([await a.exited, await b.exited]).toEqual([0, 0]);
   });
 
+  test('when a server was killed with SIGKILL, then the next start takes its lock over at once and serves the same data', async () => {
+    const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
+    const port = await freePort();
+    const env = { NODE_ENV: 'development', PORT: String(port), METRICS_PORT: String(await freePort()) };
+    const crashed = startNode(main(), { cwd, env });
+    await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+    const key = (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim();
+    crashed.child.kill('SIGKILL');
+    await crashed.exited;
+    // Its lock is still there, naming a process that is gone.
+    const owner = JSON.parse(await readFile(path.join(cwd, 'data', 'petstore.sqlite.lock', 'owner.json'), 'utf8'));
+    expect(owner).toEqual({ pid: crashed.child.pid, hostname: expect.any(String) });
+
+    const exit = await withServer({ cwd, env: { NODE_ENV: 'development' } }, async (server, base) => {
+      expect(server.output.stderr).toBe('');
+      expect((await fetch(`${base}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+      // A living holder is still respected.
+      const cli = await runNode(built('src/cli/apikey.cli.js'), ['list'], { cwd });
+      expect(cli.stderr).toMatch(/in use by another process/);
+    });
+    expect(exit).toBe(0);
+    await expect(stat(path.join(cwd, 'data', 'petstore.sqlite.lock'))).rejects.toThrow(); // released on SIGTERM
+  });
+
   test('when NODE_ENV is production, then no key is created, and one log line lists where every surface is', async () => {
     const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
     const exit = await withServer({ cwd, env: { NODE_ENV: 'production', LOG_LEVEL: 'info' } }, async (server, base) => {
