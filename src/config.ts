@@ -65,6 +65,9 @@ export const METRICS_PORT_OFFSET = 6464;
 /** Where the embedded database lives when DATABASE_URL is absent (relative to the working directory). */
 export const EMBEDDED_DATABASE_PATH = path.join('data', 'petstore.sqlite');
 
+/** Where the development key is kept outside production (relative to the working directory; README "Two commands"). */
+export const DEV_API_KEY_PATH = path.join('data', 'dev-api-key');
+
 function checkMysqlUrl(input: string): string {
   const url = parseUrl(input, ['mysql:'], 'mysql://user:pass@host:3306/db');
   if (url.pathname.length <= 1) throw new Error('must name a database, as in mysql://user:pass@host:3306/db');

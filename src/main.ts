@@ -3,8 +3,8 @@ import path from 'node:path';
 import { buildApp } from './app';
 import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
-import { ensureDevApiKey } from './auth/dev-api-key';
-import { ConfigError, loadConfig } from './config';
+import { type DevApiKeyState, ensureDevApiKey } from './auth/dev-api-key';
+import { ConfigError, DEV_API_KEY_PATH, loadConfig } from './config';
 import { lockEmbeddedDatabase } from './database/embedded-lock';
 import { MigrationLockUnsupportedError } from './database/migration-lock';
 import { DatabaseUnreachableError, openDatabase } from './database/open-database';
@@ -17,10 +17,35 @@ import { createMetrics } from './operations/metrics.registry';
 import { buildMetricsServer } from './operations/metrics.server';
 
 /**
+ * What start-up prints about the development key (README "Two commands"), on standard output
+ * beside the JSON log lines: the key itself only when it was just created; else where it is, or
+ * that the file there belongs to another database.
+ *
+ * @param devKey - from ensureDevApiKey; null prints nothing.
+ * @param origin - the server's origin, for the example command.
+ * @returns the text, '' or lines ending with a newline.
+ */
+function devKeyNotice(devKey: DevApiKeyState | null, origin: string): string {
+  if (!devKey) return '';
+  const file = path.relative('.', devKey.file);
+  switch (devKey.state) {
+    case 'created':
+      return (
+        `\n  Development API key (shown once, also saved to ${file}):\n\n    ${devKey.key}\n\n` +
+        `  Try: curl -H "Authorization: Bearer ${devKey.key}" ${origin}/v1/pets\n\n`
+      );
+    case 'present':
+      return `Development API key: in ${file} (API_KEY=$(cat ${file}))\n`;
+    case 'foreign':
+      return `${file} holds no key of this database (it is the embedded database's, or revoked): create one with npm run -s apikey -- create <name>\n`;
+  }
+}
+
+/**
  * `npm start`: reads the configuration, opens the database (retrying a bounded number of
- * times) and migrates it under the migration lock, creates the development key on a fresh
- * embedded database, serves the API on PORT and `/metrics` on METRICS_PORT, and on
- * SIGTERM/SIGINT drains and stops (README "Operations"): exit 0 when every request finished
+ * times) and migrates it under the migration lock, serves the API on PORT and `/metrics` on
+ * METRICS_PORT, then (outside production) makes sure of the development key and says where it
+ * is, and on SIGTERM/SIGINT drains and stops (README "Operations"): exit 0 when every request finished
  * within the grace period, 1 otherwise.
  */
 async function main(): Promise<void> {
@@ -34,7 +59,6 @@ async function main(): Promise<void> {
     onRetry: ({ attempt, attempts, error, delayMs }) =>
       log.warn({ attempt, attempts, retryInMs: delayMs, reason: error.message }, 'database not reachable yet'),
   });
-  const devKey = await ensureDevApiKey(config, new ApiKeyService(dataSource.getRepository(ApiKey)));
   const metrics = createMetrics();
   const state: ServiceState = { draining: false };
   const app = await buildApp({ config, dataSource, logger: log, metrics, state });
@@ -66,12 +90,12 @@ async function main(): Promise<void> {
     { database: config.database.type, replicas: config.database.type === 'mysql' ? (config.database.replicaUrls?.length ?? 0) : 0 },
     `Pet Store gateway on ${where}, serving ${describeSurfaces(originOf(config.host, config.port))}; metrics ${originOf(config.metrics.host, config.metrics.port)}/metrics`,
   );
-  if (devKey) {
-    process.stdout.write(
-      `\n  Development API key (shown once, also saved to ${path.relative('.', devKey.file)}):\n\n    ${devKey.key}\n\n` +
-        `  Try: curl -H "Authorization: Bearer ${devKey.key}" http://${config.host}:${config.port}/v1/pets\n\n`,
-    );
-  }
+  // Only now that it serves: a start that failed before this point created no key.
+  const devKey = await ensureDevApiKey(
+    { nodeEnv: config.nodeEnv, database: config.database, file: path.resolve(DEV_API_KEY_PATH) },
+    new ApiKeyService(dataSource.getRepository(ApiKey)),
+  );
+  process.stdout.write(devKeyNotice(devKey, originOf(config.host, config.port)));
 }
 
 main().catch((error: unknown) => {

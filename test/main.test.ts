@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createServer } from 'node:net';
 import { METRICS_PORT_OFFSET } from '../src/config';
-import { built, freePort, runNode, startNode, waitForHttp, withServer } from './helpers/processes';
+import { built, freePort, runNode, startNode, waitForHttp, waitForOutput, withServer } from './helpers/processes';
 import { createProcessDatabase, testOnMysql } from './helpers/test-database';
 
 /** Whether a TCP port on 127.0.0.1 can be bound now. */
@@ -84,11 +84,36 @@ describe('the server process (dist/src/main.js)', () => {
     });
     expect(first).toBe(0);
 
-    // A second start finds the key and creates no other.
+    // A second start finds the key, creates no other, and says where it is, never what.
+    const key = (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim();
     const again = await withServer({ cwd, env: { NODE_ENV: 'development' } }, async (server) => {
-      expect(server.output.stdout).not.toContain('Development API key');
+      expect(server.output.stdout).not.toContain('shown once');
+      expect(server.output.stdout).not.toContain(key);
+      expect(server.output.stdout).toContain('Development API key: in data/dev-api-key (API_KEY=$(cat data/dev-api-key))\n');
     });
     expect(again).toBe(0);
+    expect((await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim()).toBe(key);
+  });
+
+  test('when the first start fails (its port is taken), then it writes no key, and the first start that serves shows one', async () => {
+    const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as { port: number };
+    try {
+      const failed = await runNode(main(), [], { cwd, env: { NODE_ENV: 'development', PORT: String(port), METRICS_PORT: String(await freePort()) } });
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toMatch(/^PORT is in use/);
+    } finally {
+      taken.close();
+    }
+    await expect(stat(path.join(cwd, 'data', 'dev-api-key'))).rejects.toThrow();
+    const exit = await withServer({ cwd, env: { NODE_ENV: 'development' } }, async (server, base) => {
+      const key = (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim();
+      expect(server.output.stdout).toContain(`Development API key (shown once, also saved to data/dev-api-key):\n\n    ${key}\n`);
+      expect((await fetch(`${base}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    });
+    expect(exit).toBe(0);
   });
 
   test('when a second instance is started with only its own PORT, then both serve, each with its metrics on PORT + 6464; a port taken names its variable in one line', async () => {
@@ -129,6 +154,7 @@ describe('the server process (dist/src/main.js)', () => {
     const env = { NODE_ENV: 'development', PORT: String(port), METRICS_PORT: String(await freePort()) };
     const crashed = startNode(main(), { cwd, env });
     await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+    await waitForOutput(crashed, 'dev-api-key'); // written once it listens
     const key = (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim();
     crashed.child.kill('SIGKILL');
     await crashed.exited;
@@ -173,10 +199,34 @@ describe('the server process (dist/src/main.js)', () => {
     try {
       await withServer({ cwd, env: { NODE_ENV: 'development', ...env } }, async (server, base) => {
         expect(server.output.stdout).not.toContain('Development API key');
+        expect(server.output.stdout).not.toContain('dev-api-key');
         expect((await fetch(`${base}/v1/pets`)).status).toBe(401);
       });
+      await expect(stat(path.join(cwd, 'data', 'dev-api-key'))).rejects.toThrow();
     } finally {
       await drop();
     }
   });
+
+  testOnMysql(
+    "when a development key file left from the embedded database is there on MySQL, then start-up says in one line it is not this database's",
+    async () => {
+      const { cwd, env, drop } = await createProcessDatabase('main-');
+      try {
+        // An embedded run first: it writes data/dev-api-key for the embedded database.
+        await withServer({ cwd, env: { NODE_ENV: 'development' } }, async () => undefined);
+        const key = (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim();
+        await withServer({ cwd, env: { NODE_ENV: 'development', ...env } }, async (server, base) => {
+          await waitForOutput(server, 'dev-api-key');
+          const lines = server.output.stdout.split('\n').filter((line) => line.includes('dev-api-key'));
+          expect(lines).toEqual([expect.stringMatching(/^data\/dev-api-key holds no key of this database .*npm run -s apikey -- create <name>$/)]);
+          expect(server.output.stdout).not.toContain(key);
+          expect((await fetch(`${base}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(401);
+        });
+        expect((await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim()).toBe(key); // left as it is
+      } finally {
+        await drop();
+      }
+    },
+  );
 });

@@ -9,7 +9,7 @@ import { ApiKeyService } from '../src/auth/api-key.service';
 import type { DatabaseConfig } from '../src/database/database-config';
 import { openDatabase } from '../src/database/open-database';
 import { Pet } from '../src/pets/pet.entity';
-import { built, freePort, startNode, waitForHttp } from './helpers/processes';
+import { built, freePort, startNode, waitForHttp, waitForOutput } from './helpers/processes';
 import { createProcessDatabase } from './helpers/test-database';
 
 /** The default grace period: longer than an idle connection's keep-alive timeout (5 s + Node's 1 s). */
@@ -61,6 +61,8 @@ async function startServer(cwd: string, database: DatabaseConfig, drainSeconds: 
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitForHttp(`${base}/healthz`);
+    // The development key is written once the server listens.
+    if (database.type !== 'mysql') await waitForOutput(server, 'dev-api-key');
   } catch (error) {
     server.child.kill('SIGKILL');
     throw new Error(`server did not start: ${String(error)}\n${server.output.stderr}`, { cause: error });

@@ -54,12 +54,27 @@ export async function waitForHttp(url: string, timeoutMs = 20_000): Promise<void
   }
 }
 
+/** Polls the collected output until `stream` contains `text`; throws, with the output, after `timeoutMs`. */
+export async function waitForOutput(
+  server: ReturnType<typeof startNode>,
+  text: string,
+  stream: 'stdout' | 'stderr' = 'stdout',
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!server.output[stream].includes(text)) {
+    if (Date.now() > deadline) throw new Error(`no "${text}" on ${stream} within ${timeoutMs} ms:\n${server.output.stdout}\n${server.output.stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /**
  * Runs the built server (`dist/src/main.js`) on a free port for the length of `use`, then
  * stops it with SIGTERM.
  *
  * @param options.env - its environment (PORT is chosen here).
- * @param use - gets the process (with its collected output) and its base URL, once it answers.
+ * @param use - gets the process (with its collected output) and its base URL, once it answers
+ *   (and, on the embedded database outside production, once it has printed its development key line).
  * @returns the server's exit code.
  */
 export async function withServer(
@@ -75,6 +90,10 @@ export async function withServer(
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitForHttp(`${base}/v1/pets`);
+    // The development key is seen to once the server listens: wait for its line (every start on
+    // the embedded database outside production prints one).
+    const env = childEnv(options.env ?? {});
+    if (!env.DATABASE_URL && env.NODE_ENV !== 'production') await waitForOutput(server, 'dev-api-key');
     await use(server, base);
   } finally {
     server.child.kill('SIGTERM');
