@@ -7,7 +7,7 @@ import { type DevApiKeyState, ensureDevApiKey } from './auth/dev-api-key';
 import { ConfigError, DEV_API_KEY_PATH, loadConfig } from './config';
 import { lockEmbeddedDatabase } from './database/embedded-lock';
 import { MigrationLockUnsupportedError } from './database/migration-lock';
-import { DatabaseUnreachableError, openDatabase } from './database/open-database';
+import { DatabaseRefusedError, DatabaseUnreachableError, openDatabase } from './database/open-database';
 import { describeSurfaces, originOf } from './http/landing-page.routes';
 import { PortUnavailableError, listenOn } from './net/listen-port';
 import { drainAndClose } from './operations/graceful-shutdown';
@@ -102,6 +102,7 @@ main().catch((error: unknown) => {
   const known =
     error instanceof ConfigError ||
     error instanceof DatabaseUnreachableError ||
+    error instanceof DatabaseRefusedError ||
     error instanceof MigrationLockUnsupportedError ||
     error instanceof PortUnavailableError;
   const message = known ? (error as Error).message : `Start-up failed: ${(error as Error).message ?? error}`;

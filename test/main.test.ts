@@ -4,7 +4,8 @@ import path from 'node:path';
 import { createServer } from 'node:net';
 import { METRICS_PORT_OFFSET } from '../src/config';
 import { built, freePort, runNode, startNode, waitForHttp, waitForOutput, withServer } from './helpers/processes';
-import { createProcessDatabase, testOnMysql } from './helpers/test-database';
+import { siblingDatabaseUrl } from '../src/database/mysql-admin';
+import { TEST_DATABASE_URL, createProcessDatabase, testOnMysql } from './helpers/test-database';
 
 /** Whether a TCP port on 127.0.0.1 can be bound now. */
 function canListen(port: number): Promise<boolean> {
@@ -64,6 +65,38 @@ describe('the server process (dist/src/main.js)', () => {
     ]);
     expect(result.stderr + result.stdout).not.toContain('s3cret');
     expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  /** Runs the server on `url`, which refuses for good: one line on stderr matching `line`, exit 1, no retry. */
+  async function expectRefusedAtOnce(url: string, line: RegExp) {
+    const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
+    const result = await runNode(main(), [], { cwd, env: { DATABASE_URL: url, METRICS_PORT: String(await freePort()) } });
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split('\n')).toEqual([expect.stringMatching(line)]);
+    expect(result.stdout).not.toContain('database not reachable yet'); // no retry
+    expect(result.stderr + result.stdout).not.toContain('s3cret');
+  }
+
+  test('when the database host does not resolve, then it stops at once, without retrying, with one line that says what to do', async () => {
+    await expectRefusedAtOnce(
+      'mysql://app:s3cret@no-such-host.invalid:3306/petstore',
+      /^Cannot use the database at mysql:\/\/no-such-host\.invalid:3306\/petstore: .*ENOTFOUND.*check the host name in DATABASE_URL\.$/,
+    );
+  });
+
+  testOnMysql.each([
+    [
+      'an unknown database',
+      () => siblingDatabaseUrl(TEST_DATABASE_URL!, `petstore_missing_${process.pid}`),
+      /^Cannot use the database at mysql:\/\/.*\/petstore_missing_\d+: Unknown database '.*'\. Create it and grant your user access to it \(CREATE DATABASE, GRANT: README "Running on MySQL"\)/,
+    ],
+    [
+      'a wrong password',
+      () => Object.assign(new URL(TEST_DATABASE_URL!), { password: 's3cret' }).toString(),
+      /^Cannot use the database at mysql:\/\/.*: Access denied for user .*\. Check the user and password in DATABASE_URL, or create that user/,
+    ],
+  ])('when MySQL refuses for good (%s), then it stops at once, without retrying, with one line that says what to do', async (_case, url, line) => {
+    await expectRefusedAtOnce(url(), line);
   });
 
   test('when started on the embedded default, then it creates one development key, serves with it, refuses a second process, and stops cleanly on SIGTERM', async () => {

@@ -4,7 +4,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ERROR_CATALOGUE } from '../src/errors/error-catalogue';
-import { withServer } from './helpers/processes';
+import { randomBytes } from 'node:crypto';
+import { createConnection } from 'mysql2/promise';
+import { siblingDatabaseUrl } from '../src/database/mysql-admin';
+import { built, withServer } from './helpers/processes';
+import { TEST_DATABASE_URL, testOnMysql } from './helpers/test-database';
 
 const README = path.resolve(__dirname, '..', 'README.md');
 
@@ -35,6 +39,39 @@ describe('README', () => {
       expect(output).toContain('{"code":"NOT_FOUND","message":"No pet has id 999999.","status":404}');
     });
   });
+
+  testOnMysql(
+    'when the "Running on MySQL" setup is run with names of its own, then the server starts on it and the second terminal\'s commands work',
+    async () => {
+      const text = await readFile(README, 'utf8');
+      const section = text.slice(text.indexOf('\n## Running on MySQL\n'), text.indexOf('\n## Operations\n'));
+      const blocks = [...section.matchAll(/```(sql|bash)\n([\s\S]*?)```/g)].map(([, language, body]) => ({ language, body }));
+      expect(blocks.map(({ language }) => language)).toEqual(['sql', 'bash', 'bash']);
+      // Our own database, user and password instead of `petstore`, on the test server.
+      const name = `petstore_readme_${randomBytes(4).toString('hex')}`;
+      const server = new URL(TEST_DATABASE_URL!);
+      const own = (block: string) => block.replaceAll('petstore', name).replaceAll('127.0.0.1:3306', server.host);
+      const admin = await createConnection({ uri: siblingDatabaseUrl(TEST_DATABASE_URL!, ''), multipleStatements: true });
+      try {
+        await admin.query(own(blocks[0].body));
+        const databaseUrl = /^export DATABASE_URL=(\S+)$/m.exec(own(blocks[1].body))![1];
+        expect(own(blocks[2].body)).toContain(`export DATABASE_URL=${databaseUrl}\n`);
+        expect(blocks[1].body.trim().split('\n').at(-1)).toBe('npm start');
+        const cwd = await mkdtemp(path.join(tmpdir(), 'readme-'));
+        await withServer({ cwd, env: { DATABASE_URL: databaseUrl } }, async (_server, base) => {
+          const script = own(blocks[2].body)
+            .replaceAll('npm run -s apikey --', `node ${built('src/cli/apikey.cli.js')}`)
+            .replaceAll('http://127.0.0.1:3000', base);
+          const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { cwd });
+          expect(stdout).toBe('[]\n');
+        });
+      } finally {
+        await admin.query(`DROP USER IF EXISTS '${name}'@'%'`);
+        await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
+        await admin.end();
+      }
+    },
+  );
 
   test('when the Layout section is read, then it names exactly the folders of src/, and the Architecture table the same ones', async () => {
     const text = await readFile(README, 'utf8');

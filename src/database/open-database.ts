@@ -22,6 +22,28 @@ export class DatabaseUnreachableError extends Error {
   override readonly name = 'DatabaseUnreachableError';
 }
 
+/**
+ * Raised at start-up when the database answered, or the host name did not resolve, in a way no
+ * retry can change: a database that does not exist, a user refused. Says what to do, in one line.
+ */
+export class DatabaseRefusedError extends Error {
+  override readonly name = 'DatabaseRefusedError';
+}
+
+/**
+ * The driver's error codes that are permanent, with what to do about each (README "Running on
+ * MySQL"). Anything else (ECONNREFUSED, ETIMEDOUT, ER_CON_COUNT_ERROR "too many connections",
+ * EAI_AGAIN, a server still starting) is taken as transient and retried.
+ */
+const PERMANENT_ERRORS: Readonly<Record<string, string>> = Object.freeze({
+  ER_BAD_DB_ERROR: 'Create it and grant your user access to it (CREATE DATABASE, GRANT: README "Running on MySQL"), or fix its name in DATABASE_URL.',
+  ER_ACCESS_DENIED_ERROR: 'Check the user and password in DATABASE_URL, or create that user (CREATE USER: README "Running on MySQL").',
+  ER_DBACCESS_DENIED_ERROR: 'Grant the user access to this database (GRANT ALL PRIVILEGES ON <db>.* TO …: README "Running on MySQL").',
+  ER_HOST_NOT_PRIVILEGED: "The server accepts this user from other hosts only: create the user for this one ('user'@'%').",
+  ER_NOT_SUPPORTED_AUTH_MODE: "The user's authentication plugin is not supported by the driver: use mysql_native_password or caching_sha2_password.",
+  ENOTFOUND: 'No such host: check the host name in DATABASE_URL.',
+});
+
 function describe(database: DatabaseConfig): string {
   if (database.type === 'sqlite') return database.path;
   const url = new URL(database.url);
@@ -29,14 +51,16 @@ function describe(database: DatabaseConfig): string {
 }
 
 /**
- * Connects (retrying a bounded number of times) and, unless told not to, brings the schema up
- * to date under the migration lock, so that several instances starting together apply each
- * migration once.
+ * Connects (retrying a bounded number of times, transient failures only) and, unless told
+ * not to, brings the schema up to date under the migration lock, so that several instances
+ * starting together apply each migration once.
  *
  * @param database - which database to open.
  * @param options - connection attempts and a retry observer.
  * @returns the initialised DataSource, all migrations applied.
- * @throws DatabaseUnreachableError when every attempt failed; MigrationLockUnsupportedError
+ * @throws DatabaseRefusedError at once, without retrying, for a permanent error (an unknown
+ *   database, access denied, an unknown host); DatabaseUnreachableError when every attempt
+ *   failed on a transient one; MigrationLockUnsupportedError
  *   where GET_LOCK is refused (Galera); the driver's error when a migration fails.
  */
 export async function openDatabase(database: DatabaseConfig, { attempts = 1, migrate = true, onRetry, log }: OpenDatabaseOptions = {}): Promise<DataSource> {
@@ -45,6 +69,8 @@ export async function openDatabase(database: DatabaseConfig, { attempts = 1, mig
     try {
       dataSource = await createDataSource(database, log).initialize();
     } catch (error) {
+      const remedy = PERMANENT_ERRORS[(error as NodeJS.ErrnoException).code ?? ''];
+      if (remedy) throw new DatabaseRefusedError(`Cannot use the database at ${describe(database)}: ${(error as Error).message}. ${remedy}`);
       if (attempt >= attempts) {
         throw new DatabaseUnreachableError(`Cannot reach the database at ${describe(database)} after ${attempts} attempt(s): ${(error as Error).message}`);
       }
