@@ -1,13 +1,16 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { BROWSER_ACCEPT, collectCspViolations, openBrowserPage, screenshotPath } from '../helpers/browser';
+import { BROWSER_ACCEPT, collectCspViolations, openBrowserPage, requireChromium, screenshotPath } from '../helpers/browser';
 import { PLAYGROUND_CSP, prefersHtml } from '../../src/graphql/playground';
 import { createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 
 // The GraphQL playground (GraphiQL at GET /graphql for browsers), driven in Debian's Chromium.
 
 jest.setTimeout(90_000);
+
+// Without a browser, the suite stops here with one line that says what to install (README "Two commands").
+requireChromium();
 
 const SCREENSHOT = screenshotPath('graphql-playground.png');
 const PETS_QUERY = '{ pets { id name } }';

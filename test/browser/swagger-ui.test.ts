@@ -2,13 +2,16 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page, Response } from 'playwright-core';
 import { SWAGGER_LOGO_STYLE_HASH } from '../../src/rest/openapi.plugin';
-import { BROWSER_ACCEPT, collectCspViolations, openBrowserPage, screenshotPath } from '../helpers/browser';
+import { BROWSER_ACCEPT, collectCspViolations, openBrowserPage, requireChromium, screenshotPath } from '../helpers/browser';
 import { createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 
 // Swagger UI (GET /docs/, served by @fastify/swagger-ui from its own copy of swagger-ui-dist),
 // driven in Debian's Chromium: authorize with an API key, try listPets, see the pets.
 
 jest.setTimeout(90_000);
+
+// Without a browser, the suite stops here with one line that says what to install (README "Two commands").
+requireChromium();
 
 const SCREENSHOT = screenshotPath('swagger-ui.png');
 

@@ -1,3 +1,4 @@
+import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
 import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
 
@@ -9,9 +10,43 @@ export function screenshotPath(file: string): string {
   return path.resolve(__dirname, '..', '..', 'docs', 'screenshots', file);
 }
 
-/** Debian's Chromium, headless, with no background traffic of its own (nothing may leave the machine). */
+/** The Chromium the browser tests drive when `CHROMIUM_PATH` is unset: Debian's package (`apt-get install chromium`). */
+export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
+
+/**
+ * The Chromium or Chrome executable the browser tests drive (README "Two commands"): the
+ * `CHROMIUM_PATH` environment variable, or Debian's {@link DEFAULT_CHROMIUM_PATH}. Browser suites
+ * call it at load time, so that without a browser each fails once, with this one line, instead
+ * of a page of Playwright call logs per test; nothing is skipped.
+ *
+ * @param env - the environment to read `CHROMIUM_PATH` from (this process's by default).
+ * @returns the absolute path of an executable file.
+ * @throws Error whose message (and whole stack: no trace follows it) is one line naming the path
+ *   tried and what to install or set, when that path is not an executable file.
+ */
+export function requireChromium(env: NodeJS.ProcessEnv = process.env): string {
+  const chosen = env.CHROMIUM_PATH || DEFAULT_CHROMIUM_PATH;
+  if (isExecutableFile(chosen)) return path.resolve(chosen);
+  const error = new Error(
+    env.CHROMIUM_PATH
+      ? `The browser tests need Chromium, and CHROMIUM_PATH=${chosen} is not an executable: point CHROMIUM_PATH at a Chromium or Chrome executable, or unset it to use ${DEFAULT_CHROMIUM_PATH} (Debian: apt-get install chromium).`
+      : `The browser tests need Chromium, and ${DEFAULT_CHROMIUM_PATH} is missing: install it (Debian: apt-get install chromium), or set CHROMIUM_PATH to a Chromium or Chrome executable.`,
+  );
+  error.stack = error.message;
+  throw error;
+}
+
+function isExecutableFile(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Chromium's options: headless, with no background traffic of its own (nothing may leave the machine). */
 const CHROMIUM = {
-  executablePath: '/usr/bin/chromium',
   args: [
     '--headless',
     '--no-sandbox',
@@ -25,10 +60,12 @@ const CHROMIUM = {
 };
 
 /**
- * Opens a page in a fresh headless Chromium (playwright-core, never a downloaded browser).
+ * Opens a page in a fresh headless Chromium (playwright-core, never a downloaded browser): the
+ * one {@link requireChromium} finds.
  *
  * @returns the browser, context and page, plus every URL the browser requested and every
  *   uncaught page error, collected as they happen.
+ * @throws the one-line error of {@link requireChromium} when there is no Chromium to launch.
  */
 export async function openBrowserPage(): Promise<{
   browser: Browser;
@@ -37,7 +74,7 @@ export async function openBrowserPage(): Promise<{
   requested: string[];
   pageErrors: string[];
 }> {
-  const browser = await chromium.launch(CHROMIUM);
+  const browser = await chromium.launch({ ...CHROMIUM, executablePath: requireChromium() });
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const requested: string[] = [];
   const pageErrors: string[] = [];
