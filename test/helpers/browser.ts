@@ -5,9 +5,16 @@ import { type Browser, type BrowserContext, type Page, chromium } from 'playwrig
 /** What Chromium sends when a person opens a page. */
 export const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8';
 
-/** Where a browser test writes its screenshot for the README. */
+/**
+ * Where a browser test writes a screenshot: `test/output/screenshots/`, which git ignores, so
+ * that `npm test` never rewrites a tracked file. `npm run docs:screenshots` runs the browser
+ * suites and copies these over the README's, in `docs/screenshots/` (README "Explore in a browser").
+ *
+ * @param file - the file name, e.g. `swagger-ui.png`.
+ * @returns its absolute path (the folder may not exist yet).
+ */
 export function screenshotPath(file: string): string {
-  return path.resolve(__dirname, '..', '..', 'docs', 'screenshots', file);
+  return path.resolve(__dirname, '..', 'output', 'screenshots', file);
 }
 
 /** The Chromium the browser tests drive when `CHROMIUM_PATH` is unset: Debian's package (`apt-get install chromium`). */
