@@ -2,12 +2,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { SHARED_SCHEMAS } from './openapi.schemas';
-
-/**
- * The inline `<style>` of the Swagger logo in swagger-ui-dist's top bar, the one inline thing
- * Swagger UI needs; allowed by hash in its CSP (update it when swagger-ui-dist changes the logo).
- */
-export const SWAGGER_LOGO_STYLE_HASH = 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w=';
+import { SWAGGER_UI_OPTIONS } from './swagger-ui.options';
 
 /** Where the document and the docs are served. */
 export const OPENAPI_PATHS = Object.freeze({ json: '/v1/openapi.json', yaml: '/v1/openapi.yaml', docs: '/docs' });
@@ -59,7 +54,7 @@ export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiS
 
 /**
  * Serves the document at `/v1/openapi.json` and `/v1/openapi.yaml`, and Swagger UI (from the
- * swagger-ui-dist package, no CDN) at `/docs`. None of them needs an API key: they describe
+ * swagger-ui-dist package, no CDN) at `/docs`, presented as swagger-ui.options.ts says. None of them needs an API key: they describe
  * the API and hold no data.
  */
 export async function serveOpenapi(app: FastifyInstance): Promise<void> {
@@ -69,12 +64,11 @@ export async function serveOpenapi(app: FastifyInstance): Promise<void> {
   );
   await app.register(fastifySwaggerUi, {
     routePrefix: OPENAPI_PATHS.docs,
-    uiConfig: { validatorUrl: null, tryItOutEnabled: true, displayRequestDuration: true },
-    // Only this server; no upgrade-insecure-requests, which would break /docs over plain
-    // HTTP from another machine.
+    ...SWAGGER_UI_OPTIONS,
+    // Only this server, no inline script or style; no upgrade-insecure-requests, which would
+    // break /docs over plain HTTP from another machine.
     staticCSP:
-      "default-src 'self'; base-uri 'self'; font-src 'self' data:; frame-ancestors 'self'; img-src 'self' data:; " +
-      "object-src 'none'; script-src 'self'; script-src-attr 'none'; " +
-      `style-src 'self' '${SWAGGER_LOGO_STYLE_HASH}';`,
+      "default-src 'self'; base-uri 'self'; frame-ancestors 'self'; img-src 'self' data:; " +
+      "object-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self';",
   });
 }

@@ -42,9 +42,29 @@ function inputSchema(type: new () => object): Schema {
 
 const newPet = inputSchema(NewPetInput);
 
+/**
+ * The examples of the OpenAPI document (Swagger UI pre-fills "Try it out" with `newPet` and
+ * shows the others as sample responses): real values that validate against their schemas
+ * (test/openapi-examples.test.ts), instead of the strings Swagger UI would generate from the
+ * name's pattern.
+ */
+export const OPENAPI_EXAMPLES = Object.freeze({
+  newPet: { name: 'Rex', categoryId: 1, status: 'available' },
+  pet: { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
+  pets: [
+    { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
+    { id: 2, name: 'Whiskers', categoryId: 2, status: 'pending' },
+  ],
+} as const);
+
+/** The spec's Error body for a catalogue code, with the catalogue's message: an example of an error response. */
+export function errorExample(code: ErrorCode): { code: ErrorCode; message: string; status: number } {
+  return { code, message: ERROR_CATALOGUE[code].message, status: ERROR_CATALOGUE[code].status };
+}
+
 /** Shared schemas, registered with `app.addSchema` and listed in `components.schemas`. */
 export const SHARED_SCHEMAS: Schema[] = [
-  { $id: 'NewPet', description: 'A new animal (spec "NewPet").', ...newPet },
+  { $id: 'NewPet', description: 'A new animal (spec "NewPet").', ...newPet, examples: [OPENAPI_EXAMPLES.newPet] },
   {
     $id: 'Pet',
     description: 'An animal of the store (spec "Pet"): every field of NewPet plus the id; all four are always sent.',
@@ -55,8 +75,9 @@ export const SHARED_SCHEMAS: Schema[] = [
     },
     required: ['id', ...Object.keys(newPet.properties ?? {})],
     additionalProperties: false,
+    examples: [OPENAPI_EXAMPLES.pet],
   },
-  { $id: 'Pets', description: 'A JSON array of Pet.', type: 'array', items: { $ref: 'Pet#' } },
+  { $id: 'Pets', description: 'A JSON array of Pet.', type: 'array', items: { $ref: 'Pet#' }, examples: [OPENAPI_EXAMPLES.pets] },
   {
     $id: 'Error',
     description: 'Every error response (spec "Error").',
@@ -68,6 +89,7 @@ export const SHARED_SCHEMAS: Schema[] = [
     },
     required: ['code', 'message', 'status'],
     additionalProperties: false,
+    examples: [errorExample('NOT_FOUND')],
   },
 ];
 
@@ -99,11 +121,35 @@ export const HEADERS = {
 } as const;
 
 /**
+ * A JSON response of a route, in the form that keeps its examples in the OpenAPI document: a schema
+ * with `$ref` loses its other keywords there, so the example sits next to it, in the media type.
+ *
+ * @param description - the response's description.
+ * @param ref - the shared schema of the body, e.g. `Pet#`.
+ * @param example - one example body (`example`), or several by name (`examples`: `{ [name]: { summary, value } }`).
+ * @param headers - the response headers' schemas, by name.
+ * @returns a Fastify `schema.response` entry: `{ description, headers?, content: { 'application/json': { schema, example(s) } } }`.
+ */
+export function jsonResponse(
+  description: string,
+  ref: string,
+  example: { example: unknown } | { examples: Record<string, { summary: string; value: unknown }> },
+  headers: Record<string, Schema> = {},
+): Schema {
+  return {
+    description,
+    ...(Object.keys(headers).length > 0 && { headers }),
+    content: { 'application/json': { schema: { $ref: ref }, ...example } },
+  };
+}
+
+/**
  * Error responses of a route, one per HTTP status, from the catalogue.
  *
  * @param codes - the catalogue codes the route can answer.
  * @param headers - extra response headers sent with every one of them (e.g. deprecation headers).
- * @returns a Fastify `schema.response` fragment: `{ [status]: { description, headers?, $ref: 'Error#' } }`.
+ * @returns a Fastify `schema.response` fragment: `{ [status]: jsonResponse(…) }` of the Error schema, whose example is
+ *   the catalogue's body (code, message, status) of each code with that status, named after its code when there are several.
  */
 export function errorResponses(codes: ErrorCode[], headers: Record<string, Schema> = {}): Record<number, Schema> {
   const byStatus = new Map<number, ErrorCode[]>();
@@ -118,7 +164,11 @@ export function errorResponses(codes: ErrorCode[], headers: Record<string, Schem
         ...headers,
       };
       const description = sameStatus.map((code) => `${code}: ${ERROR_CATALOGUE[code].message}`).join(' ');
-      return [status, { description, ...(Object.keys(allHeaders).length > 0 && { headers: allHeaders }), $ref: 'Error#' }];
+      const example =
+        sameStatus.length === 1
+          ? { example: errorExample(sameStatus[0]) }
+          : { examples: Object.fromEntries(sameStatus.map((code) => [code, { summary: code, value: errorExample(code) }])) };
+      return [status, jsonResponse(description, 'Error#', example, allHeaders)];
     }),
   );
 }

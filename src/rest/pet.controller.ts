@@ -6,7 +6,7 @@ import { IDEMPOTENCY_LIMITS } from '../idempotency/idempotency.limits';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
 import type { PetPage, PetService } from '../pets/pet.service';
 import { parsePositiveInteger } from '../validation/positive-integer';
-import { HEADERS, LIST_PETS_QUERY, PET_ID_PARAMS, errorResponses } from './openapi.schemas';
+import { HEADERS, LIST_PETS_QUERY, OPENAPI_EXAMPLES, PET_ID_PARAMS, errorResponses, jsonResponse } from './openapi.schemas';
 
 /** What the REST surface needs. */
 export interface PetControllerOptions {
@@ -87,7 +87,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
         tags: ['pets'],
         querystring: LIST_PETS_QUERY,
         response: {
-          200: { description: 'A JSON array of Pet.', headers: { ...HEADERS.NEXT_PAGE_LINK, ...HEADERS.RATE_LIMIT }, $ref: 'Pets#' },
+          200: jsonResponse('A JSON array of Pet.', 'Pets#', { example: OPENAPI_EXAMPLES.pets }, { ...HEADERS.NEXT_PAGE_LINK, ...HEADERS.RATE_LIMIT }),
           ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE']),
         },
       },
@@ -123,7 +123,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
           },
         },
         response: {
-          201: { description: 'Animal added.', headers: { ...HEADERS.LOCATION, ...HEADERS.RATE_LIMIT }, $ref: 'Pet#' },
+          201: jsonResponse('Animal added.', 'Pet#', { example: OPENAPI_EXAMPLES.pet }, { ...HEADERS.LOCATION, ...HEADERS.RATE_LIMIT }),
           ...errorResponses([
             'BAD_REQUEST',
             'BAD_USER_INPUT',
@@ -157,7 +157,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
         deprecated: true,
         params: PET_ID_PARAMS,
         response: {
-          200: { description: 'The Pet.', headers: { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.RATE_LIMIT }, $ref: 'Pet#' },
+          200: jsonResponse('The Pet.', 'Pet#', { example: OPENAPI_EXAMPLES.pet }, { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.RATE_LIMIT }),
           ...errorResponses(
             ['BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE'],
             DEPRECATION_HEADER_SCHEMAS,

@@ -25,6 +25,20 @@ const operations = Object.entries<Record<string, any>>(DOCUMENT.paths).flatMap((
 
 const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
 
+/**
+ * Validates a value against a schema of the committed document.
+ *
+ * @param where - the JSON pointer of the schema in contract/openapi.json, as path segments
+ *   (e.g. `['components', 'schemas', 'Pet']`).
+ * @param value - the value to check.
+ * @returns one line per mismatch (`<instance path> <message>`); empty when the value fits.
+ */
+export function openapiSchemaErrors(where: string[], value: unknown): string[] {
+  const ref = `openapi.json#/${pointer(...where)}`;
+  const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
+  return validate(value) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message}`);
+}
+
 /** How many responses were checked in this process (reported by the contract test). */
 export const validated = { count: 0 };
 
