@@ -8,7 +8,7 @@ const COMPOSITION = '^src/(app|main|config)\\.ts$|^src/cli/';
 const ABOVE_ALL_BUT_CONFIG = '^src/(app|main)\\.ts$|^src/cli/';
 const SURFACES = '^src/(rest|graphql)/';
 const HTTP = '^src/http/';
-const FEATURES = '^src/(pets|auth|idempotency)/';
+const FEATURES = '^src/(pets|auth|idempotency|events)/';
 const PLATFORM = '^src/(operations|validation|net)/';
 const BASE = '^src/(errors|database)/';
 const LAYERS = [COMPOSITION, SURFACES, HTTP, FEATURES, PLATFORM, BASE];
@@ -29,7 +29,7 @@ module.exports = {
     forbid('http-not-up', 'The shared HTTP plumbing serves both surfaces and knows neither.', { path: HTTP }, { path: [ABOVE_ALL_BUT_CONFIG, SURFACES] }),
     forbid(
       'features-not-up',
-      'The pet operations, auth and idempotency know no transport.',
+      'The pet operations, auth, idempotency and pet events know no transport.',
       { path: FEATURES },
       { path: [ABOVE_ALL_BUT_CONFIG, SURFACES, HTTP] },
     ),

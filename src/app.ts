@@ -7,7 +7,9 @@ import { ApiKeyService } from './auth/api-key.service';
 import { createAuthHooks } from './auth/auth.hook';
 import type { Config } from './config';
 import { AppError } from './errors/error-catalogue';
+import { createPetEventBus } from './events/pet-event.bus';
 import { graphqlPlugin } from './graphql/graphql.plugin';
+import { SUBSCRIPTION_LIMITS } from './graphql/subscription.limits';
 import { readCaller } from './http/caller.hook';
 import { HTTP_LIMITS } from './http/http-limits';
 import { parseJsonExactly } from './http/json-body.parser';
@@ -51,8 +53,8 @@ export interface AppDependencies {
 }
 
 /**
- * Builds the HTTP app (does not listen): GraphQL at `/graphql` and the REST contract at
- * `/v1`, both over one PetService behind one guard (authentication, rate limit, caller), plus the OpenAPI document
+ * Builds the HTTP app (does not listen): GraphQL at `/graphql` (and its subscriptions over
+ * WebSocket there, README "Subscriptions") and the REST contract at `/v1`, both over one PetService behind one guard (authentication, rate limit, caller), plus the OpenAPI document
  * (`/v1/openapi.json`, `.yaml`), Swagger UI (`/docs`), `/healthz`, `/readyz` and the landing page `/`. Every request
  * gets an `X-Request-Id`, one log line and a metrics sample. Closing the app stops Apollo; the
  * DataSource belongs to the caller.
@@ -105,9 +107,13 @@ export async function buildApp({
 
   const idempotency = new IdempotencyService(dataSource);
   const deprecations = new DeprecationTracker(metrics, app.log);
-  const petService = new PetService(new PetRepository(dataSource), idempotency, deprecations);
+  // Pet events for subscriptions: through Redis when configured, so every instance hears every create.
+  const petEvents = createPetEventBus({ redisUrl: config.rateLimit.redisUrl, channel: config.petEventsChannel, log: app.log });
+  app.addHook('onClose', () => petEvents.close());
+  const petService = new PetService(new PetRepository(dataSource), idempotency, deprecations, petEvents);
   purgeHourly(app, idempotency);
-  const { identify, requireApiKey } = createAuthHooks(new ApiKeyService(dataSource.getRepository(ApiKey), { cacheTtlMs: config.apiKeyCacheSeconds * 1000 }));
+  const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey), { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+  const { identify, requireApiKey } = createAuthHooks(apiKeys);
 
   // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.
   app.removeContentTypeParser('text/plain');
@@ -124,7 +130,19 @@ export async function buildApp({
   const guard = [identify, limiter.limit, requireApiKey, limiter.limit, readCaller];
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: '/v1', petService, guard });
-  await app.register(graphqlPlugin, { petService, guard, spend: limiter.spend, production: config.nodeEnv === 'production' });
+  await app.register(graphqlPlugin, {
+    petService,
+    guard,
+    spend: limiter.spend,
+    production: config.nodeEnv === 'production',
+    subscriptions: {
+      pubSub: petEvents.pubSub,
+      apiKeys,
+      spendFor: limiter.spendFor,
+      metrics,
+      keyRecheckMs: Math.max(config.apiKeyCacheSeconds * 1000, SUBSCRIPTION_LIMITS.minKeyRecheckMs),
+    },
+  });
   await serveOpenapi(app);
   // Public and outside the guard: no key, no rate limit.
   await app.register(healthRoutes, { dataSource, state });

@@ -151,8 +151,12 @@ export const CONFIG_SPEC = Object.freeze({
   RATE_LIMIT_WINDOW_SECONDS: positiveInteger({ default: 60, desc: 'The rate-limit window, in seconds.' }),
   REDIS_URL: redisUrl({
     default: undefined,
-    desc: 'Rate-limit counters shared by every instance; in memory when unset.',
+    desc: 'Rate-limit counters and pet events (subscriptions) shared by every instance; in memory when unset.',
     example: 'redis://host:6379',
+  }),
+  PET_EVENTS_CHANNEL: str({
+    default: 'pet-store:pet-created',
+    desc: 'Redis pub/sub channel of pet events (subscriptions) with REDIS_URL, one per deployment sharing a Redis.',
   }),
   RATE_LIMIT_NAMESPACE: str({
     default: 'petstore-rate-limit:',
@@ -242,6 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
     databaseConnectAttempts: clean.DATABASE_CONNECT_ATTEMPTS,
     migrateOnStart: clean.DATABASE_MIGRATE_ON_START,
     apiKeyCacheSeconds: clean.API_KEY_CACHE_SECONDS,
+    petEventsChannel: clean.PET_EVENTS_CHANNEL,
     ...(clean.PUBLIC_BASE_URL && { publicBaseUrl: clean.PUBLIC_BASE_URL }),
     ...(clean.STAGING_BASE_URL && { stagingBaseUrl: clean.STAGING_BASE_URL }),
   });

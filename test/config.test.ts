@@ -17,6 +17,7 @@ describe('loadConfig', () => {
       shutdown: { drainSeconds: 0, graceSeconds: 10 },
       databaseConnectAttempts: 5,
       migrateOnStart: true,
+      petEventsChannel: 'pet-store:pet-created',
       apiKeyCacheSeconds: 5,
     });
   });
@@ -35,6 +36,7 @@ describe('loadConfig', () => {
       RATE_LIMIT_WINDOW_SECONDS: '30',
       REDIS_URL: 'redis://cache:6379',
       RATE_LIMIT_NAMESPACE: 'staging-limits:',
+      PET_EVENTS_CHANNEL: 'staging:pet-created',
       DATABASE_REPLICA_URLS: 'mysql://user:pass@replica-1:3306/petstore, mysql://user:pass@replica-2:3306/petstore',
       DATABASE_CONNECT_ATTEMPTS: '2',
       DATABASE_MIGRATE_ON_START: 'false',
@@ -61,6 +63,7 @@ describe('loadConfig', () => {
       shutdown: { drainSeconds: 5, graceSeconds: 30 },
       databaseConnectAttempts: 2,
       migrateOnStart: false,
+      petEventsChannel: 'staging:pet-created',
       apiKeyCacheSeconds: 0,
     });
   });

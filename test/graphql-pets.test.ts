@@ -182,9 +182,9 @@ describe('authentication and transport', () => {
   });
 
   test.each([
-    ['POST', 'subscription { pets { id } }'],
-    ['POST', 'query Q { pets { id } } subscription S { pets { id } }'],
-    ['GET', 'subscription { pets { id } }'],
+    ['POST', 'subscription { petCreated { id } }'],
+    ['POST', 'query Q { pets { id } } subscription S { petCreated { id } }'],
+    ['GET', 'subscription { petCreated { id } }'],
   ])(
     'when a subscription operation is sent with %s (%s), then HTTP 400 GRAPHQL_VALIDATION_FAILED (graphql-response+json) and nothing is logged as unexpected',
     async (method, query) => {
@@ -198,6 +198,7 @@ describe('authentication and transport', () => {
       const { code, message } = onlyError(result.body);
       expect(code).toBe('GRAPHQL_VALIDATION_FAILED');
       expect(message).toMatch(/subscription/i);
+      expect(message).toMatch(/WebSocket on \/graphql/);
       expect(warnings).toEqual([]);
     },
   );

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { LRUCache } from 'lru-cache';
-import { type DataSource, IsNull, type Repository } from 'typeorm';
+import { type DataSource, In, IsNull, type Repository } from 'typeorm';
 import { withinDeadline } from '../database/database-deadline';
 import { ApiKey } from './api-key.entity';
 
@@ -162,6 +162,24 @@ export class ApiKeyService {
     const hashes = [...this.cache.found.entries()].filter(([, found]) => found.apiKey.id === id).map(([hex]) => hex);
     for (const hex of hashes) this.cache.found.delete(hex);
     return (result.affected ?? 0) > 0;
+  }
+
+  /**
+   * Which of these keys are still active, asked of the database in one query, without the
+   * cache: how open WebSocket connections learn, every cache period, that their key was revoked
+   * by another process (README "Subscriptions").
+   *
+   * @param ids - key ids (duplicates allowed; none: no query).
+   * @returns the subset of `ids` that exist and are not revoked.
+   * @throws DatabaseDeadlineError (503) when the query does not finish within its deadline.
+   */
+  async activeIds(ids: Iterable<number>): Promise<Set<number>> {
+    const wanted = [...new Set(ids)];
+    if (wanted.length === 0) return new Set();
+    const found = await withinDeadline(this.keys.manager.connection, (manager) =>
+      manager.getRepository(ApiKey).find({ select: { id: true }, where: { id: In(wanted), revokedAt: IsNull() } }),
+    );
+    return new Set(found.map((apiKey) => apiKey.id));
   }
 
   /**

@@ -13,6 +13,17 @@ declare module 'fastify' {
 
 // RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is case-insensitive.
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
+
+/**
+ * The token of an `Authorization` value, read as the HTTP guard reads it (RFC 6750 §2.1).
+ * Also used for WebSocket `connection_init` payloads (README "Subscriptions").
+ *
+ * @param header - the value as sent, or anything else (then undefined).
+ * @returns the bearer token, or undefined when the value is not `Bearer <token>`.
+ */
+export function bearerTokenOf(header: unknown): string | undefined {
+  return typeof header === 'string' ? (BEARER.exec(header)?.[1] ?? undefined) : undefined;
+}
 const REALM = 'Bearer realm="pet-store"';
 
 function unauthenticated(message: string, error?: 'invalid_token'): AppError {

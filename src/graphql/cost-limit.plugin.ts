@@ -12,9 +12,11 @@ import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE } from './query-limits';
  * The cost of an operation (schema `complexity` extensions, 1 per other field) and its number of
  * Mutation root fields, or `unpriceable` when graphql-query-complexity gives up (past 10,000
  * selections with fragments expanded, beyond what an operation within the depth and cost
- * limits holds).
+ * limits holds). Used for HTTP operations (below) and subscriptions (subscription.server.ts).
+ *
+ * @returns `{ cost, mutations }` in the units of QUERY_LIMITS.maxCost, or `{ unpriceable: true }`.
  */
-function priceOf(
+export function priceOf(
   schema: GraphQLSchema,
   document: DocumentNode,
   operation: OperationDefinitionNode,

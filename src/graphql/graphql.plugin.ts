@@ -7,9 +7,13 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import type { FastifyPluginAsync, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { ApiKeyService } from '../auth/api-key.service';
+import type { PetPubSub } from '../events/pet-event.bus';
 import { callerOf } from '../http/caller.hook';
 import { HTTP_LIMITS } from '../http/http-limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
+import type { RateLimitedClient } from '../http/rate-limit';
+import type { Metrics } from '../operations/metrics.registry';
 import type { PetService } from '../pets/pet.service';
 import { costLimitPlugin } from './cost-limit.plugin';
 import { CSRF_PREVENTION } from './csrf-prevention';
@@ -21,6 +25,7 @@ import { operationSummaryPlugin } from './operation-summary.plugin';
 import { registerPlayground } from './playground';
 import { PARSE_OPTIONS, armorSettings } from './query-limits';
 import { buildPetStoreSchema } from './schema';
+import { serveSubscriptions } from './subscription.server';
 import { refuseSubscriptionsOverHttp } from './subscriptions-over-http.rule';
 
 /** What the GraphQL surface needs. */
@@ -33,6 +38,18 @@ export interface GraphqlPluginOptions {
   spend: (request: FastifyRequest, units: number) => Promise<void>;
   /** Production hides field suggestions from error messages. */
   production: boolean;
+  /** Subscriptions over WebSocket on `/graphql` (README "Subscriptions"). */
+  subscriptions: {
+    /** Where `petCreated` listens: the pet event bus. */
+    pubSub: PetPubSub;
+    /** The guard's key checks and cache. */
+    apiKeys: ApiKeyService;
+    /** Charges rate-limit units outside an HTTP request. */
+    spendFor: (client: RateLimitedClient, units: number) => Promise<void>;
+    metrics: Metrics;
+    /** How often (ms) open connections re-check their key. */
+    keyRecheckMs: number;
+  };
 }
 
 /**
@@ -41,13 +58,16 @@ export interface GraphqlPluginOptions {
  * inside it are formatted from the catalogue. Apollo stops when the Fastify app closes.
  * A browser visiting `GET /graphql` (Accept prefers text/html, no `query` parameter) gets the
  * GraphiQL playground instead, without an API key (see `./playground`); the GraphQL requests
- * the playground sends are ordinary requests and pass the auth hook.
+ * the playground sends are ordinary requests and pass the auth hook. A WebSocket upgrade on
+ * `/graphql` runs subscriptions (graphql-ws, see `./subscription.server`), with the same
+ * schema, keys, rate limit and document limits.
  */
-export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, spend, production }) => {
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, spend, production, subscriptions }) => {
   const armor = armorSettings(production);
+  const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
   const apollo = new ApolloServer<GraphqlContext>({
     // Operations run compiled by graphql-jit (README "Performance"), through Apollo's gateway interface.
-    gateway: jitExecutorGateway(await buildPetStoreSchema(petService), {
+    gateway: jitExecutorGateway(schema, {
       maxOperations: 1000,
       onFallback: ({ operationName, reason }) => app.log.warn({ operationName, reason }, 'GraphQL operation runs uncompiled'),
     }),
@@ -96,4 +116,5 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     handler: fastifyApolloHandler(apollo, { context: async (request) => ({ caller: callerOf(request), request }) }),
   });
   rejectOtherMethods(app, '/graphql', ['GET', 'POST'], { errorHandler: sendGraphqlError });
+  serveSubscriptions(app, { ...subscriptions, schema, validationRules: armor.validationRules, production, log: app.log });
 };

@@ -16,6 +16,12 @@ export interface RateLimitConfig {
   readonly namespace: string;
 }
 
+/** Whom a charge outside an HTTP request is counted against (WebSocket subscriptions): the key's counter, else the address's. */
+export interface RateLimitedClient {
+  readonly apiKeyId?: number;
+  readonly ip: string;
+}
+
 /** How long the Redis of the counters may take (ms): to connect, and to answer one command. */
 export const REDIS_TIMEOUTS = Object.freeze({ connectMs: 1000, commandMs: 1000 });
 
@@ -42,12 +48,17 @@ interface RateLimitState {
  *   after a key has been looked up, it charges the key too; and
  *   `spend`, which charges a request `units` more (GraphQL, by operation cost): when fewer
  *   are left it charges none and throws the AppError TOO_MANY_REQUESTS, so that the operation
- *   does not run.
+ *   does not run; and `spendFor`, the same charge for a client outside an HTTP request (a
+ *   WebSocket connection or subscription, README "Subscriptions").
  */
 export async function createRateLimiter(
   app: FastifyInstance,
   config: RateLimitConfig,
-): Promise<{ limit: onRequestAsyncHookHandler; spend: (request: FastifyRequest, units: number) => Promise<void> }> {
+): Promise<{
+  limit: onRequestAsyncHookHandler;
+  spend: (request: FastifyRequest, units: number) => Promise<void>;
+  spendFor: (client: RateLimitedClient, units: number) => Promise<void>;
+}> {
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: REDIS_TIMEOUTS.connectMs, commandTimeout: REDIS_TIMEOUTS.commandMs })
     : undefined;
@@ -102,6 +113,17 @@ export async function createRateLimiter(
   // The clients each request has been counted against: `limit` counts each at most once.
   const counted = new WeakMap<FastifyRequest, Set<string>>();
 
+  const spend = async (request: FastifyRequest, units: number) => {
+    if (units <= 0) return;
+    const before = await count(request, false);
+    if (before.remaining < units) throw tooMany(before.ttlInSeconds);
+    // Both stores add 1 at a time; a concurrent request of the same client may still win the last units.
+    const after = await Promise.all(Array.from({ length: units }, () => count(request)));
+    const last = after.reduce((highest, result) => (result.remaining < highest.remaining ? result : highest));
+    states.set(request, { quota: last.max, remaining: last.remaining, resetSeconds: last.ttlInSeconds });
+    if (last.isExceeded) throw tooMany(last.ttlInSeconds);
+  };
+
   return {
     limit: async function limit(request) {
       const client = keyOf(request);
@@ -111,15 +133,16 @@ export async function createRateLimiter(
       const result = await count(request);
       if (result.isExceeded) throw tooMany(result.ttlInSeconds);
     },
-    spend: async (request, units) => {
-      if (units <= 0) return;
-      const before = await count(request, false);
-      if (before.remaining < units) throw tooMany(before.ttlInSeconds);
-      // Both stores add 1 at a time; a concurrent request of the same client may still win the last units.
-      const after = await Promise.all(Array.from({ length: units }, () => count(request)));
-      const last = after.reduce((highest, result) => (result.remaining < highest.remaining ? result : highest));
-      states.set(request, { quota: last.max, remaining: last.remaining, resetSeconds: last.ttlInSeconds });
-      if (last.isExceeded) throw tooMany(last.ttlInSeconds);
+    spend,
+    /**
+     * `spend` for a client outside an HTTP request (a WebSocket connection or subscription,
+     * README "Subscriptions"): the same counters, the same errors (TOO_MANY_REQUESTS, or
+     * SERVICE_UNAVAILABLE when they cannot be read). The counter reads only the key id, the
+     * address and the route's (absent) rate-limit settings of the request it is given.
+     */
+    spendFor: (client, units) => {
+      const standIn = { apiKeyId: client.apiKeyId, ip: client.ip, routeOptions: { config: {} } } as unknown as FastifyRequest;
+      return spend(standIn, units);
     },
   };
 }

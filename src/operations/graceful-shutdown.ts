@@ -16,6 +16,22 @@ export function closeConnectionsOnceNotAccepting(app: FastifyInstance, state: Se
   });
 }
 
+/** What to close once the listener has stopped accepting, per HTTP server (a plugin's instance is not the root's, the server is). */
+const closers = new WeakMap<FastifyInstance['server'], Array<() => Promise<void>>>();
+
+/**
+ * Registers what {@link drainAndClose} closes right after the listener stops accepting, before it
+ * waits for the connections to end: connections that are not HTTP requests (upgraded WebSockets)
+ * and would otherwise keep the server open. Also run by `app.close()` (its `preClose` hook),
+ * so `close` must be safe to call twice.
+ *
+ * @param close - resolves once those connections are closed.
+ */
+export function onStopAccepting(app: FastifyInstance, close: () => Promise<void>): void {
+  closers.set(app.server, [...(closers.get(app.server) ?? []), close]);
+  app.addHook('preClose', close);
+}
+
 /**
  * Stops the app without resetting a connection it accepted (README "Operations" → "Signals"):
  * 1. `state.draining`: `/readyz` answers 503 for `drainMs` while the server still serves as
@@ -23,7 +39,8 @@ export function closeConnectionsOnceNotAccepting(app: FastifyInstance, state: Se
  * 2. the server stops accepting; each open connection closes after its next response (with
  *    `Connection: close`), or once idle past the keep-alive timeout it advertised (clients stop
  *    reusing it before that), so no request sent on one is lost. After `graceMs` the idle
- *    connections are closed and those with a request still on them are cut.
+ *    connections are closed and those with a request still on them are cut. WebSockets
+ *    (subscriptions) are closed with 1001 Going Away as the listener closes ({@link onStopAccepting}).
  * Closing the app then stops Apollo, the idempotency purge and the Redis client.
  *
  * @returns `clean` when no request had to be cut at the end of the grace period, else `timed-out`.
@@ -49,7 +66,9 @@ export async function drainAndClose(
     // net.Server's close, not http.Server's: since Node 19 the latter also destroys idle
     // keep-alive connections at once, resetting a request a client has just sent on one.
     // Calls back when the last connection has closed.
-    await new Promise<void>((resolve) => Server.prototype.close.call(server, () => resolve()));
+    const closed = new Promise<void>((resolve) => Server.prototype.close.call(server, () => resolve()));
+    await Promise.all((closers.get(server) ?? []).map((close) => close()));
+    await closed;
     await app.close();
   } finally {
     clearTimeout(deadline);

@@ -20,6 +20,12 @@ export interface Metrics {
   countDeprecatedCall: (operation: string, apiKeyId: number) => void;
   /** Reports the connection pools of `dataSource` (MySQL only) from now on. */
   watchDatabasePool: (dataSource: DataSource) => void;
+  /** A WebSocket on `/graphql` opened (+1) or closed (-1) (README "Subscriptions"). */
+  countOpenSocket: (delta: 1 | -1) => void;
+  /** A subscription started (+1) or ended (-1). */
+  countActiveSubscription: (delta: 1 | -1) => void;
+  /** One event sent to one subscriber of `subscription` (the root field, e.g. `petCreated`). */
+  countDeliveredEvent: (subscription: string) => void;
 }
 
 /** mysql2's pool, as far as its usage can be read (the fields are not part of its typed API). */
@@ -43,7 +49,10 @@ function poolsOf(dataSource: DataSource): Array<{ node: string; pool: MysqlPool 
  * Creates the metrics: process metrics (prom-client's defaults, `process_*` and `nodejs_*`),
  * `petstore_http_request_duration_seconds` (histogram by surface, route, method, status),
  * `petstore_db_pool_connections` (gauge by node and state: `total`, `idle`, `limit`, and
- * `waiting` requests) and `petstore_deprecated_calls_total` (counter by operation and API key id).
+ * `waiting` requests), `petstore_deprecated_calls_total` (counter by operation and API key id),
+ * and for subscriptions `petstore_websocket_connections` (gauge: open sockets),
+ * `petstore_subscriptions_active` (gauge) and `petstore_subscription_events_total` (counter by
+ * subscription: events delivered, one per subscriber).
  *
  * @returns a fresh {@link Metrics}; each app has its own registry, so several can run in one process.
  */
@@ -61,6 +70,22 @@ export function createMetrics(): Metrics {
     name: 'petstore_deprecated_calls_total',
     help: 'Calls of deprecated operations (getPet, GraphQL Query.pet), by API key id.',
     labelNames: ['operation', 'api_key_id'] as const,
+    registers: [registry],
+  });
+  const sockets = new Gauge({
+    name: 'petstore_websocket_connections',
+    help: 'Open WebSocket connections on /graphql (subscriptions), authenticated or not yet.',
+    registers: [registry],
+  });
+  const subscriptions = new Gauge({
+    name: 'petstore_subscriptions_active',
+    help: 'GraphQL subscriptions running over WebSocket.',
+    registers: [registry],
+  });
+  const delivered = new Counter({
+    name: 'petstore_subscription_events_total',
+    help: 'Subscription events sent to subscribers (one per subscriber), by subscription field.',
+    labelNames: ['subscription'] as const,
     registers: [registry],
   });
   const pools: DataSource[] = [];
@@ -86,5 +111,8 @@ export function createMetrics(): Metrics {
     observeRequest: ({ status, ...labels }, seconds) => duration.observe({ ...labels, status: String(status) }, seconds),
     countDeprecatedCall: (operation, apiKeyId) => deprecated.inc({ operation, api_key_id: String(apiKeyId) }),
     watchDatabasePool: (dataSource) => void pools.push(dataSource),
+    countOpenSocket: (delta) => sockets.inc(delta),
+    countActiveSubscription: (delta) => subscriptions.inc(delta),
+    countDeliveredEvent: (subscription) => delivered.inc({ subscription }),
   };
 }

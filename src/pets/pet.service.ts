@@ -4,6 +4,7 @@ import { validateInput } from '../validation/validate-input';
 import type { Caller } from './caller';
 import { decodePetCursor, encodePetCursor } from './pet-cursor';
 import type { PetStatus } from './pet-status.enum';
+import { NO_PET_EVENTS, type PetEvents } from './pet-events';
 import type { Pet } from './pet.entity';
 import { ListPetsArgs, NewPetInput, PetIdArgs, PetsConnectionArgs } from './pet.inputs';
 import type { PetRepository } from './pet.repository';
@@ -36,11 +37,13 @@ export class PetService {
    * @param pets - the pet table.
    * @param idempotency - runs a create once per Idempotency-Key.
    * @param deprecations - counts calls of deprecated operations per API key.
+   * @param events - told of each pet stored, after its commit (README "Subscriptions").
    */
   constructor(
     private readonly pets: PetRepository,
     private readonly idempotency: IdempotencyService,
     private readonly deprecations: DeprecationTracker,
+    private readonly events: PetEvents = NO_PET_EVENTS,
   ) {}
 
   /**
@@ -108,6 +111,8 @@ export class PetService {
 
   /**
    * createPet (spec "createPet"): with an Idempotency-Key, once per key (README "Idempotent creates").
+   * Once the pet is committed, `events.created` announces it (README "Subscriptions"); a replay
+   * of an Idempotency-Key announces nothing, as it stores nothing.
    *
    * @param input - the NewPet fields `{ name, categoryId, status? }`; `status` defaults to `available`.
    * @param caller - who is calling, and the Idempotency-Key they sent, if any.
@@ -119,12 +124,25 @@ export class PetService {
   async createPet(input: unknown, caller: Caller): Promise<Pet> {
     const { name, categoryId, status } = await validateInput(NewPetInput, input);
     const newPet = { name, categoryId, status };
-    if (caller.idempotencyKey === undefined) return this.pets.create(newPet);
-    return this.idempotency.once(
+    if (caller.idempotencyKey === undefined) {
+      const pet = await this.pets.create(newPet); // committed when it resolves
+      this.events.created(pet);
+      return pet;
+    }
+    // `once` runs the create only on a key's first use; a replay returns the stored pet.
+    let stored = false;
+    const pet = await this.idempotency.once(
       { apiKeyId: caller.apiKeyId, key: caller.idempotencyKey },
       newPet,
-      (manager) => this.pets.create(newPet, manager),
+      async (manager) => {
+        const created = await this.pets.create(newPet, manager);
+        stored = true;
+        return created;
+      },
       (id, manager) => this.pets.findById(id, manager),
     );
+    // `once` resolves after the COMMIT; had the transaction rolled back, it would have thrown.
+    if (stored) this.events.created(pet);
+    return pet;
   }
 }

@@ -1,0 +1,282 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import {
+  type DocumentNode,
+  type ExecutionArgs,
+  GraphQLError,
+  type GraphQLSchema,
+  Kind,
+  OperationTypeNode,
+  type ValidationRule,
+  getOperationAST,
+  getVariableValues,
+  parse,
+  specifiedRules,
+  validate,
+} from 'graphql';
+import type { Context, SubscribePayload } from 'graphql-ws';
+import { useServer } from 'graphql-ws/use/ws';
+import { type WebSocket, WebSocketServer } from 'ws';
+import type { ApiKeyService } from '../auth/api-key.service';
+import { bearerTokenOf } from '../auth/auth.hook';
+import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue';
+import type { RateLimitedClient } from '../http/rate-limit';
+import { onStopAccepting } from '../operations/graceful-shutdown';
+import type { Metrics } from '../operations/metrics.registry';
+import { priceOf } from './cost-limit.plugin';
+import { createGraphqlErrorFormatter } from './graphql-error.formatter';
+import { PARSE_OPTIONS, QUERY_LIMITS, QUERY_REJECTED_MESSAGE, withoutLimits } from './query-limits';
+import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from './subscription.limits';
+
+/** What the WebSocket endpoint needs (README "Subscriptions"). */
+export interface SubscriptionServerOptions {
+  /** The executable schema, with its Subscription type (schema.ts). */
+  schema: GraphQLSchema;
+  /** The same key checks and cache as the HTTP guard. */
+  apiKeys: ApiKeyService;
+  /** Charges rate-limit units to a key (or an address), as http/rate-limit.ts `spendFor`. */
+  spendFor: (client: RateLimitedClient, units: number) => Promise<void>;
+  /** Where sockets, subscriptions and delivered events are counted. */
+  metrics: Metrics;
+  /** How often (ms) each open connection's key is checked again: API_KEY_CACHE_SECONDS. */
+  keyRecheckMs: number;
+  /** The document rules of HTTP operations beyond graphql-js's own (GraphQL Armor: depth, aliases, directives). */
+  validationRules: readonly ValidationRule[];
+  /** Production hides internal error details in close reasons. */
+  production: boolean;
+  log: FastifyBaseLogger;
+}
+
+/** An authenticated connection. */
+interface Connection {
+  apiKeyId: number;
+  ip: string;
+}
+
+/** The extra graphql-ws/use/ws puts in each connection's context. */
+type WsContext = Context<Record<string, unknown> | undefined, { socket: WebSocket; request: { socket: { remoteAddress?: string } } }>;
+
+/** A GraphQL error carrying a catalogue code, as graphql-ws sends it in an `error` message. */
+function catalogued(code: ErrorCode, message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code } });
+}
+
+/** Answers an upgrade request that gets no WebSocket with the spec's Error body, and closes the connection. */
+function refuseUpgrade(socket: Duplex, error: AppError): void {
+  const body = JSON.stringify({ code: error.code, message: error.message, status: error.status });
+  socket.on('error', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** The `Authorization` entry of a `connection_init` payload, its name in any case. */
+function authorizationOf(params: Record<string, unknown> | undefined): unknown {
+  const name = Object.keys(params ?? {}).find((key) => key.toLowerCase() === 'authorization');
+  return name === undefined ? undefined : params![name];
+}
+
+/**
+ * GraphQL subscriptions over WebSocket on `/graphql`, the port and path of HTTP GraphQL
+ * (README "Subscriptions"): the `graphql-transport-ws` protocol (graphql-ws over ws, in
+ * `noServer` mode on Fastify's HTTP server's `upgrade` event; an upgrade to any other path is
+ * answered 404, and 503 once shutting down).
+ * - `connection_init` must carry `{"Authorization": "Bearer <key>"}` (the name in any case),
+ *   checked by the HTTP guard's ApiKeyService and cache; else the socket is closed with 4403.
+ *   A key not yet known to this process costs its address one request for the lookup, as on
+ *   HTTP; then each connection costs its key {@link SUBSCRIPTION_LIMITS}.connectionCost. Past the
+ *   rate limit, or past {@link SUBSCRIPTION_LIMITS}.maxConnectionsPerKey open connections of
+ *   one key on this instance, the socket is closed with 4429; when the database or the rate
+ *   limit's store cannot answer, with 1013.
+ * - Every `keyRecheckMs` the keys of the open connections are looked up again (one query), and
+ *   the sockets of revoked keys are closed with 4403.
+ * - `subscribe` documents are parsed with the HTTP token limit, validated with graphql-js's
+ *   rules plus the HTTP ones (depth, aliases, directives), priced like HTTP operations
+ *   (cost-limit.plugin.ts) and must be subscriptions (queries and mutations go over HTTP). Each
+ *   costs its key its price in requests (at least 1); past the rate limit, or past
+ *   {@link SUBSCRIPTION_LIMITS}.maxSubscriptionsPerConnection at once, it is refused with an
+ *   `error` message whose `extensions.code` is TOO_MANY_REQUESTS. Every error carries a
+ *   catalogue code, never a stack trace.
+ * - Sockets are pinged every {@link SUBSCRIPTION_LIMITS}.keepAliveMs and dropped when the pong
+ *   has not come by the next ping; at shutdown they are closed with 1001 (see graceful-shutdown.ts).
+ */
+export function serveSubscriptions(app: FastifyInstance, options: SubscriptionServerOptions): void {
+  const { schema, apiKeys, spendFor, metrics, log } = options;
+  const rules = [...specifiedRules, ...options.validationRules];
+  const formatError = createGraphqlErrorFormatter((error) => log.error({ err: error }, 'unexpected GraphQL subscription error'));
+  const wss = new WebSocketServer({ noServer: true, maxPayload: SUBSCRIPTION_LIMITS.maxMessageBytes });
+  const connections = new Map<WebSocket, Connection>();
+  const perKey = new Map<number, number>();
+  /** The subscriptions of each socket that are running (their graphql-ws ids), for the gauge. */
+  const running = new WeakMap<WebSocket, Set<string>>();
+  let accepting = true;
+
+  const release = (socket: WebSocket) => {
+    const connection = connections.get(socket);
+    if (!connection) return;
+    connections.delete(socket);
+    const left = (perKey.get(connection.apiKeyId) ?? 1) - 1;
+    if (left > 0) perKey.set(connection.apiKeyId, left);
+    else perKey.delete(connection.apiKeyId);
+  };
+
+  app.server.on('upgrade', (request, socket: Duplex, head: Buffer) => {
+    const path = (request.url ?? '').split('?')[0];
+    if (path !== '/graphql') {
+      refuseUpgrade(socket, new AppError('NOT_FOUND', `No WebSocket at ${path}: GraphQL subscriptions are at /graphql.`));
+    } else if (!accepting) {
+      refuseUpgrade(socket, new AppError('SERVICE_UNAVAILABLE', 'Shutting down.'));
+    } else {
+      wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
+    }
+  });
+  wss.on('connection', (socket: WebSocket) => {
+    metrics.countOpenSocket(1);
+    socket.once('close', () => {
+      metrics.countOpenSocket(-1);
+      release(socket);
+    });
+  });
+
+  /** Closes `socket` with `close` and refuses the connection (graphql-ws's own 4403 then changes nothing). */
+  const refuse = (socket: WebSocket, close: { code: number; reason: string }) => {
+    socket.close(close.code, close.reason);
+    return false;
+  };
+
+  const onConnect = async (ctx: WsContext): Promise<boolean> => {
+    const { socket, request } = ctx.extra;
+    const ip = request.socket.remoteAddress ?? 'unknown';
+    const key = bearerTokenOf(authorizationOf(ctx.connectionParams));
+    if (key === undefined) return refuse(socket, SUBSCRIPTION_CLOSE.forbidden);
+    const recognised = apiKeys.recognise(key);
+    if (recognised.state === 'malformed' || recognised.state === 'refused') return refuse(socket, SUBSCRIPTION_CLOSE.forbidden);
+    let reserved: number | undefined;
+    try {
+      // A key this process has never seen: its address pays for the lookup, as on HTTP (README "Security").
+      if (recognised.state === 'unknown') await spendFor({ ip }, 1);
+      const apiKey = recognised.state === 'trusted' ? recognised.apiKey : await apiKeys.findActive(key);
+      if (!apiKey) return refuse(socket, SUBSCRIPTION_CLOSE.forbidden);
+      const open = perKey.get(apiKey.id) ?? 0;
+      if (open >= SUBSCRIPTION_LIMITS.maxConnectionsPerKey) return refuse(socket, SUBSCRIPTION_CLOSE.tooManyConnections);
+      perKey.set(apiKey.id, open + 1);
+      reserved = apiKey.id;
+      connections.set(socket, { apiKeyId: apiKey.id, ip });
+      await spendFor({ apiKeyId: apiKey.id, ip }, SUBSCRIPTION_LIMITS.connectionCost);
+      // Closed while it was being checked: nothing to keep.
+      if (socket.readyState !== socket.OPEN) release(socket);
+      return true;
+    } catch (error) {
+      if (reserved !== undefined) release(socket);
+      const { appError, unexpected } = toAppError(error);
+      if (unexpected) log.error({ err: error }, 'unexpected error authenticating a WebSocket');
+      if (appError.code === 'TOO_MANY_REQUESTS') return refuse(socket, { code: SUBSCRIPTION_CLOSE.tooManyConnections.code, reason: appError.message });
+      return refuse(socket, SUBSCRIPTION_CLOSE.unavailable);
+    }
+  };
+
+  const onSubscribe = async (ctx: WsContext, _id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
+    const connection = connections.get(ctx.extra.socket);
+    if (!connection) return [catalogued('UNAUTHENTICATED', 'The connection is not authenticated.')];
+    let document: DocumentNode;
+    try {
+      document = parse(payload.query, PARSE_OPTIONS);
+    } catch (error) {
+      return [catalogued('GRAPHQL_PARSE_FAILED', withoutLimits((error as Error).message))];
+    }
+    const invalid = validate(schema, document, rules);
+    if (invalid.length > 0) return invalid.map((error) => catalogued('GRAPHQL_VALIDATION_FAILED', withoutLimits(error.message)));
+    const operationName = payload.operationName ?? undefined;
+    const operation = getOperationAST(document, operationName);
+    if (!operation) return [catalogued('OPERATION_RESOLUTION_FAILURE', 'The operation to run could not be determined.')];
+    if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
+      return [catalogued('GRAPHQL_VALIDATION_FAILED', 'Only subscriptions are served over WebSocket: send queries and mutations to POST /graphql.')];
+    }
+    const variables = payload.variables ?? {};
+    const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables);
+    if (coerced.errors) return coerced.errors.map((error) => catalogued('BAD_USER_INPUT', error.message));
+    const price = priceOf(schema, document, operation, operationName, variables);
+    if ('unpriceable' in price || price.cost > QUERY_LIMITS.maxCost) return [catalogued('GRAPHQL_VALIDATION_FAILED', QUERY_REJECTED_MESSAGE)];
+    // graphql-ws lists this subscription among the connection's before running this hook.
+    if (Object.keys(ctx.subscriptions).length > SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection) {
+      return [
+        catalogued(
+          'TOO_MANY_REQUESTS',
+          `Too many subscriptions on this connection: at most ${SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection} at once; complete one first.`,
+        ),
+      ];
+    }
+    try {
+      await spendFor(connection, Math.max(1, Math.ceil(price.cost / QUERY_LIMITS.costPerRequestUnit)));
+    } catch (error) {
+      const { appError, unexpected } = toAppError(error);
+      if (unexpected) log.error({ err: error }, 'unexpected error charging a subscription');
+      return [catalogued(appError.code, appError.message)];
+    }
+    return { schema, document, operationName, variableValues: variables, contextValue: { caller: { apiKeyId: connection.apiKeyId } } };
+  };
+
+  const server = useServer<Record<string, unknown> | undefined, { socket: WebSocket }>(
+    {
+      schema,
+      connectionInitWaitTimeout: SUBSCRIPTION_LIMITS.connectionInitWaitMs,
+      isProd: options.production,
+      onConnect,
+      onSubscribe,
+      onOperation: (ctx, id, _payload, _args, result) => {
+        if (!(Symbol.asyncIterator in Object(result))) return;
+        const ids = running.get(ctx.extra.socket) ?? new Set<string>();
+        running.set(ctx.extra.socket, ids.add(id));
+        metrics.countActiveSubscription(1);
+      },
+      onComplete: (ctx, id) => {
+        if (running.get(ctx.extra.socket)?.delete(id)) metrics.countActiveSubscription(-1);
+      },
+      onNext: (_ctx, _id, _payload, args, result) => {
+        const field = getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
+        metrics.countDeliveredEvent(field?.kind === Kind.FIELD ? field.name.value : 'unknown');
+        if (!result.errors) return;
+        return { ...result, errors: result.errors.map((error) => formatError(error.toJSON(), error)) };
+      },
+      onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatError(error.toJSON(), error)),
+    },
+    wss,
+    SUBSCRIPTION_LIMITS.keepAliveMs,
+  );
+
+  // Keys revoked elsewhere (the CLI, another instance) close their sockets within the cache period.
+  const recheck = setInterval(() => {
+    const ids = new Set([...connections.values()].map((connection) => connection.apiKeyId));
+    if (ids.size === 0) return;
+    apiKeys.activeIds(ids).then(
+      (active) => {
+        for (const [socket, connection] of connections) {
+          if (!active.has(connection.apiKeyId)) socket.close(SUBSCRIPTION_CLOSE.revoked.code, SUBSCRIPTION_CLOSE.revoked.reason);
+        }
+      },
+      (error: unknown) => log.warn({ err: error }, 'cannot re-check the API keys of open WebSockets now'),
+    );
+  }, options.keyRecheckMs);
+  recheck.unref();
+
+  let closing: Promise<void> | undefined;
+  onStopAccepting(app, () => {
+    closing ??= (async () => {
+      accepting = false;
+      clearInterval(recheck);
+      // Peers that do not answer the close in time are cut, so that the server can close.
+      const cut = setTimeout(() => {
+        for (const socket of wss.clients) socket.terminate();
+      }, SUBSCRIPTION_LIMITS.closeHandshakeMs);
+      try {
+        for (const socket of wss.clients) socket.close(SUBSCRIPTION_CLOSE.goingAway.code, SUBSCRIPTION_CLOSE.goingAway.reason);
+        await server.dispose();
+      } finally {
+        clearTimeout(cut);
+      }
+    })();
+    return closing;
+  });
+}

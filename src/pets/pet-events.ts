@@ -1,0 +1,20 @@
+import type { Pet } from './pet.entity';
+
+/**
+ * The port through which the pet operations announce what happened (README "Subscriptions"):
+ * PetService calls it, transport-free; the in-memory or Redis transport behind it lives in
+ * `events/`, and the GraphQL subscription `petCreated` listens to it.
+ */
+export interface PetEvents {
+  /**
+   * A pet was stored: called once per stored pet, after its transaction committed; never for a
+   * create that failed or rolled back, nor for an Idempotency-Key replay. Must not throw, nor
+   * wait: delivery is best effort and never fails the create.
+   *
+   * @param pet - the stored pet `{ id, name, categoryId, status }`, as the create returns it.
+   */
+  created(pet: Pet): void;
+}
+
+/** Announces nothing: for a PetService built without subscribers (tools, some tests). */
+export const NO_PET_EVENTS: PetEvents = Object.freeze({ created: () => undefined });

@@ -1,0 +1,522 @@
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { type Client, type FormattedExecutionResult, createClient } from 'graphql-ws';
+import { Redis } from 'ioredis';
+import { IsNull } from 'typeorm';
+import WebSocket from 'ws';
+import { ApiKey } from '../src/auth/api-key.entity';
+import { ApiKeyService } from '../src/auth/api-key.service';
+import { openDatabase } from '../src/database/open-database';
+import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
+import { type Metrics, createMetrics } from '../src/operations/metrics.registry';
+import { built, freePort, startNode, waitForHttp } from './helpers/processes';
+import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
+import { createProcessDatabase } from './helpers/test-database';
+
+/**
+ * `Subscription.petCreated` over WebSocket (README "Subscriptions"), with a real graphql-ws
+ * client (`ws` as its WebSocket) against the real app on a real database.
+ */
+
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const PET_FIELDS = 'id name categoryId status';
+
+/** The WebSocket URL of an app's `/graphql`. */
+const wsUrl = (t: { url: string }) => `${t.url.replace(/^http/, 'ws')}/graphql`;
+
+/** How a socket ended, as the client saw it. */
+interface Closed {
+  code: number;
+  reason: string;
+}
+
+/** A graphql-ws client that never retries, connected at once, and how its socket closed. */
+function connect(t: { url: string }, connectionParams: Record<string, unknown> | undefined) {
+  let onClosed: (closed: Closed) => void = () => undefined;
+  let client!: Client;
+  const closed = new Promise<Closed>((resolve) => (onClosed = resolve));
+  const connected = new Promise<void>((resolve) => {
+    client = createClient({
+      url: wsUrl(t),
+      webSocketImpl: WebSocket,
+      connectionParams,
+      lazy: false,
+      retryAttempts: 0,
+      // Errors reach the test through `closed`.
+      onNonLazyError: () => undefined,
+      on: {
+        connected: () => resolve(),
+        closed: (event) => onClosed({ code: (event as { code: number }).code, reason: String((event as { reason: unknown }).reason) }),
+      },
+    });
+  });
+  return { client, closed, connected };
+}
+
+/** A client authenticated with the app's key (or `key`), once acknowledged. */
+async function connectWithKey(t: { url: string; apiKey: string }, key = t.apiKey) {
+  const connection = connect(t, { Authorization: `Bearer ${key}` });
+  await Promise.race([connection.connected, connection.closed.then((closed) => Promise.reject(new Error(`closed ${closed.code} ${closed.reason}`)))]);
+  return connection;
+}
+
+/** Subscribes and collects what arrives: results, and the error or completion that ends it. */
+function subscribe(client: Client, query: string, variables?: Record<string, unknown>) {
+  const results: FormattedExecutionResult<Record<string, unknown>, unknown>[] = [];
+  let waiters: Array<() => void> = [];
+  const state: { error?: unknown; complete: boolean } = { complete: false };
+  const wake = () => {
+    const now = waiters;
+    waiters = [];
+    for (const waiter of now) waiter();
+  };
+  const unsubscribe = client.subscribe(
+    { query, variables },
+    {
+      next: (result) => {
+        results.push(result);
+        wake();
+      },
+      error: (error) => {
+        state.error = error;
+        wake();
+      },
+      complete: () => {
+        state.complete = true;
+        wake();
+      },
+    },
+  );
+  const until = (done: () => boolean) =>
+    new Promise<void>((resolve) => {
+      const check = () => (done() ? resolve() : waiters.push(check));
+      check();
+    });
+  return {
+    results,
+    state,
+    unsubscribe,
+    /** Resolves with the first `n` pets received. */
+    pets: async (n: number) => {
+      await until(() => results.length >= n || state.error !== undefined);
+      if (state.error !== undefined) throw new Error(`subscription failed: ${JSON.stringify(state.error)}`);
+      return results.slice(0, n).map((result) => (result.data as { petCreated: unknown }).petCreated);
+    },
+    /** Resolves with the error that ended the subscription (the GraphQL errors of an `error` message). */
+    error: async () => {
+      await until(() => state.error !== undefined || state.complete);
+      return state.error as Array<{ message: string; extensions?: { code?: string } }>;
+    },
+  };
+}
+
+/** Current value of a metric of `metrics` (summed over its label sets). */
+async function metricValue(metrics: Metrics, name: string): Promise<number> {
+  const metric = metrics.registry.getSingleMetric(name);
+  if (!metric) throw new Error(`no metric ${name}`);
+  return (await metric.get()).values.reduce((sum, { value }) => sum + value, 0);
+}
+
+/**
+ * Waits until the server runs `n` subscriptions: graphql-ws has no acknowledgement of a
+ * subscribe, and an event published before it runs is (rightly) not delivered.
+ */
+async function untilActive(metrics: Metrics, n: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await metricValue(metrics, 'petstore_subscriptions_active')) < n) {
+    if (Date.now() > deadline) throw new Error(`fewer than ${n} subscriptions became active`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** The pet as the subscription sends it: `id` as a string (GraphQL ID). */
+const asEvent = (pet: { id: number; name: string; categoryId: number; status: string }) => ({ ...pet, id: String(pet.id) });
+
+describe('petCreated over WebSocket', () => {
+  let t: TestApp;
+  let metrics: Metrics;
+  const clients: Client[] = [];
+  beforeAll(async () => {
+    metrics = createMetrics();
+    t = await startTestApp({ observe: { metrics } });
+  });
+  afterEach(async () => {
+    for (const client of clients.splice(0)) await client.dispose();
+    const deadline = Date.now() + 10_000;
+    while ((await metricValue(metrics, 'petstore_websocket_connections')) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  });
+  afterAll(() => t.close());
+
+  /** A connected, authenticated client, disposed after the test. */
+  async function client(key = t.apiKey): Promise<Client> {
+    const { client } = await connectWithKey(t, key);
+    clients.push(client);
+    return client;
+  }
+
+  test('when pets are created over REST and over GraphQL, then a subscriber receives each once, after its commit, with all four fields', async () => {
+    const c = await client();
+    const all = subscribe(c, `subscription { petCreated { ${PET_FIELDS} } }`);
+    await untilActive(metrics, 1);
+    const viaRest = await createPet(t, { name: 'Rex', categoryId: 7, status: 'pending' });
+    const viaGraphql = await graphql(t, `mutation { createPet(input: { name: "Tom", categoryId: 9007199254740991 }) { ${PET_FIELDS} } }`);
+    expect(viaGraphql.status).toBe(200);
+    const created = viaGraphql.body.data.createPet;
+    expect(await all.pets(2)).toEqual([asEvent(viaRest), created]);
+    // int64 exact: 2^53-1 travels as is.
+    expect(created.categoryId).toBe(9007199254740991);
+  });
+
+  test('when status is given, then only pets created with that status arrive; a variable works as a literal does', async () => {
+    const c = await client();
+    const pending = subscribe(c, `subscription { petCreated(status: pending) { id status } }`);
+    const sold = subscribe(c, `subscription($s: PetStatus) { petCreated(status: $s) { id status } }`, { s: 'sold' });
+    await untilActive(metrics, 2);
+    const available = await createPet(t, { status: 'available' });
+    const p = await createPet(t, { status: 'pending' });
+    const s = await createPet(t, { status: 'sold' });
+    expect(await pending.pets(1)).toEqual([{ id: String(p.id), status: 'pending' }]);
+    expect(await sold.pets(1)).toEqual([{ id: String(s.id), status: 'sold' }]);
+    await createPet(t, { status: 'pending' }); // a later one: nothing else arrived in between
+    expect((await pending.pets(2))[1]).not.toEqual({ id: String(available.id), status: 'available' });
+    expect(pending.results).toHaveLength(2);
+    expect(sold.results).toHaveLength(1);
+  });
+
+  test('when a create is refused or an Idempotency-Key is replayed, then no event is sent for it', async () => {
+    const c = await client();
+    const all = subscribe(c, `subscription { petCreated { id name } }`);
+    await untilActive(metrics, 1);
+    const key = { 'idempotency-key': `subs-${randomUUID()}` };
+    const first = await request(t, 'POST', '/v1/pets', { body: { name: 'Once', categoryId: 1 }, headers: key });
+    const replay = await request(t, 'POST', '/v1/pets', { body: { name: 'Once', categoryId: 1 }, headers: key });
+    expect([first.status, replay.status, replay.body.id]).toEqual([201, 201, first.body.id]);
+    const graphqlReplay = await request(t, 'POST', '/graphql', {
+      body: { query: 'mutation { createPet(input: { name: "Once", categoryId: 1 }) { id } }' },
+      headers: { 'idempotency-key': `subs-${randomUUID()}` },
+    });
+    expect(graphqlReplay.status).toBe(200);
+    const gqlKey = { 'idempotency-key': `subs-${randomUUID()}` };
+    const gqlFirst = await request(t, 'POST', '/graphql', {
+      body: { query: 'mutation { createPet(input: { name: "G", categoryId: 1 }) { id } }' },
+      headers: gqlKey,
+    });
+    const gqlAgain = await request(t, 'POST', '/graphql', {
+      body: { query: 'mutation { createPet(input: { name: "G", categoryId: 1 }) { id } }' },
+      headers: gqlKey,
+    });
+    expect(gqlAgain.body.data.createPet.id).toBe(gqlFirst.body.data.createPet.id);
+    expect((await request(t, 'POST', '/v1/pets', { body: { name: ' ', categoryId: 1 } })).status).toBe(400);
+    expect((await graphql(t, 'mutation { createPet(input: { name: "", categoryId: 1 }) { id } }')).body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    const marker = await createPet(t, { name: 'Marker' });
+    expect(await all.pets(4)).toEqual([
+      { id: String(first.body.id), name: 'Once' },
+      { id: graphqlReplay.body.data.createPet.id, name: 'Once' },
+      { id: gqlFirst.body.data.createPet.id, name: 'G' },
+      { id: String(marker.id), name: 'Marker' },
+    ]);
+    expect(all.results).toHaveLength(4);
+  });
+
+  test('when events are delivered, then the metrics count open sockets, running subscriptions and delivered events', async () => {
+    const before = await metricValue(metrics, 'petstore_subscription_events_total');
+    const c = await client();
+    const a = subscribe(c, `subscription { petCreated { id } }`);
+    const b = subscribe(c, `subscription { petCreated { id } }`);
+    await untilActive(metrics, 2);
+    expect(await metricValue(metrics, 'petstore_websocket_connections')).toBe(1);
+    expect(await metricValue(metrics, 'petstore_subscriptions_active')).toBe(2);
+    await createPet(t);
+    await Promise.all([a.pets(1), b.pets(1)]);
+    expect((await metricValue(metrics, 'petstore_subscription_events_total')) - before).toBe(2);
+    a.unsubscribe();
+    const deadline = Date.now() + 5000;
+    while ((await metricValue(metrics, 'petstore_subscriptions_active')) !== 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(await metricValue(metrics, 'petstore_subscriptions_active')).toBe(1);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/^petstore_subscription_events_total\{subscription="petCreated"\} \d+$/m);
+  });
+
+  describe('authentication in connection_init', () => {
+    test.each<[string, (t: TestApp) => Record<string, unknown> | undefined]>([
+      ['no payload', () => undefined],
+      ['no Authorization', () => ({ other: 'x' })],
+      ['a malformed key', () => ({ Authorization: 'Bearer pst_nope' })],
+      ['an unknown well-formed key', () => ({ Authorization: `Bearer pst_${'A'.repeat(43)}${'B'.repeat(6)}` })],
+      ['a key without Bearer', (app) => ({ Authorization: app.apiKey })],
+      ['a key that is not a string', () => ({ Authorization: 42 })],
+    ])('when the payload has %s, then the socket is closed with 4403 before any subscription runs', async (_case, params) => {
+      const { client, closed } = connect(t, params(t));
+      clients.push(client);
+      const attempt = subscribe(client, `subscription { petCreated { id } }`);
+      expect(await closed).toEqual({ code: 4403, reason: expect.stringMatching(/^Forbidden/) });
+      await attempt.error();
+      expect(await metricValue(metrics, 'petstore_subscriptions_active')).toBe(0);
+    });
+
+    test('when the header name is in another case (authorization, AUTHORIZATION), then the key is accepted', async () => {
+      for (const name of ['authorization', 'AUTHORIZATION']) {
+        const connection = connect(t, { [name]: `bearer ${t.apiKey}` });
+        clients.push(connection.client);
+        await connection.connected;
+      }
+    });
+
+    test('when the key is revoked by another process, then its open sockets are closed with 4403 within API_KEY_CACHE_SECONDS', async () => {
+      const short = await startTestApp({ env: { API_KEY_CACHE_SECONDS: '1' } });
+      try {
+        const { client, closed } = await connectWithKey(short);
+        clients.push(client);
+        const sub = subscribe(client, `subscription { petCreated { id } }`);
+        await createPet(short); // the connection works
+        // Revoked in the database only, as the CLI or another instance does: this process's cache still trusts the key.
+        const revokedAt = Date.now();
+        await short.dataSource.getRepository(ApiKey).update({ revokedAt: IsNull() }, { revokedAt: new Date() });
+        const result = await closed;
+        const elapsedMs = Date.now() - revokedAt;
+        expect(result).toEqual({ code: 4403, reason: 'Forbidden: the API key was revoked.' });
+        expect(elapsedMs).toBeLessThanOrEqual(1000 + 500); // one period, plus the query
+        await sub.error();
+      } finally {
+        await short.close();
+      }
+    });
+  });
+
+  describe('limits', () => {
+    test(`when a connection opens more than ${SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection} subscriptions at once, then the next is refused with TOO_MANY_REQUESTS; completing one frees a place`, async () => {
+      const c = await client();
+      const running = Array.from({ length: SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection }, () => subscribe(c, `subscription { petCreated { id } }`));
+      await untilActive(metrics, SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection);
+      const refused = await subscribe(c, `subscription { petCreated { id } }`).error();
+      expect(refused).toEqual([{ message: expect.stringMatching(/^Too many subscriptions on this connection/), extensions: { code: 'TOO_MANY_REQUESTS' } }]);
+      running[0].unsubscribe();
+      const deadline = Date.now() + 5000;
+      while ((await metricValue(metrics, 'petstore_subscriptions_active')) >= SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const again = subscribe(c, `subscription { petCreated { id } }`);
+      await untilActive(metrics, SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection);
+      const pet = await createPet(t);
+      expect(await again.pets(1)).toEqual([{ id: String(pet.id) }]);
+    });
+
+    test(`when one key opens more than ${SUBSCRIPTION_LIMITS.maxConnectionsPerKey} connections, then the next is closed with 4429; another key is not affected`, async () => {
+      for (let i = 0; i < SUBSCRIPTION_LIMITS.maxConnectionsPerKey; i++) await client();
+      const { client: extra, closed } = connect(t, { Authorization: `Bearer ${t.apiKey}` });
+      clients.push(extra);
+      expect(await closed).toEqual({ code: 4429, reason: 'Too many requests: too many open connections for this API key.' });
+      const other = (await t.apiKeys.create('other')).key;
+      await client(other);
+    });
+
+    test('when the rate limit is spent, then a subscribe is refused with TOO_MANY_REQUESTS and a new connection is closed with 4429', async () => {
+      // 3 requests: the connection (1) and two subscriptions (1 each, the price of petCreated).
+      const limited = await startTestApp({ env: { RATE_LIMIT_MAX: '3' } });
+      try {
+        const { client } = await connectWithKey(limited);
+        clients.push(client);
+        subscribe(client, `subscription { petCreated { id } }`);
+        subscribe(client, `subscription { petCreated { id } }`);
+        const refused = await subscribe(client, `subscription { petCreated { id } }`).error();
+        expect(refused).toEqual([{ message: expect.stringMatching(/^Rate limit reached: retry in \d+ s\.$/), extensions: { code: 'TOO_MANY_REQUESTS' } }]);
+        const second = connect(limited, { Authorization: `Bearer ${limited.apiKey}` });
+        clients.push(second.client);
+        expect(await second.closed).toEqual({ code: 4429, reason: expect.stringMatching(/^Rate limit reached: retry in \d+ s\.$/) });
+        // The HTTP surface sees the same counter.
+        expect((await request(limited, 'GET', '/v1/pets')).status).toBe(429);
+      } finally {
+        await limited.close();
+      }
+    });
+
+    const FRAGMENTS_7_DEEP =
+      'subscription { petCreated { ...F1 } } fragment F1 on Pet { ...F2 } fragment F2 on Pet { ...F3 } fragment F3 on Pet { ...F4 } ' +
+      'fragment F4 on Pet { ...F5 } fragment F5 on Pet { ...F6 } fragment F6 on Pet { id }';
+    const ONLY_SUBSCRIPTIONS = 'Only subscriptions are served over WebSocket: send queries and mutations to POST /graphql.';
+    test.each<[string, string, string, string]>([
+      [
+        'more aliases than allowed',
+        'GRAPHQL_VALIDATION_FAILED',
+        'Query validation error.',
+        `subscription { petCreated { ${Array.from({ length: 16 }, (_, i) => `a${i}: id`).join(' ')} } }`,
+      ],
+      ['more depth than allowed (fragments count as levels)', 'GRAPHQL_VALIDATION_FAILED', 'Query validation error.', FRAGMENTS_7_DEEP],
+      ['more tokens than allowed', 'GRAPHQL_PARSE_FAILED', 'Query validation error.', `subscription { petCreated { ${'id '.repeat(1000)}} }`],
+      ['a syntax error', 'GRAPHQL_PARSE_FAILED', 'Syntax Error: Expected Name, found <EOF>.', 'subscription { petCreated { id }'],
+      ['an unknown field', 'GRAPHQL_VALIDATION_FAILED', 'Cannot query field "owner" on type "Pet".', 'subscription { petCreated { owner } }'],
+      [
+        'an unknown status',
+        'GRAPHQL_VALIDATION_FAILED',
+        'Value "lost" does not exist in "PetStatus" enum.',
+        'subscription { petCreated(status: lost) { id } }',
+      ],
+      [
+        'two root fields',
+        'GRAPHQL_VALIDATION_FAILED',
+        'Anonymous Subscription must select only one top level field.',
+        'subscription { a: petCreated { id } b: petCreated { id } }',
+      ],
+      ['a query', 'GRAPHQL_VALIDATION_FAILED', ONLY_SUBSCRIPTIONS, '{ pets { id } }'],
+      ['a mutation', 'GRAPHQL_VALIDATION_FAILED', ONLY_SUBSCRIPTIONS, 'mutation { createPet(input: { name: "No", categoryId: 1 }) { id } }'],
+    ])('when the document has %s, then the subscribe is refused with %s and nothing runs', async (_case, code, message, query) => {
+      const c = await client();
+      const error = await subscribe(c, query).error();
+      expect(error).toEqual([expect.objectContaining({ message, extensions: { code } })]);
+      expect(JSON.stringify(error)).not.toMatch(/stack|at .*\.ts/);
+      expect(await metricValue(metrics, 'petstore_subscriptions_active')).toBe(0);
+    });
+
+    test('when a variable does not fit its type, then the subscribe is refused with BAD_USER_INPUT', async () => {
+      const c = await client();
+      const error = await subscribe(c, 'subscription($s: PetStatus) { petCreated(status: $s) { id } }', { s: 'lost' }).error();
+      expect(error).toEqual([expect.objectContaining({ extensions: { code: 'BAD_USER_INPUT' } })]);
+    });
+  });
+
+  describe('the upgrade', () => {
+    /** Opens a raw WebSocket and resolves with the HTTP status of a refused upgrade, or 101. */
+    const upgrade = (url: string, protocol?: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const socket = new WebSocket(url, protocol);
+        socket.on('unexpected-response', (_request, response) => {
+          let body = '';
+          response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+        });
+        socket.on('open', () => {
+          socket.close();
+          resolve({ status: 101, body: '' });
+        });
+        socket.on('error', (error) => (error.message.startsWith('Unexpected server response') ? undefined : reject(error)));
+      });
+
+    test('when a WebSocket upgrade asks for another path, then it is refused with 404 in the Error shape', async () => {
+      for (const where of ['/v1/pets', '/graphql/x', '/']) {
+        const { status, body } = await upgrade(`${t.url.replace(/^http/, 'ws')}${where}`, 'graphql-transport-ws');
+        expect(status).toBe(404);
+        expect(JSON.parse(body)).toEqual({ code: 'NOT_FOUND', message: expect.stringContaining('/graphql'), status: 404 });
+      }
+    });
+
+    test('when the upgrade asks for /graphql with a query string, then it is accepted', async () => {
+      expect((await upgrade(`${wsUrl(t)}?x=1`, 'graphql-transport-ws')).status).toBe(101);
+    });
+
+    test('when a client sends nothing after the upgrade, then the socket is closed with 4408 after the init wait', async () => {
+      const closed = await new Promise<number>((resolve) => {
+        const socket = new WebSocket(wsUrl(t), 'graphql-transport-ws');
+        socket.on('close', (code) => resolve(code));
+      });
+      expect(closed).toBe(4408);
+    });
+
+    test(
+      'when a peer stops answering pings, then its socket is dropped by the keep-alive',
+      async () => {
+        // autoPong off: the ws client ignores the server's pings, like a peer that is gone.
+        const socket = new WebSocket(wsUrl(t), 'graphql-transport-ws', { autoPong: false });
+        await new Promise((resolve) => socket.on('open', resolve));
+        socket.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: `Bearer ${t.apiKey}` } }));
+        const opened = Date.now();
+        let pings = 0;
+        socket.on('ping', () => pings++);
+        const code = await new Promise<number>((resolve) => socket.on('close', (closeCode) => resolve(closeCode)));
+        expect(code).toBe(1006); // terminated, no close frame
+        expect(pings).toBeGreaterThanOrEqual(1);
+        expect(Date.now() - opened).toBeLessThan(2 * SUBSCRIPTION_LIMITS.keepAliveMs + 2000);
+      },
+      2 * SUBSCRIPTION_LIMITS.keepAliveMs + 10_000,
+    );
+  });
+});
+
+describe('petCreated across instances (Redis pub/sub)', () => {
+  test('when two instances share one Redis, then a pet created on A reaches a subscriber on B, and one on A, once each', async () => {
+    const channel = `pet-store-test:${randomUUID()}`;
+    const env = { REDIS_URL, PET_EVENTS_CHANNEL: channel };
+    const metricsB = createMetrics();
+    const metricsA = createMetrics();
+    const a = await startTestApp({ env, observe: { metrics: metricsA } });
+    const b = await startTestApp({ env, observe: { metrics: metricsB } });
+    const redis = new Redis(REDIS_URL);
+    const clients: Client[] = [];
+    try {
+      // Both instances listen on the channel before anything is published.
+      for (;;) {
+        const [, listeners] = (await redis.pubsub('NUMSUB', channel)) as [string, number];
+        if (Number(listeners) >= 2) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const onB = await connectWithKey(b);
+      const onA = await connectWithKey(a);
+      clients.push(onB.client, onA.client);
+      const subB = subscribe(onB.client, `subscription { petCreated(status: sold) { ${PET_FIELDS} } }`);
+      const subA = subscribe(onA.client, `subscription { petCreated { ${PET_FIELDS} } }`);
+      await untilActive(metricsB, 1);
+      await untilActive(metricsA, 1);
+      const pet = await createPet(a, { name: 'Traveller', categoryId: 9007199254740991, status: 'sold' });
+      expect(await subB.pets(1)).toEqual([asEvent(pet)]);
+      expect(await subA.pets(1)).toEqual([asEvent(pet)]);
+      const marker = await createPet(b, { name: 'Back', status: 'sold' });
+      expect(await subB.pets(2)).toEqual([asEvent(pet), asEvent(marker)]);
+      expect(await subA.pets(2)).toEqual([asEvent(pet), asEvent(marker)]);
+    } finally {
+      for (const client of clients) await client.dispose();
+      redis.disconnect();
+      await a.close();
+      await b.close();
+    }
+  });
+});
+
+describe('shutdown', () => {
+  test('when the server gets SIGTERM, then after the drain its WebSockets are closed with 1001 and it exits 0', async () => {
+    const { cwd, database, env, drop } = await createProcessDatabase('subscriptions-');
+    let apiKey = '';
+    if (database.type === 'mysql') {
+      const dataSource = await openDatabase(database);
+      apiKey = (await new ApiKeyService(dataSource.getRepository(ApiKey)).create('subscriptions')).key;
+      await dataSource.destroy();
+    }
+    const port = await freePort();
+    const server = startNode(built('src/main.js'), {
+      cwd,
+      env: {
+        NODE_ENV: database.type === 'mysql' ? 'production' : 'development',
+        PORT: String(port),
+        METRICS_PORT: String(await freePort()),
+        SHUTDOWN_DRAIN_SECONDS: '1',
+        ...env,
+      },
+    });
+    const base = `http://127.0.0.1:${port}`;
+    try {
+      await waitForHttp(`${base}/healthz`);
+      apiKey ||= (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim();
+      const { client, closed } = await connectWithKey({ url: base, apiKey });
+      const sub = subscribe(client, `subscription { petCreated { id } }`);
+      // The subscription runs: a create reaches it.
+      const created = await fetch(`${base}/v1/pets`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Last', categoryId: 1 }),
+      });
+      expect(created.status).toBe(201);
+      await sub.pets(1);
+      const signalledAt = Date.now();
+      server.child.kill('SIGTERM');
+      const result = await closed;
+      const closedAfterMs = Date.now() - signalledAt;
+      expect(result).toEqual({ code: 1001, reason: 'Going away: the server is shutting down.' });
+      // Not before the drain (1 s), during which the socket still serves.
+      expect(closedAfterMs).toBeGreaterThanOrEqual(1000);
+      expect(await server.exited).toBe(0);
+      await client.dispose();
+    } finally {
+      server.child.kill('SIGKILL');
+      await drop();
+    }
+  }, 60_000);
+});
