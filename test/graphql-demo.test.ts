@@ -1,7 +1,7 @@
 import { built, runNode } from './helpers/processes';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
-describe('npm run demo:graphql (graphql-request client)', () => {
+describe('npm run demo:graphql (graphql-request and graphql-ws clients)', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await startTestApp();
@@ -18,6 +18,12 @@ describe('npm run demo:graphql (graphql-request client)', () => {
     expect(result.stdout).toContain('"name": "Biscuit"');
     expect(result.stdout).toMatch(/pets\(status: pending\)\n\{\n {2}"pets": \[\n {4}\{\n {6}"id": "\d+",\n {6}"name": "Biscuit",\n {6}"status": "pending"/);
     expect(result.stdout).toMatch(/pet\(id: "\d+"\) {2}# deprecated\n\{\n {2}"pet": \{/);
+    // The subscription, over WebSocket with graphql-ws, received the pet createPet stored.
+    const id = /"createPet": \{\n {4}"id": "(\d+)"/.exec(result.stdout)![1];
+    expect(result.stdout).toContain(
+      'subscription { petCreated(status: pending) }  # over WebSocket, received after createPet\n' +
+        JSON.stringify({ data: { petCreated: { id, name: 'Biscuit', categoryId: 2, status: 'pending' } } }, null, 2),
+    );
   });
 
   test("when the key is wrong, then it exits 1 with the server's message", async () => {

@@ -1,17 +1,67 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { GraphQLClient, gql } from 'graphql-request';
+import { type FormattedExecutionResult, createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+
+/** How long the demo waits for its subscription's event before it gives up (ms). */
+const EVENT_TIMEOUT_MS = 10_000;
 
 /**
- * `npm run demo:graphql`: every GraphQL operation through a real client (graphql-request).
- * Environment: API_KEY (required), GRAPHQL_URL (default http://127.0.0.1:3000/graphql).
+ * Subscribes to `petCreated(status: pending)` over WebSocket (README "Subscriptions") with
+ * graphql-ws's client, the key in `connection_init`; `ws` is its WebSocket (Node 20 has no global one).
+ *
+ * @returns the first event (rejects with the server's error or close reason, or after
+ *   {@link EVENT_TIMEOUT_MS}), and `dispose` to close the socket.
+ */
+function subscribeToPendingPets(graphqlUrl: string, apiKey: string) {
+  const client = createClient({
+    url: graphqlUrl.replace(/^http/, 'ws'),
+    webSocketImpl: WebSocket,
+    connectionParams: { Authorization: `Bearer ${apiKey}` },
+    retryAttempts: 0,
+  });
+  const first = new Promise<FormattedExecutionResult<Record<string, unknown>, unknown>>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no petCreated event within ${EVENT_TIMEOUT_MS / 1000} s`)), EVENT_TIMEOUT_MS);
+    client.subscribe(
+      { query: 'subscription NewPending { petCreated(status: pending) { id name categoryId status } }' },
+      {
+        next: (result) => {
+          clearTimeout(timer);
+          resolve(result);
+        },
+        error: (error: unknown) => {
+          clearTimeout(timer);
+          const closed = error as { code?: number; reason?: string };
+          reject(closed.code ? new Error(`WebSocket closed ${closed.code}: ${closed.reason}`) : new Error(JSON.stringify(error)));
+        },
+        complete: () => undefined,
+      },
+    );
+  });
+  first.catch(() => undefined); // awaited later; a failure then is the demo's error
+  return { first, dispose: () => client.dispose() };
+}
+
+/**
+ * `npm run demo:graphql`: every GraphQL operation through real clients: queries and the
+ * mutation with graphql-request, the subscription with graphql-ws (it subscribes first, then
+ * receives the pet that createPet stores).
+ * Environment: API_KEY (required), GRAPHQL_URL (default http://127.0.0.1:3000/graphql; the
+ * subscription uses the same URL with ws:// or wss://).
  * Prints each operation and its result as JSON; exits 1 on any error.
  */
 async function main(): Promise<void> {
   const apiKey = process.env.API_KEY;
   if (!apiKey) throw new Error('set API_KEY, e.g. API_KEY=$(cat data/dev-api-key)');
-  const client = new GraphQLClient(process.env.GRAPHQL_URL ?? 'http://127.0.0.1:3000/graphql', {
+  const url = process.env.GRAPHQL_URL ?? 'http://127.0.0.1:3000/graphql';
+  const client = new GraphQLClient(url, {
     headers: { authorization: `Bearer ${apiKey}` },
   });
   const show = (operation: string, result: unknown) => process.stdout.write(`${operation}\n${JSON.stringify(result, null, 2)}\n\n`);
+
+  const subscription = subscribeToPendingPets(url, apiKey);
+  // graphql-ws does not acknowledge a subscribe: give the server a moment to start it before creating.
+  await sleep(250);
 
   const created = await client.request<{ createPet: { id: string } }>(
     gql`
@@ -66,6 +116,11 @@ async function main(): Promise<void> {
       { id: created.createPet.id },
     ),
   );
+  try {
+    show('subscription { petCreated(status: pending) }  # over WebSocket, received after createPet', await subscription.first);
+  } finally {
+    await subscription.dispose();
+  }
 }
 
 main().catch((error: unknown) => {
