@@ -9,7 +9,8 @@ import { rejectOtherMethods } from '../http/method-not-allowed';
  * The GraphQL playground: GraphiQL 3 for people exploring `/graphql` in a browser, served
  * entirely by this process from the installed npm packages (no CDN, no font or image from
  * elsewhere). The page and its assets hold no data and need no API key; every GraphQL request
- * the page sends goes to `/graphql` like any other client's, through the auth hook.
+ * the page sends goes to `/graphql` like any other client's, through the auth hook, and its
+ * subscriptions over a WebSocket on `/graphql` with the typed headers as `connection_init` payload.
  */
 
 /** Where the playground's static files are served. */
@@ -46,6 +47,8 @@ const DEFAULT_QUERY = `# Pet Store GraphQL playground
 # yours (this browser remembers it). Then run the
 # query with the play button (Ctrl-Enter), and
 # reload the page for the Docs and autocompletion.
+# Subscriptions run too, over a WebSocket:
+#   subscription { petCreated { id name status } }
 
 {
   pets(limit: 20) {
@@ -57,10 +60,19 @@ const DEFAULT_QUERY = `# Pet Store GraphQL playground
 }
 `;
 
-// Runs in the browser, after React, ReactDOM and GraphiQL have set their globals.
+// Runs in the browser, after React, ReactDOM, GraphiQL and graphql-ws have set their globals.
+// Subscriptions go over a WebSocket on the same /graphql (README "Subscriptions"): each run gets a
+// lazy graphql-ws client whose connection_init payload is the headers typed in the Headers tab,
+// so the key there authenticates the socket as it does an HTTP request. Queries and mutations
+// never open it (the client connects on its first subscription only).
 const BOOTSTRAP = `(function () {
   'use strict';
-  var fetcher = GraphiQL.createFetcher({ url: '/graphql' });
+  var wsUrl = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/graphql';
+  function fetcher(params, options) {
+    var headers = (options && options.headers) || {};
+    var wsClient = graphqlWs.createClient({ url: wsUrl, connectionParams: headers, retryAttempts: 0 });
+    return GraphiQL.createFetcher({ url: '/graphql', wsClient: wsClient })(params, options);
+  }
   ReactDOM.createRoot(document.getElementById('graphiql')).render(
     React.createElement(GraphiQL, {
       fetcher: fetcher,
@@ -103,6 +115,7 @@ function loadAssets(): Map<string, Asset> {
     ['react-dom.production.min.js', asset(JS, read('react-dom', 'umd/react-dom.production.min.js'))],
     ['graphiql.min.js', asset(JS, read('graphiql', 'graphiql.min.js'))],
     ['graphiql.min.css', asset(CSS, read('graphiql', 'graphiql.min.css'))],
+    ['graphql-ws.js', asset(JS, read('graphql-ws', 'umd/graphql-ws.js'))],
     ['playground.css', asset(CSS, LAYOUT)],
     ['playground.js', asset(JS, BOOTSTRAP)],
   ]);
@@ -110,7 +123,7 @@ function loadAssets(): Map<string, Asset> {
 
 function renderPage(assets: Map<string, Asset>): string {
   const href = (name: string) => `${PLAYGROUND_PREFIX}${name}?v=${assets.get(name)!.version}`;
-  const scripts = ['react.production.min.js', 'react-dom.production.min.js', 'graphiql.min.js', 'playground.js'];
+  const scripts = ['react.production.min.js', 'react-dom.production.min.js', 'graphiql.min.js', 'graphql-ws.js', 'playground.js'];
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { BROWSER_ACCEPT, collectCspViolations, openBrowserPage, requireChromium, screenshotPath } from '../helpers/browser';
 import { PLAYGROUND_CSP, prefersHtml } from '../../src/graphql/playground';
+import { type Metrics, createMetrics } from '../../src/operations/metrics.registry';
 import { createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 
 // The GraphQL playground (GraphiQL at GET /graphql for browsers), driven in Debian's Chromium.
@@ -17,8 +18,10 @@ const PETS_QUERY = '{ pets { id name } }';
 
 let t: TestApp;
 let pets: any[];
+let metrics: Metrics;
 beforeAll(async () => {
-  t = await startTestApp();
+  metrics = createMetrics();
+  t = await startTestApp({ observe: { metrics } });
   pets = [await createPet(t, { name: 'Rex', categoryId: 1 }), await createPet(t, { name: 'Whiskers', categoryId: 2 })];
 });
 afterAll(() => t.close());
@@ -30,6 +33,7 @@ function packageFile(name: string): Buffer | null {
     'react-dom.production.min.js': ['react-dom', 'umd/react-dom.production.min.js'],
     'graphiql.min.js': ['graphiql', 'graphiql.min.js'],
     'graphiql.min.css': ['graphiql', 'graphiql.min.css'],
+    'graphql-ws.js': ['graphql-ws', 'umd/graphql-ws.js'],
   };
   const entry = files[name];
   return entry ? readFileSync(path.join(path.dirname(require.resolve(`${entry[0]}/package.json`)), entry[1])) : null;
@@ -109,7 +113,15 @@ describe('playground assets', () => {
     expect(page.headers.get('x-content-type-options')).toBe('nosniff');
     const links: string[] = [...page.body.matchAll(/(?:src|href)="(\/graphql\/playground\/[^"]+)"/g)].map((match) => match[1]);
     expect(links.map((link) => link.split('?')[0].split('/').pop()).sort()).toEqual(
-      ['graphiql.min.css', 'graphiql.min.js', 'playground.css', 'playground.js', 'react-dom.production.min.js', 'react.production.min.js'].sort(),
+      [
+        'graphiql.min.css',
+        'graphiql.min.js',
+        'graphql-ws.js',
+        'playground.css',
+        'playground.js',
+        'react-dom.production.min.js',
+        'react.production.min.js',
+      ].sort(),
     );
     for (const link of links) {
       const name = link.split('?')[0].split('/').pop()!;
@@ -129,7 +141,10 @@ describe('playground assets', () => {
   test('when the bootstrap script is read, then it builds GraphiQL on /graphql with the headers editor and no key', async () => {
     const response = await fetch(`${t.url}/graphql/playground/playground.js`);
     const script = await response.text();
-    expect(script).toContain("GraphiQL.createFetcher({ url: '/graphql' })");
+    expect(script).toContain("GraphiQL.createFetcher({ url: '/graphql', wsClient: wsClient })");
+    // Subscriptions: a WebSocket on the same /graphql, authenticated by the typed headers.
+    expect(script).toContain("location.host + '/graphql'");
+    expect(script).toContain('graphqlWs.createClient({ url: wsUrl, connectionParams: headers, retryAttempts: 0 })');
     expect(script).toContain(JSON.stringify('{"Authorization": "Bearer <paste your API key>"}'));
     expect(script).toContain('isHeadersEditorEnabled: true');
     expect(script).toContain("defaultEditorToolsVisibility: 'headers'");
@@ -217,6 +232,54 @@ describe('the playground in Chromium', () => {
     mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, mask: [headersEditor], maskColor: '#d9dce3' });
 
+    expect(pageErrors).toEqual([]);
+    expect(await cspViolations()).toEqual([]);
+  });
+
+  test('when the person runs a subscription, then GraphiQL opens a WebSocket on /graphql with the typed key, and a pet created over REST shows', async () => {
+    const SUBSCRIPTION = 'subscription { petCreated { id name status } }';
+    const sockets: Array<{ url: string; sent: string[] }> = [];
+    page.on('websocket', (socket) => {
+      const record = { url: socket.url(), sent: [] as string[] };
+      sockets.push(record);
+      socket.on('framesent', (frame) => record.sent.push(String(frame.payload)));
+    });
+    await page.locator('.graphiql-query-editor .CodeMirror').click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Backspace');
+    await page.keyboard.insertText(SUBSCRIPTION);
+    // GraphiQL parses the editor's text a moment after it changes (its fetcher routes subscriptions by
+    // that parse): wait for it, as a person's pause before clicking does.
+    await page.waitForFunction(
+      () =>
+        (globalThis as any).document.querySelector('.graphiql-query-editor .CodeMirror')?.CodeMirror?.documentAST?.definitions?.[0]?.operation ===
+        'subscription',
+    );
+    await page.locator('.graphiql-execute-button').click();
+    // graphql-ws does not acknowledge a subscribe: wait until the server runs it.
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const active = (await metrics.registry.getSingleMetric('petstore_subscriptions_active')!.get()).values[0]?.value ?? 0;
+      if (active >= 1) break;
+      if (Date.now() > deadline) {
+        const pane = await page.locator('.graphiql-response .CodeMirror').innerText();
+        throw new Error(`the subscription did not start; sockets: ${JSON.stringify(sockets)}; response pane: ${pane}; page errors: ${pageErrors.join(', ')}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const pet = await createPet(t, { name: 'Biscuit', categoryId: 3, status: 'pending' });
+    await page.waitForFunction(
+      (id) => ((globalThis as any).document.querySelector('.graphiql-response .CodeMirror')?.textContent ?? '').includes(`"${id}"`),
+      String(pet.id),
+    );
+    const shown = await page.locator('.graphiql-response .CodeMirror').innerText();
+    expect(shown).toContain('"Biscuit"');
+    expect(shown).toContain('"pending"');
+
+    expect(sockets.map((socket) => socket.url)).toEqual([`${t.url.replace(/^http/, 'ws')}/graphql`]);
+    const init = JSON.parse(sockets[0].sent[0]);
+    expect(init).toEqual({ type: 'connection_init', payload: { Authorization: `Bearer ${t.apiKey}` } });
+    expect(JSON.parse(sockets[0].sent[1])).toMatchObject({ type: 'subscribe', payload: { query: SUBSCRIPTION } });
     expect(pageErrors).toEqual([]);
     expect(await cspViolations()).toEqual([]);
   });
