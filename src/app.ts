@@ -1,5 +1,7 @@
 import 'reflect-metadata';
+import proxyAddr from '@fastify/proxy-addr';
 import fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { ApiKey } from './auth/api-key.entity';
@@ -36,6 +38,16 @@ import { RequestLogController, observeRequests, requestIdOf } from './operations
 function trustProxyOption(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
   if (typeof trust === 'number') return (_address, hop) => hop < trust;
   return trust === false ? false : [...trust];
+}
+
+/**
+ * The client's address of a request Fastify does not see (a WebSocket upgrade), by the same
+ * proxy trust as `request.ip`, so both count against the same per-address rate limit.
+ */
+function clientAddressOf(trust: Config['trustProxy']): (request: IncomingMessage) => string {
+  const option = trustProxyOption(trust);
+  const trusted = option === false ? () => false : option === true ? () => true : option;
+  return (request) => proxyAddr(request, trusted);
 }
 
 /** What the app is built from. */
@@ -140,6 +152,7 @@ export async function buildApp({
       apiKeys,
       spendFor: limiter.spendFor,
       metrics,
+      clientAddressOf: clientAddressOf(config.trustProxy),
       keyRecheckMs: Math.max(config.apiKeyCacheSeconds * 1000, SUBSCRIPTION_LIMITS.minKeyRecheckMs),
     },
   });

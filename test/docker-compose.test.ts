@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
 import { HTTP_LIMITS } from '../src/http/http-limits';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -148,6 +149,18 @@ describe('docker-compose.yml', () => {
     // nginx's default, when the upstream block does not set it, is 60 s.
     const kept = /^\s*keepalive_timeout\s+([^;\s]+);/m.exec(upstream!)?.[1] ?? '60s';
     expect(nginxMilliseconds(kept)).toBeLessThan(HTTP_LIMITS.keepAliveTimeoutMs);
+  });
+
+  test('when a WebSocket (subscriptions) goes through nginx, then the upgrade is passed on and the keep-alive pings come before its read timeout', () => {
+    const mount = (proxy.volumes ?? []).map(String).find((volume) => volume.endsWith(':/etc/nginx/conf.d/default.conf:ro'));
+    const conf = readFileSync(path.join(ROOT, mount!.split(':')[0]), 'utf8').replace(/#.*$/gm, '');
+    expect(conf).toMatch(/proxy_set_header Upgrade \$http_upgrade;/);
+    const connection = /proxy_set_header Connection (\$\w+);/.exec(conf)?.[1];
+    expect(connection).toBeDefined();
+    // Upgrades say `upgrade`; every other request an empty Connection (pooled connections).
+    expect(conf).toMatch(new RegExp(`map \\$http_upgrade \\${connection}\\s*\\{\\s*default upgrade;\\s*""\\s*"";\\s*\\}`));
+    const readTimeout = /proxy_read_timeout\s+([^;\s]+);/.exec(conf)?.[1] ?? '60s';
+    expect(SUBSCRIPTION_LIMITS.keepAliveMs).toBeLessThan(nginxMilliseconds(readTimeout));
   });
 
   test('when the app stops, then Docker waits longer than its drain and grace period', () => {

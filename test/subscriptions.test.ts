@@ -335,6 +335,23 @@ describe('petCreated over WebSocket', () => {
       'subscription { petCreated { ...F1 } } fragment F1 on Pet { ...F2 } fragment F2 on Pet { ...F3 } fragment F3 on Pet { ...F4 } ' +
       'fragment F4 on Pet { ...F5 } fragment F5 on Pet { ...F6 } fragment F6 on Pet { id }';
     const ONLY_SUBSCRIPTIONS = 'Only subscriptions are served over WebSocket: send queries and mutations to POST /graphql.';
+    test('when an address keeps trying without a valid key, then it pays the unauthenticated limit: 4403 until it is spent, then 4429', async () => {
+      const limited = await startTestApp({ env: { RATE_LIMIT_UNAUTHENTICATED_MAX: '2' } });
+      try {
+        const codes: number[] = [];
+        for (const params of [{}, { Authorization: 'Bearer pst_nope' }, { Authorization: 'Bearer pst_nope' }]) {
+          const attempt = connect(limited, params);
+          clients.push(attempt.client);
+          codes.push((await attempt.closed).code);
+        }
+        expect(codes).toEqual([4403, 4403, 4429]);
+        // A key this process knows pays on its own account, not the address's.
+        await connectWithKey(limited).then(({ client }) => clients.push(client));
+      } finally {
+        await limited.close();
+      }
+    });
+
     test.each<[string, string, string, string]>([
       [
         'more aliases than allowed',

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { ApolloServer } from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
@@ -47,6 +48,8 @@ export interface GraphqlPluginOptions {
     /** Charges rate-limit units outside an HTTP request. */
     spendFor: (client: RateLimitedClient, units: number) => Promise<void>;
     metrics: Metrics;
+    /** The client's address of an upgrade request, with the app's proxy trust (TRUST_PROXY). */
+    clientAddressOf: (request: IncomingMessage) => string;
     /** How often (ms) open connections re-check their key. */
     keyRecheckMs: number;
   };

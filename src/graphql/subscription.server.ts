@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import {
@@ -16,6 +16,7 @@ import {
   validate,
 } from 'graphql';
 import type { Context, SubscribePayload } from 'graphql-ws';
+// Typed through tsconfig.json's "paths": "moduleResolution": "node" does not read package exports.
 import { useServer } from 'graphql-ws/use/ws';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { ApiKeyService } from '../auth/api-key.service';
@@ -39,6 +40,8 @@ export interface SubscriptionServerOptions {
   spendFor: (client: RateLimitedClient, units: number) => Promise<void>;
   /** Where sockets, subscriptions and delivered events are counted. */
   metrics: Metrics;
+  /** The client's address of an upgrade request (TRUST_PROXY applied), for the per-address rate limit. */
+  clientAddressOf: (request: IncomingMessage) => string;
   /** How often (ms) each open connection's key is checked again: API_KEY_CACHE_SECONDS. */
   keyRecheckMs: number;
   /** The document rules of HTTP operations beyond graphql-js's own (GraphQL Armor: depth, aliases, directives). */
@@ -55,7 +58,7 @@ interface Connection {
 }
 
 /** The extra graphql-ws/use/ws puts in each connection's context. */
-type WsContext = Context<Record<string, unknown> | undefined, { socket: WebSocket; request: { socket: { remoteAddress?: string } } }>;
+type WsContext = Context<Record<string, unknown> | undefined, { socket: WebSocket; request: IncomingMessage }>;
 
 /** A GraphQL error carrying a catalogue code, as graphql-ws sends it in an `error` message. */
 function catalogued(code: ErrorCode, message: string): GraphQLError {
@@ -85,8 +88,9 @@ function authorizationOf(params: Record<string, unknown> | undefined): unknown {
  * answered 404, and 503 once shutting down).
  * - `connection_init` must carry `{"Authorization": "Bearer <key>"}` (the name in any case),
  *   checked by the HTTP guard's ApiKeyService and cache; else the socket is closed with 4403.
- *   A key not yet known to this process costs its address one request for the lookup, as on
- *   HTTP; then each connection costs its key {@link SUBSCRIPTION_LIMITS}.connectionCost. Past the
+ *   An attempt without a key this process knows costs its address (TRUST_PROXY applied) one
+ *   request, before any lookup, as on HTTP; then each connection costs its key
+ *   {@link SUBSCRIPTION_LIMITS}.connectionCost. Past the
  *   rate limit, or past {@link SUBSCRIPTION_LIMITS}.maxConnectionsPerKey open connections of
  *   one key on this instance, the socket is closed with 4429; when the database or the rate
  *   limit's store cannot answer, with 1013.
@@ -148,15 +152,16 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
 
   const onConnect = async (ctx: WsContext): Promise<boolean> => {
     const { socket, request } = ctx.extra;
-    const ip = request.socket.remoteAddress ?? 'unknown';
+    const ip = options.clientAddressOf(request);
     const key = bearerTokenOf(authorizationOf(ctx.connectionParams));
-    if (key === undefined) return refuse(socket, SUBSCRIPTION_CLOSE.forbidden);
-    const recognised = apiKeys.recognise(key);
-    if (recognised.state === 'malformed' || recognised.state === 'refused') return refuse(socket, SUBSCRIPTION_CLOSE.forbidden);
+    const recognised = key === undefined ? undefined : apiKeys.recognise(key);
     let reserved: number | undefined;
     try {
-      // A key this process has never seen: its address pays for the lookup, as on HTTP (README "Security").
-      if (recognised.state === 'unknown') await spendFor({ ip }, 1);
+      // Without a key this process trusts, the address pays for the attempt (and the lookup), as on HTTP (README "Security").
+      if (recognised?.state !== 'trusted' && recognised?.state !== 'known') await spendFor({ ip }, 1);
+      if (key === undefined || recognised === undefined || recognised.state === 'malformed' || recognised.state === 'refused') {
+        return refuse(socket, SUBSCRIPTION_CLOSE.forbidden);
+      }
       const apiKey = recognised.state === 'trusted' ? recognised.apiKey : await apiKeys.findActive(key);
       if (!apiKey) return refuse(socket, SUBSCRIPTION_CLOSE.forbidden);
       const open = perKey.get(apiKey.id) ?? 0;
