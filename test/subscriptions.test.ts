@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { type Client, type FormattedExecutionResult, createClient } from 'graphql-ws';
 import { Redis } from 'ioredis';
@@ -415,6 +416,24 @@ describe('petCreated over WebSocket', () => {
         expect(status).toBe(404);
         expect(JSON.parse(body)).toEqual({ code: 'NOT_FOUND', message: expect.stringContaining('/graphql'), status: 404 });
       }
+    });
+
+    test('when a plain HTTP request asks to upgrade to another protocol (curl --http2: Upgrade h2c), then it is answered over HTTP/1.1 as before', async () => {
+      const pet = await createPet(t, { name: 'Plain' });
+      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const outgoing = httpRequest(`${t.url}/v1/pets/${pet.id}`, {
+          headers: { authorization: `Bearer ${t.apiKey}`, connection: 'Upgrade, HTTP2-Settings', upgrade: 'h2c', 'http2-settings': 'AAMAAABkAAQCAAAAAAIAAAAA' },
+        });
+        outgoing.on('response', (response) => {
+          let body = '';
+          response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+        });
+        outgoing.on('error', reject);
+        outgoing.end();
+      });
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.body)).toEqual(pet);
     });
 
     test('when the upgrade asks for /graphql with a query string, then it is accepted', async () => {

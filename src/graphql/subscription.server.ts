@@ -1,4 +1,5 @@
-import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import { type IncomingMessage, STATUS_CODES, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import {
@@ -126,9 +127,16 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     else perKey.delete(connection.apiKeyId);
   };
 
-  app.server.on('upgrade', (request, socket: Duplex, head: Buffer) => {
+  app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (request.url ?? '').split('?')[0];
-    if (path !== '/graphql') {
+    if (request.headers.upgrade?.toLowerCase() !== 'websocket') {
+      // Another protocol (curl's `Upgrade: h2c`): with this listener, Node no longer serves such a
+      // request as plain HTTP/1.1 by itself, so the app answers it here, on its socket, as before.
+      const response = new ServerResponse(request);
+      response.shouldKeepAlive = false;
+      response.assignSocket(socket as Socket);
+      app.routing(request, response);
+    } else if (path !== '/graphql') {
       refuseUpgrade(socket, new AppError('NOT_FOUND', `No WebSocket at ${path}: GraphQL subscriptions are at /graphql.`));
     } else if (!accepting) {
       refuseUpgrade(socket, new AppError('SERVICE_UNAVAILABLE', 'Shutting down.'));
