@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
+import { connect as connectTcp } from 'node:net';
 import path from 'node:path';
 import { type Client, type FormattedExecutionResult, createClient } from 'graphql-ws';
 import { Redis } from 'ioredis';
@@ -541,6 +542,33 @@ describe('shutdown', () => {
       });
       expect(created.status).toBe(201);
       await sub.pets(1);
+      // Upgraded sockets that are not WebSockets do not hold the shutdown either: a refused
+      // upgrade whose peer keeps its half open, and a POST with `Upgrade: h2c` (answered 400).
+      const halfOpen = connectTcp({ port, host: '127.0.0.1', allowHalfOpen: true });
+      halfOpen.on('error', () => undefined);
+      halfOpen.write(
+        'GET /v1/pets HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+      );
+      await new Promise((resolve) => halfOpen.once('data', resolve)); // the 404
+      const h2c = await new Promise<number>((resolve, reject) => {
+        const outgoing = httpRequest(`${base}/v1/pets`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${apiKey}`,
+            'content-type': 'application/json',
+            connection: 'Upgrade, HTTP2-Settings',
+            upgrade: 'h2c',
+            'http2-settings': '',
+          },
+        });
+        outgoing.on('response', (response) => {
+          response.resume();
+          response.on('end', () => resolve(response.statusCode ?? 0));
+        });
+        outgoing.on('error', reject);
+        outgoing.end(JSON.stringify({ name: 'Up', categoryId: 1 }));
+      });
+      expect(h2c).toBe(400);
       const signalledAt = Date.now();
       server.child.kill('SIGTERM');
       const result = await closed;
@@ -549,6 +577,9 @@ describe('shutdown', () => {
       // Not before the drain (1 s), during which the socket still serves.
       expect(closedAfterMs).toBeGreaterThanOrEqual(1000);
       expect(await server.exited).toBe(0);
+      // Well within the grace period (10 s): nothing waited for it.
+      expect(Date.now() - signalledAt).toBeLessThan(5000);
+      halfOpen.destroy();
       await client.dispose();
     } finally {
       server.child.kill('SIGKILL');

@@ -70,6 +70,7 @@ function catalogued(code: ErrorCode, message: string): GraphQLError {
 function refuseUpgrade(socket: Duplex, error: AppError): void {
   const body = JSON.stringify({ code: error.code, message: error.message, status: error.status });
   socket.on('error', () => socket.destroy());
+  socket.once('end', () => socket.destroy());
   socket.end(
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
@@ -127,7 +128,11 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     else perKey.delete(connection.apiKeyId);
   };
 
+  /** Every socket handed over by an upgrade: Node's HTTP server no longer tracks them, shutdown must. */
+  const upgraded = new Set<Duplex>();
   app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
     const path = (request.url ?? '').split('?')[0];
     if (request.headers.upgrade?.toLowerCase() !== 'websocket') {
       // Another protocol (curl's `Upgrade: h2c`): with this listener, Node no longer serves such a
@@ -135,6 +140,9 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       const response = new ServerResponse(request);
       response.shouldKeepAlive = false;
       response.assignSocket(socket as Socket);
+      // Node's server closes the sockets of its own responses; this one is ours to close.
+      response.once('finish', () => socket.end());
+      socket.once('end', () => socket.destroy());
       app.routing(request, response);
     } else if (path !== '/graphql') {
       refuseUpgrade(socket, new AppError('NOT_FOUND', `No WebSocket at ${path}: GraphQL subscriptions are at /graphql.`));
@@ -289,6 +297,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       } finally {
         clearTimeout(cut);
       }
+      // Anything else still open on an upgraded socket (a refused upgrade whose peer keeps it half open).
+      for (const socket of upgraded) socket.destroy();
     })();
     return closing;
   });
