@@ -11,6 +11,7 @@ import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import { openDatabase } from '../src/database/open-database';
 import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
+import { createLogger } from '../src/operations/logger';
 import { type Metrics, createMetrics } from '../src/operations/metrics.registry';
 import { built, freePort, startNode, waitForHttp } from './helpers/processes';
 import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
@@ -139,9 +140,10 @@ describe('petCreated over WebSocket', () => {
   let t: TestApp;
   let metrics: Metrics;
   const clients: Client[] = [];
+  const logLines: Array<Record<string, unknown>> = [];
   beforeAll(async () => {
     metrics = createMetrics();
-    t = await startTestApp({ observe: { metrics } });
+    t = await startTestApp({ observe: { metrics, logger: createLogger('info', { write: (line) => void logLines.push(JSON.parse(line)) }) } });
   });
   afterEach(async () => {
     for (const client of clients.splice(0)) await client.dispose();
@@ -238,6 +240,20 @@ describe('petCreated over WebSocket', () => {
     expect(await metricValue(metrics, 'petstore_subscriptions_active')).toBe(1);
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^petstore_subscription_events_total\{subscription="petCreated"\} \d+$/m);
+  });
+
+  test('when a WebSocket closes, then one log line tells its key, close code and duration, and never the key itself', async () => {
+    const { client, closed } = await connectWithKey(t);
+    const apiKeyId = (await t.apiKeys.list()).find((key) => key.name === 'test')!.id;
+    logLines.length = 0;
+    await client.dispose();
+    await closed;
+    const deadline = Date.now() + 5000;
+    while (!logLines.some((line) => line.msg === 'websocket closed') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(logLines.filter((line) => line.msg === 'websocket closed')).toEqual([
+      expect.objectContaining({ level: 30, route: '/graphql', surface: 'websocket', apiKeyId, closeCode: 1000, durationMs: expect.any(Number) }),
+    ]);
+    expect(JSON.stringify(logLines)).not.toContain(t.apiKey);
   });
 
   describe('authentication in connection_init', () => {

@@ -154,8 +154,15 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
   });
   wss.on('connection', (socket: WebSocket) => {
     metrics.countOpenSocket(1);
-    socket.once('close', () => {
+    const openedAt = performance.now();
+    socket.once('close', (code: number) => {
       metrics.countOpenSocket(-1);
+      // One log line per WebSocket, as per HTTP request (README "Logs").
+      const durationMs = Math.round((performance.now() - openedAt) * 1000) / 1000;
+      log.info(
+        { route: '/graphql', surface: 'websocket', apiKeyId: connections.get(socket)?.apiKeyId ?? null, closeCode: code, durationMs },
+        'websocket closed',
+      );
       release(socket);
     });
   });
