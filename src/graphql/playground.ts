@@ -38,16 +38,12 @@ export const PLAYGROUND_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const DEFAULT_HEADERS = '{"Authorization": "Bearer <paste your API key>"}';
-
 const DEFAULT_QUERY = `# Pet Store GraphQL playground
 #
-# Every request needs an API key: in the Headers
-# tab below, replace <paste your API key> with
-# yours (this browser remembers it). Then run the
-# query with the play button (Ctrl-Enter), and
-# reload the page for the Docs and autocompletion.
-# Subscriptions run too, over a WebSocket:
+# Run the query with the play button (Ctrl-Enter).
+# The key you entered is in the Headers tab; the
+# Docs button shows the schema. Subscriptions run
+# too, over a WebSocket:
 #   subscription { petCreated { id name status } }
 
 {
@@ -60,34 +56,93 @@ const DEFAULT_QUERY = `# Pet Store GraphQL playground
 }
 `;
 
-// Runs in the browser, after React, ReactDOM, GraphiQL and graphql-ws have set their globals.
+/** Where the page keeps the key: sessionStorage, i.e. this browser tab only, gone when it closes. */
+const KEY_ITEM = 'pet-store:api-key';
+
+// Runs in the browser, after React, ReactDOM, GraphiQL and graphql-ws have set their globals
+// (README "Explore in a browser"). A first visit shows a key form, not GraphiQL: GraphiQL fetches
+// the schema as soon as it mounts, which without a key is a 401 and "Error fetching schema". The
+// key typed there is tried once (`{ __typename }`); a refused key is said so on the page; an
+// accepted one is kept in sessionStorage (this tab only) and GraphiQL mounts with it in the Headers
+// tab, so the schema loads at once, without a reload. GraphiQL's own state (tabs, queries) is kept
+// in sessionStorage too: nothing goes to localStorage.
 // Subscriptions go over a WebSocket on the same /graphql (README "Subscriptions"): each run gets a
-// lazy graphql-ws client whose connection_init payload is the headers typed in the Headers tab,
-// so the key there authenticates the socket as it does an HTTP request. Queries and mutations
-// never open it (the client connects on its first subscription only).
+// lazy graphql-ws client whose connection_init payload is the headers in the Headers tab, so the
+// key there authenticates the socket as it does an HTTP request. Queries and mutations never open
+// it (the client connects on its first subscription only).
 const BOOTSTRAP = `(function () {
   'use strict';
+  var KEY_ITEM = ${JSON.stringify(KEY_ITEM)};
   var wsUrl = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/graphql';
+  var form = document.getElementById('key-form');
+  var input = document.getElementById('key-input');
+  var status = document.getElementById('key-status');
   function fetcher(params, options) {
     var headers = (options && options.headers) || {};
     var wsClient = graphqlWs.createClient({ url: wsUrl, connectionParams: headers, retryAttempts: 0 });
     return GraphiQL.createFetcher({ url: '/graphql', wsClient: wsClient })(params, options);
   }
-  ReactDOM.createRoot(document.getElementById('graphiql')).render(
-    React.createElement(GraphiQL, {
-      fetcher: fetcher,
-      defaultQuery: ${JSON.stringify(DEFAULT_QUERY)},
-      defaultHeaders: ${JSON.stringify(DEFAULT_HEADERS)},
-      isHeadersEditorEnabled: true,
-      defaultEditorToolsVisibility: 'headers',
-      shouldPersistHeaders: true
-    })
-  );
+  function start(key) {
+    form.hidden = true;
+    document.getElementById('key-in-use').hidden = false;
+    ReactDOM.createRoot(document.getElementById('graphiql')).render(
+      React.createElement(GraphiQL, {
+        fetcher: fetcher,
+        storage: sessionStorage,
+        defaultQuery: ${JSON.stringify(DEFAULT_QUERY)},
+        headers: JSON.stringify({ Authorization: 'Bearer ' + key }, null, 2),
+        isHeadersEditorEnabled: true,
+        shouldPersistHeaders: false
+      })
+    );
+  }
+  form.addEventListener('submit', function (event) {
+    event.preventDefault();
+    var key = input.value.trim();
+    if (!key) {
+      status.textContent = 'Paste your API key first.';
+      return;
+    }
+    status.textContent = 'Checking the key…';
+    fetch('/graphql', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + key },
+      body: JSON.stringify({ query: '{ __typename }' })
+    }).then(
+      function (response) {
+        if (response.status === 200) {
+          sessionStorage.setItem(KEY_ITEM, key);
+          start(key);
+        } else if (response.status === 401) {
+          status.textContent = 'That key was refused (401 Unauthorized): check it, or create one with npm run apikey -- create <name>.';
+        } else {
+          status.textContent = 'The server answered ' + response.status + '; try again in a moment.';
+        }
+      },
+      function () {
+        status.textContent = 'The server could not be reached; is it running?';
+      }
+    );
+  });
+  document.getElementById('key-forget').addEventListener('click', function () {
+    sessionStorage.clear();
+    location.reload();
+  });
+  var saved = sessionStorage.getItem(KEY_ITEM);
+  if (saved) start(saved);
+  else input.focus();
 })();
 `;
 
 const LAYOUT = `html, body { height: 100%; margin: 0; }
-#graphiql { height: 100vh; }
+body { display: flex; flex-direction: column; font-family: system-ui, sans-serif; }
+.key-bar { display: flex; flex-wrap: wrap; align-items: center; gap: 8px; padding: 8px 12px; border-bottom: 1px solid #d9dce3; font-size: 14px; }
+.key-bar[hidden] { display: none; }
+.key-bar input { flex: 0 1 28em; padding: 4px 6px; font: inherit; }
+.key-bar code { background: #f0f1f4; padding: 1px 4px; border-radius: 3px; }
+#key-status { color: #3b4252; }
+#graphiql { flex: 1; min-height: 0; }
+#graphiql > p { padding: 0 12px; color: #3b4252; }
 `;
 
 interface Asset {
@@ -135,7 +190,14 @@ function renderPage(assets: Map<string, Asset>): string {
 <link rel="stylesheet" href="${href('playground.css')}">
 </head>
 <body>
-<div id="graphiql">Loading the GraphQL playground…</div>
+<form id="key-form" class="key-bar" autocomplete="off">
+<label for="key-input">API key</label>
+<input id="key-input" type="password" spellcheck="false" placeholder="pst_…">
+<button type="submit">Use this key</button>
+<span id="key-status" role="status">Kept in this browser tab only (sessionStorage), never in localStorage. No key yet? <code>npm run apikey -- create &lt;name&gt;</code></span>
+</form>
+<div id="key-in-use" class="key-bar" hidden>Your API key is in GraphiQL's Headers tab, kept in this browser tab only. <button id="key-forget" type="button">Forget it</button></div>
+<div id="graphiql"><p>Enter an API key above to start: the schema, the Docs and every query need one.</p></div>
 <noscript>The GraphQL playground needs JavaScript. Without it, send GraphQL requests to /graphql with any HTTP client.</noscript>
 ${scripts.map((name) => `<script src="${href(name)}"></script>`).join('\n')}
 </body>

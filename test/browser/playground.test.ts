@@ -138,17 +138,17 @@ describe('playground assets', () => {
     }
   });
 
-  test('when the bootstrap script is read, then it builds GraphiQL on /graphql with the headers editor and no key', async () => {
+  test('when the bootstrap script is read, then it builds GraphiQL on /graphql with the headers editor, keeps nothing in localStorage, and holds no key', async () => {
     const response = await fetch(`${t.url}/graphql/playground/playground.js`);
     const script = await response.text();
     expect(script).toContain("GraphiQL.createFetcher({ url: '/graphql', wsClient: wsClient })");
     // Subscriptions: a WebSocket on the same /graphql, authenticated by the typed headers.
     expect(script).toContain("location.host + '/graphql'");
     expect(script).toContain('graphqlWs.createClient({ url: wsUrl, connectionParams: headers, retryAttempts: 0 })');
-    expect(script).toContain(JSON.stringify('{"Authorization": "Bearer <paste your API key>"}'));
     expect(script).toContain('isHeadersEditorEnabled: true');
-    expect(script).toContain("defaultEditorToolsVisibility: 'headers'");
-    expect(script).toContain('shouldPersistHeaders: true');
+    expect(script).toContain('shouldPersistHeaders: false');
+    expect(script).toContain('storage: sessionStorage');
+    expect(script).not.toContain('localStorage');
     expect(script).not.toContain(t.apiKey);
   });
 
@@ -171,38 +171,67 @@ describe('the playground in Chromium', () => {
   /** Every request the browser made for the page, its scripts and any worker. */
   let requested: string[] = [];
   let pageErrors: string[] = [];
+  /** The status of every POST /graphql the page made, in order. */
+  const graphqlPosts: number[] = [];
   /** Content-Security-Policy violations so far: the page must need nothing the CSP refuses. */
   let cspViolations: () => Promise<string[]>;
 
   beforeAll(async () => {
     ({ browser, page, requested, pageErrors } = await openBrowserPage());
     ({ violations: cspViolations } = await collectCspViolations(page));
+    page.on('response', (response) => {
+      if (response.url() === `${t.url}/graphql` && response.request().method() === 'POST') graphqlPosts.push(response.status());
+    });
   });
   afterAll(async () => {
     await browser?.close();
   });
 
-  test('when a person opens /graphql, pastes a key in the headers editor and runs a query, then the pets show', async () => {
+  test('when a newcomer opens /graphql, then a key form shows, and no GraphQL request is made until a key is entered', async () => {
     const navigation = await page.goto(`${t.url}/graphql`);
     expect(navigation?.status()).toBe(200);
-    await page.locator('.graphiql-execute-button').waitFor();
+    await page.locator('#key-input').waitFor();
+    await expect(page.locator('#key-status').innerText()).resolves.toContain('this browser tab only');
+    await expect(page.locator('#graphiql').innerText()).resolves.toContain('Enter an API key above to start');
+    // GraphiQL is not mounted yet, so nothing fetched the schema with no key: no 401, no "Error fetching schema".
+    expect(await page.locator('.graphiql-container').count()).toBe(0);
+    expect(requested.filter((address) => new URL(address).pathname === '/graphql' && address !== `${t.url}/graphql`)).toEqual([]);
+    expect(graphqlPosts).toEqual([]);
+    mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: screenshotPath('graphql-playground-first-visit.png') });
+  });
 
-    // The key goes in by TYPING into GraphiQL's headers editor, not by seeding the
-    // `graphiql:headers` localStorage entry: that is what a person does, and it proves the
-    // headers editor is enabled, shown and editable, and that what is typed in it reaches
-    // the request's Authorization header. keyboard.insertText delivers the text the way a
-    // paste does, so CodeMirror's bracket and quote auto-closing (which fires on key
-    // presses) does not mangle it. The query goes into the query editor the same way.
+  test('when the newcomer enters a wrong key, then the page says it was refused and GraphiQL stays closed', async () => {
+    await page.locator('#key-input').fill('pst_not-a-key');
+    await page.locator('#key-form button[type=submit]').click();
+    await page.waitForFunction(() => ((globalThis as any).document.getElementById('key-status')?.textContent ?? '').includes('refused'));
+    await expect(page.locator('#key-status').innerText()).resolves.toContain('That key was refused (401 Unauthorized)');
+    expect(await page.locator('.graphiql-container').count()).toBe(0);
+    expect(graphqlPosts).toEqual([401]);
+  });
+
+  test('when the newcomer enters their key, then GraphiQL opens with it and the schema loads without a reload; a query shows the pets', async () => {
+    await page.locator('#key-input').fill(t.apiKey);
+    await page.locator('#key-form button[type=submit]').click();
+    await page.locator('.graphiql-execute-button').waitFor();
+    await expect(page.locator('#key-in-use').isVisible()).resolves.toBe(true);
+    await expect(page.locator('#key-form').isVisible()).resolves.toBe(false);
+
+    // The Docs pane lists the schema's root types: the introspection query went out with the key.
+    await page.locator('[aria-label="Show Documentation Explorer"]').click();
+    await page.locator('.graphiql-doc-explorer').getByText('Query', { exact: true }).first().waitFor();
+    await expect(page.locator('.graphiql-doc-explorer').innerText()).resolves.not.toMatch(/Error fetching schema/i);
+
+    // The key is in the Headers tab.
+    await page.locator('[data-name="headers"], .graphiql-editor-tools button:has-text("Headers")').first().click();
     const headersEditor = page.locator('.graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror');
-    await expect(headersEditor.innerText()).resolves.toContain('Bearer <paste your API key>');
-    await headersEditor.click();
-    await page.keyboard.press('Control+A');
-    await page.keyboard.press('Backspace');
-    await page.keyboard.insertText(`{"Authorization": "Bearer ${t.apiKey}"}`);
+    await expect(headersEditor.innerText()).resolves.toContain(`Bearer ${t.apiKey}`);
 
     await page.locator('.graphiql-query-editor .CodeMirror').click();
     await page.keyboard.press('Control+A');
     await page.keyboard.press('Backspace');
+    // keyboard.insertText delivers the text the way a paste does, so CodeMirror's bracket
+    // auto-closing (which fires on key presses) does not mangle it.
     await page.keyboard.insertText(PETS_QUERY);
 
     const answered = page.waitForResponse(
@@ -216,24 +245,49 @@ describe('the playground in Chromium', () => {
     expect(await response.json()).toEqual({ data: { pets: expectedPets } });
 
     // The result pane shows the pets the REST API stored.
-    const resultPane = page.locator('.graphiql-response .CodeMirror');
     await page.waitForFunction(
       (names) => names.every((name) => ((globalThis as any).document.querySelector('.graphiql-response .CodeMirror')?.textContent ?? '').includes(name)),
       pets.map((pet) => pet.name as string),
     );
-    const shown = await resultPane.innerText();
+    const shown = await page.locator('.graphiql-response .CodeMirror').innerText();
     for (const pet of pets) expect(shown).toContain(`"${pet.name}"`);
+    // Only the wrong key's check was refused: the schema and the query went out with the key.
+    expect(graphqlPosts.filter((status) => status !== 200)).toEqual([401]);
 
-    // shouldPersistHeaders: the browser keeps the key for the next visit (GraphiQL debounces the write).
-    await page.waitForFunction((key) => ((globalThis as any).localStorage.getItem('graphiql:headers') ?? '').includes(key), t.apiKey);
+    // The key is kept for this tab only: in sessionStorage, nowhere in localStorage.
+    const storage = await page.evaluate(() => {
+      const { localStorage, sessionStorage } = globalThis as any;
+      const all = (store: any) =>
+        Object.keys(store)
+          .map((key: string) => `${key}=${store.getItem(key)}`)
+          .join('\n');
+      return { local: all(localStorage), session: all(sessionStorage) };
+    });
+    expect(storage.local).not.toContain(t.apiKey);
+    expect(storage.session).toContain(t.apiKey);
 
-    // The headers editor is masked: this run's key is a throwaway on an in-memory database,
+    // The headers editor and the key bar are masked: this run's key is a throwaway on an in-memory database,
     // but a `pst_…` string in a committed image looks like a leaked key to secret scanners.
     mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, mask: [headersEditor], maskColor: '#d9dce3' });
 
     expect(pageErrors).toEqual([]);
     expect(await cspViolations()).toEqual([]);
+  });
+
+  test('when the tab is reloaded, then GraphiQL opens with the key at once; a new browser session asks again', async () => {
+    await page.reload();
+    await page.locator('.graphiql-execute-button').waitFor();
+    await expect(page.locator('#key-form').isVisible()).resolves.toBe(false);
+    const fresh = await browser.newContext();
+    try {
+      const other = await fresh.newPage();
+      await other.goto(`${t.url}/graphql`);
+      await other.locator('#key-input').waitFor();
+      expect(await other.locator('.graphiql-container').count()).toBe(0);
+    } finally {
+      await fresh.close();
+    }
   });
 
   test('when the person runs a subscription, then GraphiQL opens a WebSocket on /graphql with the typed key, and a pet created over REST shows', async () => {
