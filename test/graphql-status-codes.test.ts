@@ -43,7 +43,7 @@ describe('GraphQL request errors: the status follows the response format', () =>
   const REQUEST_ERRORS: Array<[string, Record<string, unknown>, string]> = [
     ['a document that does not parse', { query: '{ pets { id ' }, 'GRAPHQL_PARSE_FAILED'],
     ['a field the schema lacks', { query: '{ pets { colour } }' }, 'GRAPHQL_VALIDATION_FAILED'],
-    ['a subscription (refused over HTTP)', { query: 'subscription { pets { id } }' }, 'GRAPHQL_VALIDATION_FAILED'],
+    ['a subscription (refused over HTTP)', { query: 'subscription { petCreated { id } }' }, 'GRAPHQL_VALIDATION_FAILED'],
     ['a variable of the wrong type', { query: 'query($n: Int) { pets(limit: $n) { id } }', variables: { n: 'ten' } }, 'BAD_USER_INPUT'],
     ['a required variable missing', { query: 'query($n: Int!) { pets(limit: $n) { id } }' }, 'BAD_USER_INPUT'],
     ['an operationName the document lacks', { query: 'query A { pets { id } }', operationName: 'B' }, 'OPERATION_RESOLUTION_FAILURE'],
