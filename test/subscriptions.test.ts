@@ -13,7 +13,7 @@ import { openDatabase } from '../src/database/open-database';
 import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
 import { createLogger } from '../src/operations/logger';
 import { type Metrics, createMetrics } from '../src/operations/metrics.registry';
-import { built, freePort, startNode, waitForHttp } from './helpers/processes';
+import { built, freePort, startNode, waitForHttp, waitForOutput } from './helpers/processes';
 import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
 import { createProcessDatabase } from './helpers/test-database';
 
@@ -547,6 +547,8 @@ describe('shutdown', () => {
     const base = `http://127.0.0.1:${port}`;
     try {
       await waitForHttp(`${base}/healthz`);
+      // On the embedded database the development key is written just after the server listens.
+      if (database.type !== 'mysql') await waitForOutput(server, 'dev-api-key');
       apiKey ||= (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim();
       const { client, closed } = await connectWithKey({ url: base, apiKey });
       const sub = subscribe(client, `subscription { petCreated { id } }`);
