@@ -126,51 +126,61 @@ export class NewPetInput {
   status: PetStatus = PetStatus.available;
 }
 
+/** Applies decorators as a stack written in this order would be (TypeScript applies the bottom one first). */
+function stacked(...decorators: PropertyDecorator[]): PropertyDecorator {
+  return (target, property) => [...decorators].reverse().forEach((decorate) => decorate(target, property));
+}
+
+/** The page size of listPets, `limit` or `first` (spec "Limits"): an integer from listMin to listMax. */
+const PageSize = () =>
+  stacked(
+    Field(() => Int, { nullable: true, description: `Maximum number of animals returned (${PET_LIMITS.listMin} to ${PET_LIMITS.listMax}).` }),
+    IsInt(),
+    Min(PET_LIMITS.listMin),
+    Max(PET_LIMITS.listMax),
+  );
+
+/** listPets' optional status filter (spec "listPets"). */
+const StatusFilter = () =>
+  stacked(
+    Field(() => PetStatus, { nullable: true, description: 'Only animals with this status.' }),
+    IsOptional(),
+    IsEnum(PetStatus, STATUS_MESSAGE),
+  );
+
+/** listPets' optional cursor (README "Pagination"); the property is typed string so that the OpenAPI schema, read from the design type, says string. */
+const AfterCursor = () =>
+  stacked(
+    Field(() => String, { nullable: true, description: AFTER_DESCRIPTION }),
+    IsOptional(),
+    IsPetCursor(),
+  );
+
 /** Arguments of listPets (spec "listPets"). */
 @ArgsType()
 export class ListPetsArgs {
-  @Field(() => Int, {
-    nullable: true,
-    description: `Maximum number of animals returned (${PET_LIMITS.listMin} to ${PET_LIMITS.listMax}).`,
-  })
-  @IsInt()
-  @Min(PET_LIMITS.listMin)
-  @Max(PET_LIMITS.listMax)
+  @PageSize()
   limit: number = PET_LIMITS.listDefault;
 
-  @Field(() => PetStatus, { nullable: true, description: 'Only animals with this status.' })
-  @IsOptional()
-  @IsEnum(PetStatus, STATUS_MESSAGE)
+  @StatusFilter()
   status?: PetStatus | null;
 
-  @Field(() => String, { nullable: true, description: AFTER_DESCRIPTION })
-  @IsOptional()
-  @IsPetCursor()
-  // Or null, from GraphQL: no cursor. (Typed string so that the OpenAPI schema, read from the design type, says string.)
+  // Or null, from GraphQL: no cursor.
+  @AfterCursor()
   after?: string;
 }
 
 /** Arguments of the GraphQL connection over listPets (README "Pagination"): `first` is listPets' `limit`. */
 @ArgsType()
 export class PetsConnectionArgs {
-  @Field(() => Int, {
-    nullable: true,
-    description: `Maximum number of animals returned (${PET_LIMITS.listMin} to ${PET_LIMITS.listMax}).`,
-  })
-  @IsInt()
-  @Min(PET_LIMITS.listMin)
-  @Max(PET_LIMITS.listMax)
+  @PageSize()
   first: number = PET_LIMITS.listDefault;
 
-  @Field(() => String, { nullable: true, description: AFTER_DESCRIPTION })
-  @IsOptional()
-  @IsPetCursor()
-  // Or null, from GraphQL: no cursor. (Typed string so that the OpenAPI schema, read from the design type, says string.)
+  // Or null, from GraphQL: no cursor.
+  @AfterCursor()
   after?: string;
 
-  @Field(() => PetStatus, { nullable: true, description: 'Only animals with this status.' })
-  @IsOptional()
-  @IsEnum(PetStatus, STATUS_MESSAGE)
+  @StatusFilter()
   status?: PetStatus | null;
 }
 
