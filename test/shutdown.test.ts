@@ -1,15 +1,11 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiKey } from '../src/auth/api-key.entity';
-import { ApiKeyService } from '../src/auth/api-key.service';
 import type { DatabaseConfig } from '../src/database/database-config';
 import { openDatabase } from '../src/database/open-database';
 import { Pet } from '../src/pets/pet.entity';
-import { built, freePort, startNode, waitForHttp, waitForOutput } from './helpers/processes';
+import { apiKeyFor, built, freePort, startNode, waitForHttp } from './helpers/processes';
 import { createProcessDatabase } from './helpers/test-database';
 
 /** The default grace period: longer than an idle connection's keep-alive timeout (5 s + Node's 1 s). */
@@ -23,24 +19,6 @@ interface Outcome {
   status?: number;
   /** The socket error's code, e.g. ECONNREFUSED, ECONNRESET, UND_ERR_SOCKET ("other side closed"). */
   error?: string;
-}
-
-/** The database of one test, its owner's API key, and a directory to run the server in. */
-async function setUp() {
-  const { cwd, database, drop } = await createProcessDatabase('shutdown-');
-  let apiKey = '';
-  if (database.type === 'mysql') {
-    const dataSource = await openDatabase(database);
-    apiKey = (await new ApiKeyService(dataSource.getRepository(ApiKey)).create('shutdown')).key;
-    await dataSource.destroy();
-  }
-  return {
-    cwd,
-    database,
-    /** The key: made above on MySQL, else the development key the first embedded start wrote. */
-    apiKey: async () => apiKey || (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim(),
-    drop,
-  };
 }
 
 /** The built server on `database`, answering on a free port. */
@@ -61,8 +39,6 @@ async function startServer(cwd: string, database: DatabaseConfig, drainSeconds: 
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitForHttp(`${base}/healthz`);
-    // The development key is written once the server listens.
-    if (database.type !== 'mysql') await waitForOutput(server, 'dev-api-key');
   } catch (error) {
     server.child.kill('SIGKILL');
     throw new Error(`server did not start: ${String(error)}\n${server.output.stderr}`, { cause: error });
@@ -214,10 +190,10 @@ async function countPets(database: DatabaseConfig): Promise<number> {
 describe('graceful shutdown', () => {
   test('when SIGTERM arrives mid-load while a create is still uploading, then the upload completes, no request is reset or answered non-2xx, and the process exits 0 within the grace period', async () => {
     const drainSeconds = 1;
-    const setup = await setUp();
+    const setup = await createProcessDatabase('shutdown-');
     const { server, port, base } = await startServer(setup.cwd, setup.database, drainSeconds);
     try {
-      const apiKey = await setup.apiKey();
+      const apiKey = await apiKeyFor(server, setup, 'shutdown');
       const load = loadUntilExit({ base, port, apiKey, exited: server.exited });
       await sleep(1000);
       await load.settled();
@@ -253,11 +229,11 @@ describe('graceful shutdown', () => {
   }, 60_000);
 
   test('when kept-alive connections are idle at SIGTERM, then a request sent on one after the server stopped accepting is answered with Connection: close, and the other is closed in order at its keep-alive timeout, not reset', async () => {
-    const setup = await setUp();
+    const setup = await createProcessDatabase('shutdown-');
     const { server, port, base } = await startServer(setup.cwd, setup.database, 0);
     const agents = [new Agent({ keepAlive: true, maxSockets: 1 }), new Agent({ keepAlive: true, maxSockets: 1 })];
     try {
-      const apiKey = await setup.apiKey();
+      const apiKey = await apiKeyFor(server, setup, 'shutdown');
       const [used, unused] = await Promise.all(agents.map((agent) => getPets(base, apiKey, agent)));
       const unusedEnd = endOf(unused.socket);
 
@@ -284,11 +260,11 @@ describe('graceful shutdown', () => {
   });
 
   test('when only an idle kept-alive connection is left at the end of the grace period, then it is closed in order and the process exits 0', async () => {
-    const setup = await setUp();
+    const setup = await createProcessDatabase('shutdown-');
     const { server, base } = await startServer(setup.cwd, setup.database, 0, 1);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
-      const idle = await getPets(base, await setup.apiKey(), agent);
+      const idle = await getPets(base, await apiKeyFor(server, setup, 'shutdown'), agent);
       const idleEnd = endOf(idle.socket);
       server.child.kill('SIGTERM');
       expect(await server.exited).toBe(0);
@@ -301,10 +277,10 @@ describe('graceful shutdown', () => {
   });
 
   test('when a request is still arriving at the end of the grace period, then it is cut and the process exits 1', async () => {
-    const setup = await setUp();
+    const setup = await createProcessDatabase('shutdown-');
     const { server, base } = await startServer(setup.cwd, setup.database, 0, 1);
     try {
-      const upload = slowCreate(base, await setup.apiKey());
+      const upload = slowCreate(base, await apiKeyFor(server, setup, 'shutdown'));
       const cut = upload.response.then(
         () => 'answered',
         (error: NodeJS.ErrnoException) => error.code,
@@ -322,13 +298,13 @@ describe('graceful shutdown', () => {
   test.each([0, 1])(
     'when 16 keep-alive clients load the server through 3 SIGTERMs with SHUTDOWN_DRAIN_SECONDS=%i, then no request is reset or answered non-2xx: a client only sees its connection refused',
     async (drainSeconds) => {
-      const setup = await setUp();
+      const setup = await createProcessDatabase('shutdown-');
       const runs: Array<ReturnType<typeof tally> & { code: number | null; stoppedAfterMs: number }> = [];
       try {
         for (let run = 0; run < 3; run++) {
           const { server, port, base } = await startServer(setup.cwd, setup.database, drainSeconds);
           try {
-            const load = loadUntilExit({ base, port, apiKey: await setup.apiKey(), exited: server.exited });
+            const load = loadUntilExit({ base, port, apiKey: await apiKeyFor(server, setup, 'shutdown'), exited: server.exited });
             await sleep(1000);
             await load.settled();
             const signalledAt = Date.now();

@@ -1,19 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { connect as connectTcp } from 'node:net';
-import path from 'node:path';
 import { type Client, type FormattedExecutionResult, createClient } from 'graphql-ws';
 import { Redis } from 'ioredis';
 import { IsNull } from 'typeorm';
 import WebSocket from 'ws';
 import { ApiKey } from '../src/auth/api-key.entity';
-import { ApiKeyService } from '../src/auth/api-key.service';
-import { openDatabase } from '../src/database/open-database';
 import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
 import { createLogger } from '../src/operations/logger';
 import { type Metrics, createMetrics } from '../src/operations/metrics.registry';
-import { built, freePort, startNode, waitForHttp, waitForOutput } from './helpers/processes';
+import { apiKeyFor, built, freePort, startNode, waitForHttp } from './helpers/processes';
 import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
 import { createProcessDatabase } from './helpers/test-database';
 
@@ -527,12 +523,6 @@ describe('petCreated across instances (Redis pub/sub)', () => {
 describe('shutdown', () => {
   test('when the server gets SIGTERM, then after the drain its WebSockets are closed with 1001 and it exits 0', async () => {
     const { cwd, database, env, drop } = await createProcessDatabase('subscriptions-');
-    let apiKey = '';
-    if (database.type === 'mysql') {
-      const dataSource = await openDatabase(database);
-      apiKey = (await new ApiKeyService(dataSource.getRepository(ApiKey)).create('subscriptions')).key;
-      await dataSource.destroy();
-    }
     const port = await freePort();
     const server = startNode(built('src/main.js'), {
       cwd,
@@ -547,9 +537,7 @@ describe('shutdown', () => {
     const base = `http://127.0.0.1:${port}`;
     try {
       await waitForHttp(`${base}/healthz`);
-      // On the embedded database the development key is written just after the server listens.
-      if (database.type !== 'mysql') await waitForOutput(server, 'dev-api-key');
-      apiKey ||= (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim();
+      const apiKey = await apiKeyFor(server, { cwd, database }, 'subscriptions');
       const { client, closed } = await connectWithKey({ url: base, apiKey });
       const sub = subscribe(client, `subscription { petCreated { id } }`);
       // The subscription runs: a create reaches it.

@@ -1,6 +1,11 @@
 import { type ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { ApiKey } from '../../src/auth/api-key.entity';
+import { ApiKeyService } from '../../src/auth/api-key.service';
+import type { DatabaseConfig } from '../../src/database/database-config';
+import { openDatabase } from '../../src/database/open-database';
 import { freePort } from '../../src/net/free-port';
 
 // Defined in src/, where the bench finds it too (src/ and bench/ never import test/).
@@ -99,4 +104,31 @@ export async function withServer(
     server.child.kill('SIGTERM');
   }
   return server.exited;
+}
+
+/**
+ * An API key to call a built server started with {@link startNode} in `cwd` on `database` (see
+ * `createProcessDatabase`): on MySQL a new key, created through ApiKeyService (no development
+ * key is made there); on the embedded database the development key, read once the server has
+ * printed its line (it writes the file just after it listens, README "Two commands").
+ *
+ * @param name - the new key's name, on MySQL.
+ * @returns the key, as sent after `Bearer `.
+ * @throws Error when the embedded server prints no key line within 10 s.
+ */
+export async function apiKeyFor(
+  server: ReturnType<typeof startNode>,
+  { cwd, database }: { cwd: string; database: DatabaseConfig },
+  name: string,
+): Promise<string> {
+  if (database.type === 'mysql') {
+    const dataSource = await openDatabase(database);
+    try {
+      return (await new ApiKeyService(dataSource.getRepository(ApiKey)).create(name)).key;
+    } finally {
+      await dataSource.destroy();
+    }
+  }
+  await waitForOutput(server, 'dev-api-key');
+  return (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim();
 }
