@@ -6,7 +6,7 @@ import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors/error-catalogue';
 import type { GraphqlContext } from './graphql-context';
 import { raisedByPlugin } from './graphql-error.formatter';
-import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE } from './query-limits';
+import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE, requestUnitsOf } from './query-limits';
 
 /**
  * The cost of an operation (schema `complexity` extensions, 1 per other field) and its number of
@@ -77,7 +77,7 @@ export function costLimitPlugin(spend: (request: FastifyRequest, units: number) 
           const { cost, mutations } = price;
           if (mutations > QUERY_LIMITS.maxMutations || cost > QUERY_LIMITS.maxCost) throw rejected();
           try {
-            await spend(contextValue.request, Math.ceil(cost / QUERY_LIMITS.costPerRequestUnit) - 1);
+            await spend(contextValue.request, requestUnitsOf(cost) - 1);
           } catch (error) {
             throw error instanceof AppError ? raisedByPlugin(error) : error;
           }

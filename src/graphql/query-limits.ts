@@ -38,6 +38,18 @@ export function databaseFieldCost(pets: number, selection: number): number {
   return Math.max(QUERY_LIMITS.costPerRequestUnit, pets * selection);
 }
 
+/**
+ * What an operation costs against the rate limit (README "Security"): one request per started
+ * {@link QUERY_LIMITS}.costPerRequestUnit of its price, at least one. The same for an HTTP
+ * operation (cost-limit.plugin.ts) and a subscription (subscription.server.ts).
+ *
+ * @param cost - the operation's price, in the units of {@link QUERY_LIMITS}.maxCost.
+ * @returns a whole number of requests, at least 1.
+ */
+export function requestUnitsOf(cost: number): number {
+  return Math.max(1, Math.ceil(cost / QUERY_LIMITS.costPerRequestUnit));
+}
+
 /** The one message for every rejected operation: limits are not revealed. */
 export const QUERY_REJECTED_MESSAGE = 'Query validation error.';
 

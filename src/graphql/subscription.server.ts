@@ -28,7 +28,7 @@ import { onStopAccepting } from '../operations/graceful-shutdown';
 import type { Metrics } from '../operations/metrics.registry';
 import { priceOf } from './cost-limit.plugin';
 import { createGraphqlErrorFormatter } from './graphql-error.formatter';
-import { PARSE_OPTIONS, QUERY_LIMITS, QUERY_REJECTED_MESSAGE, withoutLimits } from './query-limits';
+import { PARSE_OPTIONS, QUERY_LIMITS, QUERY_REJECTED_MESSAGE, requestUnitsOf, withoutLimits } from './query-limits';
 import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from './subscription.limits';
 
 /** What the WebSocket endpoint needs (README "Subscriptions"). */
@@ -237,7 +237,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       ];
     }
     try {
-      await spendFor(connection, Math.max(1, Math.ceil(price.cost / QUERY_LIMITS.costPerRequestUnit)));
+      await spendFor(connection, requestUnitsOf(price.cost));
     } catch (error) {
       const { appError, unexpected } = toAppError(error);
       if (unexpected) log.error({ err: error }, 'unexpected error charging a subscription');
