@@ -6,7 +6,7 @@ import { ApiKeyService } from './auth/api-key.service';
 import { type DevApiKeyState, ensureDevApiKey } from './auth/dev-api-key';
 import { ConfigError, DEV_API_KEY_PATH, loadConfig } from './config';
 import { lockEmbeddedDatabase } from './database/embedded-lock';
-import { MigrationLockUnsupportedError } from './database/migration-lock';
+import { MigrationLockTimeoutError } from './database/migration-lock';
 import { DatabaseRefusedError, DatabaseUnreachableError, openDatabase } from './database/open-database';
 import { describeSurfaces, originOf } from './http/landing-page.routes';
 import { PortUnavailableError, listenOn } from './net/listen-port';
@@ -103,7 +103,7 @@ main().catch((error: unknown) => {
     error instanceof ConfigError ||
     error instanceof DatabaseUnreachableError ||
     error instanceof DatabaseRefusedError ||
-    error instanceof MigrationLockUnsupportedError ||
+    error instanceof MigrationLockTimeoutError ||
     error instanceof PortUnavailableError;
   const message = known ? (error as Error).message : `Start-up failed: ${(error as Error).message ?? error}`;
   process.stderr.write(`${message}\n`);

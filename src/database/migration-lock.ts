@@ -1,64 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource } from 'typeorm';
+import { isConflict, isDuplicateKey } from './database-errors';
 
 /** How long an instance waits for another one's migrations before it gives up, in seconds. */
 export const MIGRATION_LOCK_WAIT_SECONDS = 60;
 
-/** MySQL's ER_NOT_SUPPORTED_YET: what a Galera cluster (WSREP_ON=ON) answers to GET_LOCK. */
-const ER_NOT_SUPPORTED_YET = 1235;
+/** The lock's lease (s): renewed every third of it while held, so a holder that died frees it within this time. */
+const LEASE_SECONDS = 30;
 
-/** Raised when the server cannot take the migration lock at all (e.g. a Galera cluster). */
-export class MigrationLockUnsupportedError extends Error {
-  override readonly name = 'MigrationLockUnsupportedError';
+/** How often a waiting instance tries to take the lock (ms). */
+const RETRY_MS = 250;
+
+/** The lock's table, created outside the migrations (they run under the lock). */
+const LOCK_TABLE = 'migrations_lock';
+
+/** Raised when another instance holds the migration lock for longer than {@link MIGRATION_LOCK_WAIT_SECONDS}. */
+export class MigrationLockTimeoutError extends Error {
+  override readonly name = 'MigrationLockTimeoutError';
 }
 
 /**
- * Runs `work` (migrating or reverting) while holding a MySQL advisory lock named after the
- * database (`GET_LOCK`), so that instances starting together migrate one after the other: the
- * first applies the migrations, the others find none pending. On SQLite, where the embedded
- * file lock already keeps out a second process, `work` simply runs.
+ * Runs `work` (migrating or reverting) while holding the database's migration lock, so that
+ * instances starting together migrate one after the other: the first applies the migrations,
+ * the others then find none pending. The lock is a row of `migrations_lock` with a lease, not
+ * `GET_LOCK`: on a Galera cluster `GET_LOCK` holds on one node only, while two nodes inserting
+ * the same row conflict and only one commits, so the row holds cluster-wide (as on one
+ * server). The holder renews the lease while `work` runs; a holder that dies leaves a lease
+ * that expires within {@link LEASE_SECONDS}. On SQLite, where the embedded file lock already
+ * keeps out a second process, `work` simply runs.
  *
- * @param options.onUnsupported - what to do where GET_LOCK is refused (Galera clusters):
- *   `fail` (default: the server at start, which may be one of several) throws
- *   MigrationLockUnsupportedError; a function (the `db` CLI, run once by an operator) is told
- *   and `work` runs without the lock.
+ * @param dataSource - an initialised DataSource on the primary.
+ * @param work - what to do under the lock.
  * @returns what `work` returns.
- * @throws Error when the lock is not obtained within {@link MIGRATION_LOCK_WAIT_SECONDS};
- *   MigrationLockUnsupportedError; what `work` throws.
+ * @throws MigrationLockTimeoutError when the lock is not obtained within
+ *   {@link MIGRATION_LOCK_WAIT_SECONDS}; what `work` or the database throws.
  */
-export async function withMigrationLock<T>(
-  dataSource: DataSource,
-  work: () => Promise<T>,
-  options: { onUnsupported?: 'fail' | ((reason: string) => void) } = {},
-): Promise<T> {
+export async function withMigrationLock<T>(dataSource: DataSource, work: () => Promise<T>): Promise<T> {
   if (dataSource.options.type !== 'mysql') return work();
-  const runner = dataSource.createQueryRunner('master');
-  await runner.connect();
-  try {
-    let locked: unknown;
+  const holder = randomUUID();
+  const name = 'migrations';
+  await dataSource.query(
+    `CREATE TABLE IF NOT EXISTS ${LOCK_TABLE} (name VARCHAR(64) NOT NULL PRIMARY KEY, holder CHAR(36) NOT NULL, expires_at DATETIME(3) NOT NULL) ENGINE=InnoDB`,
+  );
+  const giveUpAt = Date.now() + MIGRATION_LOCK_WAIT_SECONDS * 1000;
+  for (;;) {
+    // A lease its holder stopped renewing (it died): free it.
+    await dataSource.query(`DELETE FROM ${LOCK_TABLE} WHERE name = ? AND expires_at < NOW(3)`, [name]);
     try {
-      [{ locked }] = (await runner.query(`SELECT GET_LOCK(CONCAT('petstore-migrations:', DATABASE()), ?) AS locked`, [MIGRATION_LOCK_WAIT_SECONDS])) as {
-        locked: unknown;
-      }[];
+      await dataSource.query(`INSERT INTO ${LOCK_TABLE} (name, holder, expires_at) VALUES (?, ?, NOW(3) + INTERVAL ${LEASE_SECONDS} SECOND)`, [name, holder]);
+      break;
     } catch (error) {
-      if ((error as { errno?: number }).errno !== ER_NOT_SUPPORTED_YET) throw error;
-      const reason = `the database refuses GET_LOCK (${(error as Error).message})`;
-      if (typeof options.onUnsupported !== 'function') {
-        throw new MigrationLockUnsupportedError(
-          `Cannot take the migration lock: ${reason}. Set DATABASE_MIGRATE_ON_START=false and run \`npm run db:migrate\` once instead.`,
-        );
-      }
-      options.onUnsupported(reason);
-      return await work();
+      // Someone holds the lock (its row is there), or took it at the same moment on another Galera node.
+      if (!isDuplicateKey(error) && !isConflict(error)) throw error;
     }
-    if (Number(locked) !== 1) {
-      throw new Error(`Another instance has held the migration lock for ${MIGRATION_LOCK_WAIT_SECONDS} s; giving up.`);
+    if (Date.now() > giveUpAt) {
+      throw new MigrationLockTimeoutError(`Another instance has held the migration lock for ${MIGRATION_LOCK_WAIT_SECONDS} s; giving up.`);
     }
-    try {
-      return await work();
-    } finally {
-      await runner.query(`SELECT RELEASE_LOCK(CONCAT('petstore-migrations:', DATABASE()))`);
-    }
+    await sleep(RETRY_MS);
+  }
+  const renewal = setInterval(
+    () => {
+      dataSource
+        .query(`UPDATE ${LOCK_TABLE} SET expires_at = NOW(3) + INTERVAL ${LEASE_SECONDS} SECOND WHERE name = ? AND holder = ?`, [name, holder])
+        .catch(() => undefined);
+    },
+    (LEASE_SECONDS * 1000) / 3,
+  );
+  try {
+    return await work();
   } finally {
-    await runner.release();
+    clearInterval(renewal);
+    await dataSource.query(`DELETE FROM ${LOCK_TABLE} WHERE name = ? AND holder = ?`, [name, holder]);
   }
 }
