@@ -3,6 +3,7 @@ import path from 'node:path';
 import { bool, cleanEnv, host, makeValidator, port, str } from 'envalid';
 import { API_KEY_CACHE } from './auth/api-key.service';
 import type { DatabaseConfig } from './database/database-config';
+import { DEFAULT_REPLICA_MAX_LAG_SECONDS } from './database/database-node';
 import type { RateLimitConfig } from './http/rate-limit';
 import { LOG_LEVELS } from './operations/logger';
 import { parsePositiveInteger } from './validation/positive-integer';
@@ -167,6 +168,12 @@ export const CONFIG_SPEC = Object.freeze({
     desc: 'Comma-separated read replicas (SELECTs outside transactions go there); needs DATABASE_URL, the primary.',
     example: 'mysql://user:pass@replica:3306/db',
   }),
+  DATABASE_REPLICA_MAX_LAG_SECONDS: nonNegativeInteger({
+    default: DEFAULT_REPLICA_MAX_LAG_SECONDS,
+    desc:
+      'A read replica further behind its source than this (or whose replication is stopped) leaves the read rotation until it catches up; ' +
+      'reads go to the primary meanwhile (checked every second).',
+  }),
   DATABASE_CONNECT_ATTEMPTS: positiveInteger({
     default: 5,
     desc: 'How many times start-up tries to reach the database (with doubling pauses from 0.5 s) before it gives up.',
@@ -222,7 +229,10 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
     ? {
         type: 'mysql',
         url: clean.DATABASE_URL,
-        ...(clean.DATABASE_REPLICA_URLS.length > 0 && { replicaUrls: Object.freeze([...clean.DATABASE_REPLICA_URLS]) }),
+        ...(clean.DATABASE_REPLICA_URLS.length > 0 && {
+          replicaUrls: Object.freeze([...clean.DATABASE_REPLICA_URLS]),
+          replicaMaxLagSeconds: clean.DATABASE_REPLICA_MAX_LAG_SECONDS,
+        }),
       }
     : { type: 'sqlite', path: path.resolve(EMBEDDED_DATABASE_PATH) };
   const rateLimit: RateLimitConfig = {

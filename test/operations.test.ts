@@ -110,7 +110,8 @@ describe('operations', () => {
       for (let i = 0; i < 5; i++) {
         for (const path of ['/healthz', '/readyz']) {
           const response = await request(t, 'GET', path, { apiKey: null });
-          expect({ path, status: response.status, body: response.body }).toEqual({ path, status: 200, body: { status: 'ok' } });
+          const body = path === '/readyz' ? { status: 'ok', nodes: [{ name: 'primary', role: 'primary', ready: true, state: 'ok' }] } : { status: 'ok' };
+          expect({ path, status: response.status, body: response.body }).toEqual({ path, status: 200, body });
           expect(response.headers.get('ratelimit')).toBeNull();
         }
       }
@@ -129,7 +130,12 @@ describe('operations', () => {
       state.draining = true;
       const ready = await request(t, 'GET', '/readyz', { apiKey: null });
       expect(ready.status).toBe(503);
-      expect(ready.body).toEqual({ code: 'SERVICE_UNAVAILABLE', message: 'Shutting down.', status: 503 });
+      expect(ready.body).toEqual({
+        code: 'SERVICE_UNAVAILABLE',
+        message: 'Shutting down.',
+        status: 503,
+        nodes: [expect.objectContaining({ name: 'primary' })],
+      });
       expect(ready.headers.get('connection')).toBe('keep-alive');
       expect((await request(t, 'GET', '/healthz', { apiKey: null })).status).toBe(200);
       const served = await request(t, 'GET', '/v1/pets');

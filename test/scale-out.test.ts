@@ -5,13 +5,14 @@ import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import type { DatabaseConfig } from '../src/database/database-config';
 import { MIGRATIONS } from '../src/database/data-source';
+import { NODE_CHECK_INTERVAL_MS } from '../src/database/database-health';
 import { openDatabase } from '../src/database/open-database';
-import { READINESS_CACHE_MS } from '../src/operations/health.routes';
 import { buildMetricsServer } from '../src/operations/metrics.server';
 import { createMetrics } from '../src/operations/metrics.registry';
 import { PetStatus } from '../src/pets/pet-status.enum';
 import { Pet } from '../src/pets/pet.entity';
 import { built, freePort, startNode, waitForHttp } from './helpers/processes';
+import { startTcpProxy } from './helpers/tcp-proxy';
 import { type TestApp, request, startTestApp, testConfig } from './helpers/test-app';
 import { createProcessDatabase, createTestDatabase, testOnMysql } from './helpers/test-database';
 
@@ -47,10 +48,18 @@ describe('DATABASE_MIGRATE_ON_START=false', () => {
     const app = await buildApp({ config: testConfig(), dataSource });
     try {
       const pending = await app.inject({ method: 'GET', url: '/readyz' });
-      expect([pending.statusCode, pending.json()]).toEqual([503, { code: 'SERVICE_UNAVAILABLE', message: 'Database migrations are pending.', status: 503 }]);
+      expect([pending.statusCode, pending.json()]).toEqual([
+        503,
+        {
+          code: 'SERVICE_UNAVAILABLE',
+          message: 'Database migrations are pending.',
+          status: 503,
+          nodes: [expect.objectContaining({ name: 'primary', ready: true })],
+        },
+      ]);
       await dataSource.runMigrations();
-      // Probes share one database check per READINESS_CACHE_MS: the next one after that sees the migrations.
-      await sleep(READINESS_CACHE_MS);
+      // Probes share one database check per NODE_CHECK_INTERVAL_MS: the next one after that sees the migrations.
+      await sleep(NODE_CHECK_INTERVAL_MS);
       expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
     } finally {
       await app.close();
@@ -59,6 +68,9 @@ describe('DATABASE_MIGRATE_ON_START=false', () => {
     }
   });
 });
+
+/** The URL of a MySQL test database. */
+const url = (database: DatabaseConfig) => (database as { url: string }).url;
 
 /**
  * DATABASE_REPLICA_URLS (README "Operations"). The "replica" here is a second database that
@@ -71,13 +83,17 @@ describe('read replicas', () => {
     const replicaSource = await openDatabase(replica.database);
     const primarySource = await openDatabase(primary.database);
     const metrics = createMetrics();
-    const url = (database: DatabaseConfig) => (database as { url: string }).url;
     let t: TestApp | undefined;
     try {
       t = await startTestApp({
         database: { type: 'mysql', url: url(primary.database), replicaUrls: [url(replica.database)] },
         observe: { metrics },
       });
+      // The replica joins the read rotation at its first check (within NODE_CHECK_INTERVAL_MS).
+      for (let tries = 0; !(await request(t, 'GET', '/readyz', { apiKey: null })).body.nodes[1].ready; tries++) {
+        if (tries > 30) throw new Error('the replica never joined the read rotation');
+        await sleep(100);
+      }
       // Keys are read on the replica too: copy the new key there, as replication would.
       const onPrimary = t.dataSource.createQueryRunner('master');
       await replicaSource.getRepository(ApiKey).insert(await onPrimary.manager.find(ApiKey));
@@ -105,8 +121,8 @@ describe('read replicas', () => {
       const server = await buildMetricsServer(metrics);
       const text = (await server.inject({ method: 'GET', url: '/metrics' })).body;
       await server.close();
-      expect(text).toMatch(/petstore_db_pool_connections\{node="master",state="limit"\} \d+/);
-      expect(text).toMatch(/petstore_db_pool_connections\{node="slave0",state="total"\} [1-9]/);
+      expect(text).toMatch(/petstore_db_pool_connections\{node="primary",state="limit"\} \d+/);
+      expect(text).toMatch(/petstore_db_pool_connections\{node="replica1",state="total"\} [1-9]/);
     } finally {
       await t?.close();
       await replicaSource.destroy();
@@ -116,6 +132,80 @@ describe('read replicas', () => {
     // startTestApp does not drop a database it was given.
     await primary.drop();
   });
+});
+
+/** Polls /readyz until `replica1` is in (or out of) the read rotation; throws after 5 s. */
+async function untilReplicaReady(t: TestApp, ready: boolean): Promise<void> {
+  for (const deadline = Date.now() + 5000; ; await sleep(100)) {
+    const { body } = await request(t, 'GET', '/readyz', { apiKey: null });
+    if ((body as { nodes: { ready: boolean }[] }).nodes[1].ready === ready) return;
+    if (Date.now() > deadline) throw new Error(`replica1 never became ready=${ready}: ${JSON.stringify(body)}`);
+  }
+}
+
+describe('a read replica that goes away', () => {
+  testOnMysql(
+    'when the replica is unreachable for 2 s under reads, then every read is answered 200 from the primary meanwhile, /readyz stays 200 naming it, and it rejoins the rotation within 3 s',
+    async () => {
+      const primary = await createTestDatabase();
+      const replica = await createTestDatabase();
+      const replicaUrl = new URL(url(replica.database));
+      const proxy = await startTcpProxy({ host: replicaUrl.hostname, port: Number(replicaUrl.port || 3306) });
+      replicaUrl.host = `127.0.0.1:${proxy.port}`;
+      const replicaSource = await openDatabase(replica.database);
+      let t: TestApp | undefined;
+      try {
+        t = await startTestApp({ database: { type: 'mysql', url: url(primary.database), replicaUrls: [replicaUrl.toString()] } });
+        await replicaSource.getRepository(ApiKey).insert(await t.dataSource.getRepository(ApiKey).find());
+        // A pet on the replica only: seen exactly while reads go to the replica.
+        await replicaSource.getRepository(Pet).insert({ name: 'OnReplica', categoryId: 1, status: PetStatus.sold });
+        await untilReplicaReady(t, true);
+        expect((await request(t, 'GET', '/v1/pets')).body).toEqual([expect.objectContaining({ name: 'OnReplica' })]);
+
+        const answers: { status: number; at: number }[] = [];
+        let reading = true;
+        const readers = Array.from({ length: 4 }, async () => {
+          while (reading) {
+            const answer = await request(t!, 'GET', '/v1/pets');
+            answers.push({ status: answer.status, at: performance.now() });
+          }
+        });
+        await sleep(300);
+        proxy.cut();
+        // Seen by the next check of the nodes (one per NODE_CHECK_INTERVAL_MS).
+        await sleep(NODE_CHECK_INTERVAL_MS + 200);
+        const during = await request(t, 'GET', '/readyz', { apiKey: null });
+        await sleep(800);
+        proxy.restore();
+        const back = performance.now();
+        await sleep(3500);
+        reading = false;
+        await Promise.all(readers);
+
+        expect(during.status).toBe(200);
+        expect((during.body as { nodes: unknown[] }).nodes).toEqual([
+          expect.objectContaining({ name: 'primary', ready: true }),
+          expect.objectContaining({ name: 'replica1', role: 'replica', ready: false, state: 'unreachable' }),
+        ]);
+        // A read whose replica connection fails is read again on the primary: every one is a 200.
+        expect(answers.length).toBeGreaterThan(100);
+        expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
+        expect(answers.filter((answer) => answer.at > back + 3000).length).toBeGreaterThan(0);
+        console.log(`replica outage: ${answers.length} reads, all 200`);
+        // Back in the rotation: the replica's own pet is listed again.
+        await untilReplicaReady(t, true);
+        expect((await request(t, 'GET', '/v1/pets')).body).toEqual([expect.objectContaining({ name: 'OnReplica' })]);
+      } finally {
+        proxy.restore();
+        await t?.close();
+        await replicaSource.destroy();
+        await proxy.close();
+        await replica.drop();
+        await primary.drop();
+      }
+    },
+    30_000,
+  );
 });
 
 const REDIS_URL = 'redis://127.0.0.1:6379';

@@ -22,8 +22,9 @@ export const MIGRATIONS = [CreatePetAndApiKey1763769600000, CreateIdempotencyKey
  * Builds (does not connect) the TypeORM DataSource for a database configuration. The schema
  * is only ever changed by migrations (`synchronize` is off on every driver).
  *
- * @param database - MySQL URL (and read replicas' URLs), or SQLite file path / `':memory:'` (sql.js, persisted to the
- *   file after every write when a path is given).
+ * @param database - a MySQL URL (one server: openDatabase opens each read replica with a
+ *   DataSource of its own), or SQLite file path / `':memory:'` (sql.js, persisted to the file
+ *   after every write when a path is given).
  * @param log - where slow statements, driver warnings and migrations are logged (JSON lines);
  *   nowhere when absent.
  * @returns an uninitialised DataSource; call `initialize()` then `runMigrations()`.
@@ -42,11 +43,10 @@ export function createDataSource(database: DatabaseConfig, log?: Logger): DataSo
     return new DataSource({
       ...common,
       type: 'mysql',
-      // With read replicas, reads outside transactions go to a replica (round robin) and
-      // writes, transactions and migrations to the primary (README "Operations").
-      ...(database.replicaUrls
-        ? { replication: { master: { url: database.url }, slaves: database.replicaUrls.map((url) => ({ url })) } }
-        : { url: database.url }),
+      // One server per DataSource, never TypeORM's `replication`: mysql2's PoolCluster behind it
+      // drops a node for good after a few failed connections, and cannot take a lagging replica
+      // out of the rotation (database-node.ts routes the reads instead).
+      url: database.url,
       charset: 'utf8mb4_unicode_ci',
       // BIGINT arrives as an exact decimal string; int64Transformer converts it without rounding.
       supportBigNumbers: true,

@@ -1,5 +1,7 @@
-import type { DataSource, EntityManager } from 'typeorm';
-import { DEADLINE_EXCEEDED, isDatabaseUnavailable } from './database-errors';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { DEADLINE_EXCEEDED, isConflict, isConnectionLost } from './database-errors';
+import { markUnreachable, nodeOf, readerOf } from './database-node';
 
 /** How long database work may take (README "Security"), defined once. */
 export const DATABASE_DEADLINES = Object.freeze({
@@ -11,6 +13,10 @@ export const DATABASE_DEADLINES = Object.freeze({
   readinessMs: 500,
   /** A statement slower than this (ms) is logged at `warn`. */
   slowQueryMs: 500,
+  /** Runs of a transaction that loses a conflict (deadlock, certification conflict, lock wait timeout), within its one deadline. */
+  conflictAttempts: 3,
+  /** The pause before running a transaction again grows by up to this much per attempt (ms, randomised). */
+  conflictBackoffMs: 25,
 });
 
 /**
@@ -40,7 +46,7 @@ export class CommitOutcomeUnknownError extends Error {
 
 /** How to run one database call. */
 export interface DatabaseCallOptions {
-  /** `slave` reads from a replica when read replicas are configured; `master` (the default) is the primary. */
+  /** `slave` reads from a replica in the read rotation (database-node.ts), else the primary; `master` (the default) is the primary. */
   mode?: 'master' | 'slave';
   /** Run `work` in a transaction, committed when it returns and rolled back when it throws. */
   transaction?: boolean;
@@ -51,6 +57,21 @@ export interface DatabaseCallOptions {
 /** A pooled mysql2 connection: destroying it closes its socket and keeps it out of the pool. */
 interface DestroyableConnection {
   destroy(): void;
+}
+
+/** Pooled connections to Galera nodes whose session already reads causally. */
+const causalSessions = new WeakSet<DestroyableConnection>();
+
+/**
+ * On a Galera node, makes the connection's session wait, before each read, until the node has
+ * applied every write the cluster committed before it (`wsrep_sync_wait = 1`): a pet created
+ * through any node is then found through every other, including one that just rejoined. Once
+ * per pooled connection; nothing elsewhere.
+ */
+async function readCausally(dataSource: DataSource, runner: QueryRunner, connection: DestroyableConnection): Promise<void> {
+  if (!nodeOf(dataSource)?.galera || causalSessions.has(connection)) return;
+  await runner.query('SET SESSION wsrep_sync_wait = 1');
+  causalSessions.add(connection);
 }
 
 /**
@@ -65,10 +86,16 @@ interface DestroyableConnection {
  * With `transaction`, the outcome is exact: a deadline or a broken connection before COMMIT
  * was sent means nothing is stored ({@link DatabaseDeadlineError} or the driver's error);
  * after COMMIT was sent and before its answer, the outcome is unknown
- * ({@link CommitOutcomeUnknownError}).
+ * ({@link CommitOutcomeUnknownError}); a transaction that loses a conflict (deadlock, Galera
+ * certification conflict, lock wait timeout), at COMMIT or before, was rolled back by the
+ * server and is run again, up to {@link DATABASE_DEADLINES}.conflictAttempts times within the
+ * same deadline, then its error is thrown (503). A read sent to a replica whose connection
+ * fails is read again on the primary, within the same deadline, and the replica leaves the
+ * read rotation until its next check.
  *
- * @param dataSource - an initialised DataSource.
- * @param work - the statements to run, through the given EntityManager only.
+ * @param dataSource - an initialised primary DataSource (from openDatabase).
+ * @param work - the statements to run, through the given EntityManager only; with
+ *   `transaction`, it may run more than once (each run rolled back but the last).
  * @param options - primary or replica, transaction, deadline.
  * @returns what `work` returns.
  * @throws DatabaseDeadlineError, CommitOutcomeUnknownError, or whatever `work` or the driver throws.
@@ -79,7 +106,22 @@ export async function withinDeadline<T>(
   { mode = 'master', transaction = false, timeoutMs = DATABASE_DEADLINES.callMs }: DatabaseCallOptions = {},
 ): Promise<T> {
   if (dataSource.options.type !== 'mysql') return inProcess(dataSource, work, transaction);
-  const runner = dataSource.createQueryRunner(mode);
+  const reader = mode === 'slave' ? readerOf(dataSource) : dataSource;
+  if (reader === dataSource) return callOn(dataSource, work, transaction, timeoutMs);
+  const started = performance.now();
+  try {
+    return await callOn(reader, work, transaction, timeoutMs);
+  } catch (error) {
+    if (!isConnectionLost(error)) throw error;
+    // The replica went away: out of the rotation until its next check finds it, and this read on the primary.
+    markUnreachable(reader);
+    return callOn(dataSource, work, transaction, timeoutMs - (performance.now() - started));
+  }
+}
+
+/** {@link withinDeadline} on one server: `target`, the primary or a replica. */
+async function callOn<T>(target: DataSource, work: (manager: EntityManager) => Promise<T>, transaction: boolean, timeoutMs: number): Promise<T> {
+  const runner = target.createQueryRunner('master');
   let connection: DestroyableConnection | undefined;
   let committing = false;
   let expired = false;
@@ -98,20 +140,31 @@ export async function withinDeadline<T>(
       await runner.release();
       throw new DatabaseDeadlineError(timeoutMs);
     }
+    await readCausally(target, runner, connection);
     if (!transaction) return work(runner.manager);
-    await runner.startTransaction();
-    const result = await work(runner.manager);
-    committing = true;
-    await runner.commitTransaction();
-    return result;
+    for (let attempt = 1; ; attempt++) {
+      committing = false;
+      try {
+        await runner.startTransaction();
+        const result = await work(runner.manager);
+        committing = true;
+        await runner.commitTransaction();
+        return result;
+      } catch (error) {
+        if (expired || !isConflict(error) || attempt >= DATABASE_DEADLINES.conflictAttempts) throw error;
+        // The server rolled the transaction back (a lock wait timeout only its statement): end it, then run it again.
+        await runner.rollbackTransaction();
+        await sleep(Math.random() * DATABASE_DEADLINES.conflictBackoffMs * attempt);
+      }
+    }
   })();
   try {
     return await Promise.race([call, deadline]);
   } catch (error) {
-    if (committing && (expired || isDatabaseUnavailable(error))) {
+    if (committing && (expired || isConnectionLost(error))) {
       throw new CommitOutcomeUnknownError('The database did not confirm the commit.', { cause: error });
     }
-    if (runner.isTransactionActive && !expired && !isDatabaseUnavailable(error)) {
+    if (runner.isTransactionActive && !expired && !isConnectionLost(error)) {
       await Promise.race([runner.rollbackTransaction(), deadline]).catch(() => undefined);
     }
     throw error;

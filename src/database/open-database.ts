@@ -3,6 +3,8 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import type { DatabaseConfig } from './database-config';
 import { createDataSource } from './data-source';
+import { isGaleraNode, watchReplicas } from './database-health';
+import { DEFAULT_REPLICA_MAX_LAG_SECONDS, DatabaseNode, registerNodes } from './database-node';
 import { withMigrationLock } from './migration-lock';
 
 /** How to connect at start-up. */
@@ -53,15 +55,19 @@ function describe(database: DatabaseConfig): string {
 /**
  * Connects (retrying a bounded number of times, transient failures only) and, unless told
  * not to, brings the schema up to date under the migration lock, so that several instances
- * starting together apply each migration once.
+ * starting together apply each migration once. On MySQL it also learns whether the server is
+ * a Galera node (its sessions then read causally), opens each read replica with a DataSource
+ * of its own (one that cannot be reached yet is connected later, reads going to the primary
+ * meanwhile) and checks the replicas every second (README "Scale-out"); destroying the
+ * returned DataSource stops those checks and closes the replicas too.
  *
  * @param database - which database to open.
  * @param options - connection attempts and a retry observer.
  * @returns the initialised DataSource, all migrations applied.
  * @throws DatabaseRefusedError at once, without retrying, for a permanent error (an unknown
  *   database, access denied, an unknown host); DatabaseUnreachableError when every attempt
- *   failed on a transient one; MigrationLockUnsupportedError
- *   where GET_LOCK is refused (Galera); the driver's error when a migration fails.
+ *   failed on a transient one; MigrationLockTimeoutError when another instance holds the
+ *   migration lock too long; the driver's error when a migration fails.
  */
 export async function openDatabase(database: DatabaseConfig, { attempts = 1, migrate = true, onRetry, log }: OpenDatabaseOptions = {}): Promise<DataSource> {
   let dataSource: DataSource | undefined;
@@ -79,6 +85,7 @@ export async function openDatabase(database: DatabaseConfig, { attempts = 1, mig
       await sleep(delayMs);
     }
   }
+  await attachNodes(dataSource, database, log);
   if (!migrate) return dataSource;
   try {
     await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }));
@@ -87,4 +94,30 @@ export async function openDatabase(database: DatabaseConfig, { attempts = 1, mig
     throw error;
   }
   return dataSource;
+}
+
+/**
+ * Registers the primary and the read replicas behind `primary` (database-node.ts), starts the
+ * replicas' checks, and makes `primary.destroy()` stop them and close the replicas first.
+ */
+async function attachNodes(primary: DataSource, database: DatabaseConfig, log: Logger | undefined): Promise<void> {
+  const node = new DatabaseNode('primary', 'primary', primary);
+  if (database.type !== 'mysql') return registerNodes({ primary: node, replicas: [], maxLagSeconds: DEFAULT_REPLICA_MAX_LAG_SECONDS });
+  node.galera = await isGaleraNode(primary.manager);
+  const replicas = (database.replicaUrls ?? []).map(
+    (url, index) => new DatabaseNode(`replica${index + 1}`, 'replica', createDataSource({ type: 'mysql', url }, log)),
+  );
+  registerNodes({ primary: node, replicas, maxLagSeconds: database.replicaMaxLagSeconds ?? DEFAULT_REPLICA_MAX_LAG_SECONDS });
+  const stopWatching = watchReplicas(primary);
+  const destroyPrimary = primary.destroy.bind(primary);
+  primary.destroy = async () => {
+    stopWatching();
+    await Promise.all(
+      replicas.map(async (replica) => {
+        await replica.connecting;
+        if (replica.dataSource.isInitialized) await replica.dataSource.destroy();
+      }),
+    );
+    await destroyPrimary();
+  };
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type DataSource, type EntityManager, LessThan } from 'typeorm';
 import { CommitOutcomeUnknownError, withinDeadline } from '../database/database-deadline';
-import { isDatabaseUnavailable } from '../database/database-errors';
+import { isConflict, isDatabaseUnavailable } from '../database/database-errors';
 import { AppError } from '../errors/error-catalogue';
 import { IdempotencyRecord } from './idempotency-record.entity';
 import { IDEMPOTENCY_LIMITS } from './idempotency.limits';
@@ -100,7 +100,8 @@ export class IdempotencyService {
       await withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).insert(fresh));
       return Object.assign(fresh, { claimedNow: true });
     } catch (error) {
-      if (isDatabaseUnavailable(error)) throw error;
+      // A conflict (the same key claimed at the same moment on another Galera node) means the row is there.
+      if (isDatabaseUnavailable(error) && !isConflict(error)) throw error;
       const existing = await this.onPrimary((manager) => manager.getRepository(IdempotencyRecord).findOneBy(where));
       if (!existing) throw error;
       const expired = existing.createdAt.getTime() < now.getTime() - IDEMPOTENCY_LIMITS.retentionMs;

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { type DataSource, MigrationExecutor } from 'typeorm';
 import { DATABASE_DEADLINES, withinDeadline } from '../database/database-deadline';
+import { NODE_CHECK_INTERVAL_MS, checkNodes } from '../database/database-health';
 import { AppError } from '../errors/error-catalogue';
 
 /** Shared with the shutdown sequence: once `draining`, `/readyz` answers 503. */
@@ -14,59 +15,57 @@ export interface HealthRoutesOptions {
   state: ServiceState;
 }
 
-/** How long one database check answers every `/readyz` probe (ms): probes cost at most one `SELECT 1` per second. */
-export const READINESS_CACHE_MS = 1000;
-
 /**
- * Checks the database for `/readyz`, at most once per {@link READINESS_CACHE_MS}: probes that
- * arrive while a check runs, or within that time after it, share its result. The check has
- * its own short deadline ({@link DATABASE_DEADLINES}.readinessMs), so a stalled database
- * makes probes fail quickly instead of hanging.
+ * Whether the schema is up to date on the primary, for `/readyz`. Migrations only run at
+ * start-up, so once none is pending that stays true and is not asked again.
  *
- * @returns a function that resolves to null when ready, or to the reason it is not.
+ * @returns a function that resolves to true when no migration is pending; false when some are,
+ *   or the primary cannot tell within DATABASE_DEADLINES.readinessMs.
  */
-function cachedDatabaseCheck(dataSource: DataSource): () => Promise<string | null> {
-  // Migrations only run at start-up, so once none is pending that stays true.
-  let migrated = false;
-  let last: { at: number; result: Promise<string | null> } | undefined;
-  const check = async (): Promise<string | null> => {
-    try {
-      migrated = await withinDeadline(
-        dataSource,
-        async (manager) => {
-          await manager.query('SELECT 1');
-          return migrated || !(await new MigrationExecutor(dataSource, manager.queryRunner).showMigrations());
-        },
-        { timeoutMs: DATABASE_DEADLINES.readinessMs },
-      );
-    } catch {
-      return 'The database does not answer.';
-    }
-    return migrated ? null : 'Database migrations are pending.';
-  };
-  return () => {
-    if (!last || Date.now() - last.at >= READINESS_CACHE_MS) last = { at: Date.now(), result: check() };
-    return last.result;
+function migrationsApplied(dataSource: DataSource): () => Promise<boolean> {
+  let last: { at: number; migrated: Promise<boolean> } | undefined;
+  const ask = () =>
+    withinDeadline(dataSource, async (manager) => !(await new MigrationExecutor(dataSource, manager.queryRunner).showMigrations()), {
+      timeoutMs: DATABASE_DEADLINES.readinessMs,
+    }).catch(() => false);
+  return async () => {
+    // Probes within NODE_CHECK_INTERVAL_MS share one answer, as they share the nodes' check.
+    if (!last || (Date.now() - last.at >= NODE_CHECK_INTERVAL_MS && !(await last.migrated))) last = { at: Date.now(), migrated: ask() };
+    return last.migrated;
   };
 }
 
 /**
  * `GET /healthz` (liveness: the process serves HTTP; never touches the database) and
- * `GET /readyz` (readiness: not shutting down, the database answers `SELECT 1` within 500 ms,
- * no migration is pending; one check per second at most, shared by every probe). Both are
- * public and outside the rate limits; a healthy answer is `200 {"status":"ok"}`, an unready
- * one the Error body with 503 SERVICE_UNAVAILABLE and a message saying why (README "Operations").
+ * `GET /readyz` (readiness: not shutting down; the primary answers within 500 ms and, on a
+ * Galera cluster, is Synced in the primary component; no migration is pending). The database
+ * servers are checked at most once per second (database-health.ts), shared by every probe.
+ * Both are public and outside the rate limits. A ready answer is `200 {"status":"ok","nodes":[…]}`,
+ * an unready one the Error body with 503 SERVICE_UNAVAILABLE, a message saying why, and the
+ * same `nodes`: each server's NodeState (database-node.ts; a replica out of the read rotation does not
+ * make the instance unready: reads go to the primary meanwhile). README "Operations".
  */
 export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app, { dataSource, state }) => {
-  const databaseProblem = cachedDatabaseCheck(dataSource);
+  const migrated = migrationsApplied(dataSource);
   const schema = { hide: true } as const;
 
   app.get('/healthz', { schema }, async () => ({ status: 'ok' }));
 
-  app.get('/readyz', { schema }, async () => {
-    if (state.draining) throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down.');
-    const problem = await databaseProblem();
-    if (problem) throw new AppError('SERVICE_UNAVAILABLE', problem);
-    return { status: 'ok' };
+  app.get('/readyz', { schema }, async (_request, reply) => {
+    const nodes = await checkNodes(dataSource);
+    const primary = nodes[0];
+    const problem = state.draining
+      ? 'Shutting down.'
+      : !primary.ready
+        ? `The database (${primary.name}) cannot serve: ${primary.state}.`
+        : !(await migrated())
+          ? 'Database migrations are pending.'
+          : undefined;
+    if (!problem) return { status: 'ok', nodes };
+    const error = new AppError('SERVICE_UNAVAILABLE', problem);
+    return reply
+      .code(error.status)
+      .headers(error.headers)
+      .send({ ...error.toBody(), nodes });
   });
 };

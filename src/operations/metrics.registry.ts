@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DataSource } from 'typeorm';
+import { nodesOf } from '../database/database-node';
 
 /** Label values of one served request, as `petstore_http_request_duration_seconds` records them. */
 export interface RequestLabels {
@@ -36,20 +37,22 @@ interface MysqlPool {
   config?: { connectionLimit?: number };
 }
 
-/** The pools behind a TypeORM MySQL DataSource: one, or one per node of a replication cluster. */
+/** The pools behind a primary DataSource: its own and each read replica's, by node name (`primary`, `replica1`…). */
 function poolsOf(dataSource: DataSource): Array<{ node: string; pool: MysqlPool }> {
-  const driver = dataSource.driver as unknown as { pool?: MysqlPool; poolCluster?: { _nodes?: Record<string, { pool: MysqlPool }> } };
-  if (driver.poolCluster?._nodes) {
-    return Object.entries(driver.poolCluster._nodes).map(([node, { pool }]) => ({ node: node.toLowerCase(), pool }));
-  }
-  return driver.pool ? [{ node: 'primary', pool: driver.pool }] : [];
+  const { primary, replicas } = nodesOf(dataSource);
+  return [primary, ...replicas].flatMap(({ name, dataSource: source }) => {
+    const pool = (source.driver as unknown as { pool?: MysqlPool }).pool;
+    return pool ? [{ node: name, pool }] : [];
+  });
 }
 
 /**
  * Creates the metrics: process metrics (prom-client's defaults, `process_*` and `nodejs_*`),
  * `petstore_http_request_duration_seconds` (histogram by surface, route, method, status),
  * `petstore_db_pool_connections` (gauge by node and state: `total`, `idle`, `limit`, and
- * `waiting` requests), `petstore_deprecated_calls_total` (counter by operation and API key id),
+ * `waiting` requests), `petstore_db_node_ready` (gauge by node and role: 1 when the primary
+ * can serve or a replica is in the read rotation, at the latest check), `petstore_db_replica_lag_seconds`
+ * (gauge by node: a replica's reported lag; absent while it cannot tell), `petstore_deprecated_calls_total` (counter by operation and API key id),
  * and for subscriptions `petstore_websocket_connections` (gauge: open sockets),
  * `petstore_subscriptions_active` (gauge) and `petstore_subscription_events_total` (counter by
  * subscription: events delivered, one per subscriber).
@@ -103,6 +106,31 @@ export function createMetrics(): Metrics {
           this.set({ node, state: 'waiting' }, pool._connectionQueue?.length ?? 0);
           this.set({ node, state: 'limit' }, pool.config?.connectionLimit ?? 0);
         }
+      }
+    },
+  });
+  new Gauge({
+    name: 'petstore_db_node_ready',
+    help: 'Database servers at the latest check (every second with replicas): 1 when the primary can serve or a replica is in the read rotation.',
+    labelNames: ['node', 'role'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const dataSource of pools) {
+        const { primary, replicas } = nodesOf(dataSource);
+        for (const { state } of [primary, ...replicas]) this.set({ node: state.name, role: state.role }, state.ready ? 1 : 0);
+      }
+    },
+  });
+  new Gauge({
+    name: 'petstore_db_replica_lag_seconds',
+    help: 'How far each read replica is behind its source, in seconds, as it reports it (absent while its replication is stopped).',
+    labelNames: ['node'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const dataSource of pools) {
+        for (const { state } of nodesOf(dataSource).replicas) if (typeof state.lagSeconds === 'number') this.set({ node: state.name }, state.lagSeconds);
       }
     },
   });
