@@ -1,12 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  galeraAvailable,
-  type GaleraCluster,
-  type MariadbNode,
-  type ReplicatedPair,
-  startGaleraCluster,
-  startReplicatedPair,
-} from './helpers/mariadb-topology';
+import { type GaleraCluster, type MariadbNode, type ReplicatedPair, startGaleraCluster, startReplicatedPair } from './helpers/mariadb-topology';
 import { describeOnMysql } from './helpers/test-database';
 
 /**
@@ -47,7 +40,7 @@ async function timed<T>(label: string, work: () => Promise<T>): Promise<T> {
   return result;
 }
 
-(galeraAvailable() ? describeOnMysql : describe.skip)('a Galera cluster of three private nodes', () => {
+describeOnMysql('a Galera cluster of three private nodes', () => {
   let cluster: GaleraCluster;
   let node1: MariadbNode, node2: MariadbNode, node3: MariadbNode;
 

@@ -95,7 +95,7 @@ export interface ReplicatedPair {
 }
 
 /** Whether this machine can run a Galera cluster: the galera-4 library, rsync and MariaDB's rsync SST script. */
-export function galeraAvailable(): boolean {
+function galeraAvailable(): boolean {
   return existsSync(GALERA_LIBRARY) && onPath('rsync') && onPath('wsrep_sst_rsync');
 }
 
@@ -313,10 +313,14 @@ async function checkSynced(node: MariadbNode): Promise<void> {
  *
  * @param options.size - the number of nodes (default 3).
  * @returns the cluster, every node Synced; the caller must `stop()` it.
- * @throws Error with the failing node's standard error when a node is not Synced within 60 s
+ * @throws Error naming what to install when galera-4 or rsync is missing; Error with the
+ *   failing node's standard error when a node is not Synced within 60 s
  *   (everything started is stopped first).
  */
 export async function startGaleraCluster({ size = 3 }: { size?: number } = {}): Promise<GaleraCluster> {
+  if (!galeraAvailable()) {
+    throw new Error('The Galera tests need galera-4 and rsync: install them (Debian: apt-get install galera-4 rsync; .ci/run does).');
+  }
   const ports = [];
   for (let i = 0; i < size; i++) ports.push({ sql: await freePort(), group: await freePort(), ist: await freePort(), sst: await freePort() });
   const clusterAddress = `gcomm://${ports.map((p) => `127.0.0.1:${p.group}`).join(',')}`;
