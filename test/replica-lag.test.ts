@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { NODE_CHECK_INTERVAL_MS, checkNodes } from '../src/database/database-health';
 import type { NodeState } from '../src/database/database-node';
 import { openDatabase } from '../src/database/open-database';
+import { createMetrics } from '../src/operations/metrics.registry';
 import { PetStatus } from '../src/pets/pet-status.enum';
 import { PetRepository } from '../src/pets/pet.repository';
 import { type ReplicatedPair, startReplicatedPair } from './helpers/mariadb-topology';
@@ -66,6 +67,11 @@ describeOnMysql('a read replica that lags', () => {
     await pets.create({ name: 'Behind', categoryId: 1, status: PetStatus.available });
     const lagging = await replicaBecomes({ ready: false, state: 'lagging' });
     expect(lagging.lagSeconds).toBeGreaterThan(MAX_LAG_SECONDS);
+    const metrics = createMetrics();
+    metrics.watchDatabasePool(primary);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/petstore_db_node_ready\{node="replica1",role="replica"\} 0/);
+    expect(Number(/petstore_db_replica_lag_seconds\{node="replica1"\} (\d+)/.exec(text)?.[1])).toBeGreaterThan(MAX_LAG_SECONDS);
     // Out of the rotation: reads go to the primary, which has everything.
     const { created, missed } = await createAndReadBack(2000);
     expect([created > 10, missed]).toEqual([true, 0]);

@@ -123,6 +123,8 @@ describe('read replicas', () => {
       await server.close();
       expect(text).toMatch(/petstore_db_pool_connections\{node="primary",state="limit"\} \d+/);
       expect(text).toMatch(/petstore_db_pool_connections\{node="replica1",state="total"\} [1-9]/);
+      expect(text).toMatch(/petstore_db_node_ready\{node="primary",role="primary"\} 1/);
+      expect(text).toMatch(/petstore_db_node_ready\{node="replica1",role="replica"\} 1/);
     } finally {
       await t?.close();
       await replicaSource.destroy();
