@@ -181,18 +181,33 @@ export function startSteadyLoad(targets: readonly LoadTarget[], apiKey: string, 
 /** A list of violations of one promise, each a short line; empty when it held. */
 export type Violations = string[];
 
-/** How one violation is shown: the instance, operation, status and when it started relative to `origin` (s). */
+/** How one violation is shown: the instance, the operation, when it started relative to `origin` (s, + or -), what went wrong. */
 function line(answer: Answer, origin: number, what: string): string {
-  const at = ((answer.start - origin) / 1000).toFixed(1);
-  return `${answer.instance} ${answer.operation} at +${at}s: ${what}`;
+  const seconds = (answer.start - origin) / 1000;
+  return `${answer.instance} ${answer.operation} at ${seconds < 0 ? '' : '+'}${seconds.toFixed(1)}s: ${what}`;
 }
 
 /**
- * Keeps the first `max` violations and says how many more there were, so a failed assertion
- * stays readable.
+ * Shortens a list of violations so a failed assertion stays readable: violations that differ only
+ * in their numbers (times, ids) and come from the same instance and operation are one kind, shown
+ * by its first example and how many more there were.
+ *
+ * @param maxKinds - how many kinds are shown; the rest are counted in a last line.
  */
-export function abridge(violations: Violations, max = 4): Violations {
-  return violations.length <= max ? violations : [...violations.slice(0, max), `… and ${violations.length - max} more (${violations.length} in all)`];
+export function abridge(violations: Violations, maxKinds = 6): Violations {
+  const kinds = new Map<string, { example: string; count: number }>();
+  for (const violation of violations) {
+    const key = violation
+      .replace(/^(\S+ \S+) at [^:]+: /, '$1: ')
+      .replace(/\d+/g, '#')
+      .slice(0, 80);
+    const kind = kinds.get(key);
+    if (kind) kind.count++;
+    else kinds.set(key, { example: violation, count: 1 });
+  }
+  const shown = [...kinds.values()].slice(0, maxKinds).map(({ example, count }) => (count > 1 ? `${example} (and ${count - 1} more like it)` : example));
+  const rest = [...kinds.values()].slice(maxKinds).reduce((sum, { count }) => sum + count, 0);
+  return rest > 0 ? [...shown, `… and ${rest} more of ${kinds.size - maxKinds} other kinds`] : shown;
 }
 
 /**
