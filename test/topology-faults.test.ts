@@ -193,6 +193,7 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
   let answers: Answer[];
   try {
     await sleep(BEFORE_MS);
+    resumedAt = undefined;
     faultAt = performance.now();
     await spec.fault();
     backAt = performance.now();
@@ -206,7 +207,7 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
   const readiness = spec.readiness.flatMap(({ instance, fault }) => {
     const expectation: ReadinessExpectation =
       fault === 'own'
-        ? { instance, fault, faultAt, backAt, detectMs: OWN_DETECT_MS, readyAgainMs: RECOVERY_MS }
+        ? { instance, fault, faultAt, backAt, detectMs: OWN_DETECT_MS, readyAgainMs: RECOVERY_MS, resumedAt }
         : { instance, fault, faultAt, backAt, detectMs: REPLICA_DETECT_MS + READINESS_CACHE_MS, readyAgainMs: RECOVERY_MS };
     return readinessKept(answers, expectation);
   });
@@ -244,6 +245,9 @@ async function killAndRestart(node: MariadbNode): Promise<void> {
   await node.start();
 }
 
+/** When {@link pauseFor} last resumed a node (ms); reset by each fault. */
+let resumedAt: number | undefined;
+
 /** SIGSTOPs `node` for `ms`, then SIGCONTs it; then `after` (e.g. wait until Synced). */
 async function pauseFor(node: MariadbNode, ms: number, after: () => Promise<void> = async () => undefined): Promise<void> {
   node.pause();
@@ -251,6 +255,7 @@ async function pauseFor(node: MariadbNode, ms: number, after: () => Promise<void
     await sleep(ms);
   } finally {
     node.resume();
+    resumedAt = performance.now();
   }
   await after();
 }
@@ -408,6 +413,7 @@ describeOnMysql('Galera: instance A on node 1, B on node 2, node 3 unused', () =
   beforeAll(async () => {
     const started = performance.now();
     cluster = await startGaleraCluster({ size: 3 });
+    await cluster.nodes[0].query('CREATE DATABASE petstore_marker');
     console.info(`Galera cluster of 3 started in ${Math.round(performance.now() - started)} ms`);
   }, 180_000);
   afterEach(() => pair.stop(), 30_000);
@@ -422,18 +428,28 @@ describeOnMysql('Galera: instance A on node 1, B on node 2, node 3 unused', () =
 
   const node = (i: number) => cluster.nodes[i];
   /**
-   * Waits until `resumed` has every transaction node 1 had committed after it was resumed, then is
-   * Synced: right after a pause, a node may still report the state it had before it (it has not
-   * noticed its eviction yet).
+   * Waits until `resumed` has a row written on node 1 after the resume, then is Synced: right
+   * after a pause, a node may still report the state it had before it (it has not noticed its
+   * eviction yet), and sees that row only once it has rejoined.
    */
+  let marks = 0;
   const rejoined = async (resumed: MariadbNode): Promise<void> => {
-    const lastCommitted = async (n: MariadbNode) => Number((await n.query<{ Value: string }>("SHOW STATUS LIKE 'wsrep_last_committed'"))[0].Value);
-    const target = await lastCommitted(node(0));
+    const mark = ++marks;
     const deadline = Date.now() + 60_000;
+    await node(0).query('CREATE TABLE IF NOT EXISTS petstore_marker.mark (id INT PRIMARY KEY, n INT NOT NULL)');
     for (;;) {
-      const seen = await lastCommitted(resumed).catch(() => -1);
-      if (seen >= target) break;
-      if (Date.now() > deadline) throw new Error(`${resumed.name} has not caught up with node1 (${seen} < ${target}) within 60 s`);
+      // The write waits while the cluster still counts the paused node in: retried until it commits.
+      const written = await node(0)
+        .query(`REPLACE INTO petstore_marker.mark VALUES (1, ${mark})`)
+        .then(() => true)
+        .catch(() => false);
+      if (written) break;
+      if (Date.now() > deadline) throw new Error(`node1 could not write the marker within 60 s`);
+    }
+    for (;;) {
+      const rows = await resumed.query<{ n: number }>('SELECT n FROM petstore_marker.mark WHERE id = 1').catch(() => []);
+      if (rows.length > 0 && Number(rows[0].n) >= mark) break;
+      if (Date.now() > deadline) throw new Error(`${resumed.name} has not seen node1's marker ${mark} within 60 s`);
       await sleep(100);
     }
     await cluster.waitSynced(resumed);

@@ -307,20 +307,26 @@ export interface ReadinessExpectation {
   detectMs: number;
   /** How soon after `backAt` an `own` instance must be ready again (ms). */
   readyAgainMs: number;
+  /**
+   * When a paused node was resumed, if it was (ms): for `detectMs` after it, the node may still
+   * report the state it had before the pause, so probes then are not required to be 503.
+   */
+  resumedAt?: number;
 }
 
 /**
  * Promise 5, on the `/readyz` probes: every body has a `nodes` array; a 200 is `{status: "ok"}`,
  * a 503 the Error shape with SERVICE_UNAVAILABLE. With `fault: 'own'`, every probe started
  * between `faultAt + detectMs` and `backAt` is 503 (there must be one when that span is at least
- * 500 ms long) and every probe started `readyAgainMs` after `backAt` is 200. With
+ * 500 ms long), but for `detectMs` after `resumedAt`, and every probe started `readyAgainMs` after `backAt` is 200. With
  * `fault: 'replica'`, every probe is 200, and those started between `faultAt + detectMs` and
  * `backAt` list a `role: "replica"` node with `ready: false`.
  */
 export function readinessKept(answers: readonly Answer[], e: ReadinessExpectation): Violations {
   const probes = answers.filter((a) => a.operation === 'readyz' && a.instance === e.instance);
   const violations: Violations = [];
-  const inFault = (a: Answer) => a.start >= e.faultAt + e.detectMs && a.start <= e.backAt;
+  const unsure = (a: Answer) => e.resumedAt !== undefined && a.start >= e.resumedAt && a.start < e.resumedAt + e.detectMs;
+  const inFault = (a: Answer) => a.start >= e.faultAt + e.detectMs && a.start <= e.backAt && !unsure(a);
   for (const a of probes) {
     const nodes = nodesOf(a);
     const body = JSON.stringify(a.body).slice(0, 160);
