@@ -8,6 +8,7 @@ import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
 import { createAuthHooks } from './auth/auth.hook';
 import type { Config } from './config';
+import { withOneBudget } from './database/database-deadline';
 import { AppError } from './errors/error-catalogue';
 import { createPetEventBus } from './events/pet-event.bus';
 import { graphqlPlugin } from './graphql/graphql.plugin';
@@ -110,6 +111,8 @@ export async function buildApp({
     },
   });
 
+  // Every database call a request makes, together, within one deadline (README "Security").
+  app.addHook('onRequest', (_request, _reply, done) => withOneBudget(done));
   await hardenResponses(app, config.corsOrigins);
   endJsonWithNewline(app);
   observeRequests(app, metrics);

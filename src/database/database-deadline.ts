@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { DEADLINE_EXCEEDED, isConflict, isConnectionLost } from './database-errors';
@@ -50,13 +51,30 @@ export interface DatabaseCallOptions {
   mode?: 'master' | 'slave';
   /** Run `work` in a transaction, committed when it returns and rolled back when it throws. */
   transaction?: boolean;
-  /** The deadline in ms (default {@link DATABASE_DEADLINES}.callMs). */
+  /** Not part of the request that started it (e.g. cleaning up after a failure): outside its {@link withOneBudget}. */
+  background?: boolean;
+  /** The deadline in ms (default {@link DATABASE_DEADLINES}.callMs), cut to what is left of the request's budget. */
   timeoutMs?: number;
 }
 
 /** A pooled mysql2 connection: destroying it closes its socket and keeps it out of the pool. */
 interface DestroyableConnection {
   destroy(): void;
+}
+
+/** When the database budget of the request being served ends (performance.now() ms), if one is. */
+const budgets = new AsyncLocalStorage<number>();
+
+/**
+ * Runs `work` (a request: app.ts opens one per HTTP request) with one database budget: every
+ * {@link withinDeadline} call it makes, together, ends within {@link DATABASE_DEADLINES}.callMs
+ * from now, so a request of several calls (a key lookup, an Idempotency-Key claim, a create)
+ * is answered as quickly as a request of one.
+ *
+ * @returns what `work` returns.
+ */
+export function withOneBudget<T>(work: () => T): T {
+  return budgets.run(performance.now() + DATABASE_DEADLINES.callMs, work);
 }
 
 /** Pooled connections to Galera nodes whose session already reads causally. */
@@ -96,16 +114,23 @@ async function readCausally(dataSource: DataSource, runner: QueryRunner, connect
  * @param dataSource - an initialised primary DataSource (from openDatabase).
  * @param work - the statements to run, through the given EntityManager only; with
  *   `transaction`, it may run more than once (each run rolled back but the last).
- * @param options - primary or replica, transaction, deadline.
+ * @param options - primary or replica, transaction, deadline (never past the budget of the
+ *   request being served, {@link withOneBudget}, unless `background`).
  * @returns what `work` returns.
- * @throws DatabaseDeadlineError, CommitOutcomeUnknownError, or whatever `work` or the driver throws.
+ * @throws DatabaseDeadlineError (also at once when the request's budget is spent),
+ *   CommitOutcomeUnknownError, or whatever `work` or the driver throws.
  */
 export async function withinDeadline<T>(
   dataSource: DataSource,
   work: (manager: EntityManager) => Promise<T>,
-  { mode = 'master', transaction = false, timeoutMs = DATABASE_DEADLINES.callMs }: DatabaseCallOptions = {},
+  { mode = 'master', transaction = false, background = false, timeoutMs = DATABASE_DEADLINES.callMs }: DatabaseCallOptions = {},
 ): Promise<T> {
   if (dataSource.options.type !== 'mysql') return inProcess(dataSource, work, transaction);
+  const budgetEnd = background ? undefined : budgets.getStore();
+  if (budgetEnd !== undefined && budgetEnd - performance.now() < timeoutMs) {
+    timeoutMs = budgetEnd - performance.now();
+    if (timeoutMs <= 0) throw new DatabaseDeadlineError(DATABASE_DEADLINES.callMs);
+  }
   const reader = mode === 'slave' ? readerOf(dataSource) : dataSource;
   if (reader === dataSource) return callOn(dataSource, work, transaction, timeoutMs);
   const started = performance.now();

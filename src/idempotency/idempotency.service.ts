@@ -67,7 +67,9 @@ export class IdempotencyService {
       if (error instanceof CommitOutcomeUnknownError) throw error;
       // Nothing was created: free the key so that the client may retry. While the database
       // fails, the client is not kept waiting for that (the key is free after 20 s anyway).
-      const freed = withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).delete({ id: record.id }));
+      const freed = withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).delete({ id: record.id }), {
+        background: true,
+      });
       if (isDatabaseUnavailable(error)) freed.catch(() => undefined);
       else await freed;
       throw error;
