@@ -18,8 +18,9 @@ export async function isGaleraNode(manager: EntityManager): Promise<boolean> {
 }
 
 /**
- * A Galera node's own view (SHOW commands only: they answer on a node outside the primary
- * component, where SELECTs are refused): ready when Synced and in the primary component.
+ * A Galera node's own view (SHOW commands: they answer on a node outside the primary component,
+ * where SELECTs are refused): ready when Synced, in the primary component, and a causal read
+ * goes through.
  */
 async function galeraState(manager: EntityManager): Promise<{ ready: boolean; state: string }> {
   const rows: StatusRow[] = await manager.query(
@@ -29,6 +30,13 @@ async function galeraState(manager: EntityManager): Promise<{ ready: boolean; st
   if (status.wsrep_cluster_status !== 'Primary') return { ready: false, state: 'non-Primary' };
   if (status.wsrep_ready !== 'ON' || status.wsrep_local_state !== WSREP_SYNCED) {
     return { ready: false, state: status.wsrep_local_state_comment || 'not ready' };
+  }
+  // Just resumed from a pause, a node may report Synced before it notices it was evicted; a
+  // causal read (the session's wsrep_sync_wait) then fails: it cannot serve yet.
+  try {
+    await manager.query('SELECT 1');
+  } catch {
+    return { ready: false, state: 'not caught up' };
   }
   return { ready: true, state: 'ok' };
 }

@@ -12,7 +12,8 @@ export interface NodeState {
   readonly ready: boolean;
   /**
    * `ok`; `unreachable`; a Galera node's own state when not Synced in the primary component
-   * (`Joined`, `Donor/Desynced`, `non-Primary`…); `lagging`; `replication stopped`; `not checked yet`.
+   * (`Joined`, `Donor/Desynced`, `non-Primary`…) or `not caught up` (it says Synced, a causal
+   * read fails); `lagging`; `replication stopped`; `not checked yet`.
    */
   readonly state: string;
   /** A replica's lag behind its source, in seconds, as it reports it; null when it cannot tell (a thread stopped). */
