@@ -5,9 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import { openDatabase } from '../src/database/open-database';
-import { READINESS_CACHE_MS } from '../src/operations/health.routes';
+import { NODE_CHECK_INTERVAL_MS } from '../src/database/database-health';
 import { encodePetCursor } from '../src/pets/pet-cursor';
-import { type GaleraCluster, type MariadbNode, type ReplicatedPair, startGaleraCluster, startReplicatedPair } from './helpers/mariadb-topology';
+import { type GaleraCluster, type MariadbNode, type ReplicatedPair, startGaleraCluster, startReplicatedPair } from '../bench/mariadb-topology';
 import { apiKeyFor, built, freePort, startNode } from './helpers/processes';
 import {
   type Answer,
@@ -193,7 +193,7 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
   let answers: Answer[];
   try {
     await sleep(BEFORE_MS);
-    resumedAt = undefined;
+    undoneAt = undefined;
     faultAt = performance.now();
     await spec.fault();
     backAt = performance.now();
@@ -207,8 +207,8 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
   const readiness = spec.readiness.flatMap(({ instance, fault }) => {
     const expectation: ReadinessExpectation =
       fault === 'own'
-        ? { instance, fault, faultAt, backAt, detectMs: OWN_DETECT_MS, readyAgainMs: RECOVERY_MS, resumedAt }
-        : { instance, fault, faultAt, backAt, detectMs: REPLICA_DETECT_MS + READINESS_CACHE_MS, readyAgainMs: RECOVERY_MS };
+        ? { instance, fault, faultAt, backAt, detectMs: OWN_DETECT_MS, readyAgainMs: RECOVERY_MS, undoneAt }
+        : { instance, fault, faultAt, backAt, detectMs: REPLICA_DETECT_MS + NODE_CHECK_INTERVAL_MS, readyAgainMs: RECOVERY_MS };
     return readinessKept(answers, expectation);
   });
   const checks: Record<string, Violations> = {
@@ -238,15 +238,16 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
   expect(shown).toEqual(Object.fromEntries(Object.keys(checks).map((check) => [check, []])));
 }
 
+/** When the fault was last undone (ms): a node resumed, or started again; reset by each fault. */
+let undoneAt: number | undefined;
+
 /** Kills `node`, leaves it down KILLED_MS, starts it again (a Galera node: until Synced). */
 async function killAndRestart(node: MariadbNode): Promise<void> {
   await node.kill();
   await sleep(KILLED_MS);
+  undoneAt = performance.now();
   await node.start();
 }
-
-/** When {@link pauseFor} last resumed a node (ms); reset by each fault. */
-let resumedAt: number | undefined;
 
 /** SIGSTOPs `node` for `ms`, then SIGCONTs it; then `after` (e.g. wait until Synced). */
 async function pauseFor(node: MariadbNode, ms: number, after: () => Promise<void> = async () => undefined): Promise<void> {
@@ -255,7 +256,7 @@ async function pauseFor(node: MariadbNode, ms: number, after: () => Promise<void
     await sleep(ms);
   } finally {
     node.resume();
-    resumedAt = performance.now();
+    undoneAt = performance.now();
   }
   await after();
 }

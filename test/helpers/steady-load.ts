@@ -308,25 +308,26 @@ export interface ReadinessExpectation {
   /** How soon after `backAt` an `own` instance must be ready again (ms). */
   readyAgainMs: number;
   /**
-   * When a paused node was resumed, if it was (ms): for `detectMs` after it, the node may still
-   * report the state it had before the pause, so probes then are not required to be 503.
+   * When the fault was undone (ms: the node resumed, or started again), if it was: from then
+   * until `backAt` (when the test sees it serve, or rejoined) only the node's own account tells
+   * whether it serves, so probes then may be 200 or 503.
    */
-  resumedAt?: number;
+  undoneAt?: number;
 }
 
 /**
  * Promise 5, on the `/readyz` probes: every body has a `nodes` array; a 200 is `{status: "ok"}`,
  * a 503 the Error shape with SERVICE_UNAVAILABLE. With `fault: 'own'`, every probe started
- * between `faultAt + detectMs` and `backAt` is 503 (there must be one when that span is at least
- * 500 ms long), but for `detectMs` after `resumedAt`, and every probe started `readyAgainMs` after `backAt` is 200. With
+ * between `faultAt + detectMs` and `backAt` (`undoneAt` when set) is 503 (there must be one when that span is at least
+ * 500 ms long), and every probe started `readyAgainMs` after `backAt` is 200. With
  * `fault: 'replica'`, every probe is 200, and those started between `faultAt + detectMs` and
  * `backAt` list a `role: "replica"` node with `ready: false`.
  */
 export function readinessKept(answers: readonly Answer[], e: ReadinessExpectation): Violations {
   const probes = answers.filter((a) => a.operation === 'readyz' && a.instance === e.instance);
   const violations: Violations = [];
-  const unsure = (a: Answer) => e.resumedAt !== undefined && a.start >= e.resumedAt && a.start < e.resumedAt + e.detectMs;
-  const inFault = (a: Answer) => a.start >= e.faultAt + e.detectMs && a.start <= e.backAt && !unsure(a);
+  const downUntil = e.undoneAt ?? e.backAt;
+  const inFault = (a: Answer) => a.start >= e.faultAt + e.detectMs && a.start <= downUntil;
   for (const a of probes) {
     const nodes = nodesOf(a);
     const body = JSON.stringify(a.body).slice(0, 160);
@@ -346,7 +347,7 @@ export function readinessKept(answers: readonly Answer[], e: ReadinessExpectatio
       }
     }
   }
-  if (e.backAt - (e.faultAt + e.detectMs) >= 500 && !probes.some(inFault)) violations.push(`${e.instance}: no /readyz probe answered while the node was out`);
+  if (downUntil - (e.faultAt + e.detectMs) >= 500 && !probes.some(inFault)) violations.push(`${e.instance}: no /readyz probe answered while the node was out`);
   return violations;
 }
 
