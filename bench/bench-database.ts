@@ -26,6 +26,20 @@ export async function prepareDatabase(url: string, petCount: number): Promise<st
 }
 
 /**
+ * Numbers the pets 1 to n in id order: a Galera node steps AUTO_INCREMENT by the cluster size,
+ * and the scenarios pick ids from 1 to the pet count.
+ */
+export async function renumberPets(url: string): Promise<void> {
+  const connection = await createConnection(url);
+  try {
+    await connection.query('SET @n := 0');
+    await connection.query('UPDATE pet SET id = (@n := @n + 1) ORDER BY id');
+  } finally {
+    await connection.end();
+  }
+}
+
+/**
  * Grows `pet` to `target` rows by copying existing rows (`INSERT … SELECT`, doubling at most),
  * then refreshes the index statistics. Expects ids 1 to n with no gaps (a freshly seeded table).
  *

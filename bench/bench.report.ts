@@ -1,5 +1,6 @@
 import type { ExplainRow } from './bench-database';
 import type { Measurement, SystemName } from './bench.runner';
+import type { CausalReadsResult } from './causal-reads';
 
 /** Every measurement of one system on one scenario, one per round. */
 export interface ScenarioRuns {
@@ -33,6 +34,13 @@ export interface ScalePoint {
   latency: Record<string, Measurement>;
 }
 
+/** The Galera phase: the price of causal reads on a node of a 3-node cluster. */
+export interface GaleraResults {
+  reads: CausalReadsResult;
+  /** REST scenarios on the Galera node: B1c (no causality wait) and the service; `oneServerRatio` is service/B1c req/s in the main rounds. */
+  scenarios: Array<{ name: string; b1c: Measurement; service: Measurement; oneServerRatio?: number }>;
+}
+
 /** Everything one `npm run bench` produced; written as JSON. */
 export interface BenchResults {
   startedAt: string;
@@ -43,6 +51,7 @@ export interface BenchResults {
   runs: ScenarioRuns[];
   halfRate: HalfRateRow[];
   scale: ScalePoint[];
+  galera?: GaleraResults;
 }
 
 /** One scenario's summary: medians over rounds (RSS: the maximum; unexpected: the sum). */
@@ -218,6 +227,21 @@ export function toMarkdown(results: BenchResults): string {
         .map((plan) => `${plan.type} ${plan.key}`)
         .join(', ');
       lines.push(`| ${point.rows.toLocaleString('en')} (deep page ${point.deepPage.toLocaleString('en')}) | ${cells.join(' | ')} | ${plans} |`);
+    }
+  }
+  if (results.galera) {
+    const { reads, scenarios } = results.galera;
+    lines.push('');
+    lines.push(
+      `On node 1 of a 3-node Galera cluster on this machine (README "Scale-out notes"): the service's getPet statement, one at a time, takes ${fixed(reads.syncWaitOff.mean, 3)} ms (p99 ${fixed(reads.syncWaitOff.p99, 3)}) without the causality wait and ${fixed(reads.syncWaitOn.mean, 3)} ms (p99 ${fixed(reads.syncWaitOn.p99, 3)}) with \`wsrep_sync_wait = 1\`, which the service sets on a Galera node's sessions (${reads.syncWaitOn.reads} reads each). B1c reads without it:`,
+    );
+    lines.push('');
+    lines.push('| Scenario | B1c req/s | Service req/s | × B1c on Galera | × B1c on one server |');
+    lines.push('|---|--:|--:|--:|--:|');
+    for (const row of scenarios) {
+      lines.push(
+        `| REST ${row.name} | ${fixed(row.b1c.rps)} | ${fixed(row.service.rps)} | ${fixed(row.service.rps / row.b1c.rps, 2)} | ${fixed(row.oneServerRatio, 2)} |`,
+      );
     }
   }
   lines.push('');

@@ -6,11 +6,11 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { type Connection, createConnection } from 'mysql2/promise';
-import { createDatabase } from '../../src/database/mysql-admin';
-import { freePort } from './processes';
+import { createDatabase } from '../src/database/mysql-admin';
+import { freePort } from '../src/net/free-port';
 
 /**
- * MariaDB topologies of a test's own, started from the test on 127.0.0.1 (no Docker): a Galera
+ * MariaDB topologies of our own, for the fault tests and the bench's Galera phase, started on 127.0.0.1 (no Docker): a Galera
  * cluster, or a primary with one asynchronous replica. Every node is a private
  * `mariadbd --no-defaults` with its own data directory under the system temp directory, its own
  * ports and socket; never the shared server on 3306. Nodes run as the `mysql` user (mariadbd
@@ -38,7 +38,7 @@ export interface MariadbNode {
    * @returns the rows (for a statement without rows, mysql2's result header as the one element).
    * @throws mysql2's error, or a timeout error after about 3 s to connect or 3 s to answer.
    */
-  query<T = any>(sql: string, params?: unknown[]): Promise<T[]>;
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   /** SIGCONT then SIGKILL (kill -9), and waits for the exit; the data directory stays. */
   kill(): Promise<void>;
   /**
@@ -209,7 +209,7 @@ class Node implements MariadbNode {
     return `--- ${this.name} (port ${this.port}) stderr, last ${LOG_TAIL_CHARS} chars ---\n${this.log}`;
   }
 
-  async query<T = any>(sql: string, params: unknown[] = []): Promise<T[]> {
+  async query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
     let connection: Connection | undefined;
     try {
       connection = await createConnection({ host: '127.0.0.1', port: this.port, user: 'root', connectTimeout: ADMIN_TIMEOUT_MS });

@@ -6,9 +6,11 @@ import { API_KEY_CACHE, generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from '../src/database/mysql-admin';
 import { freePort } from '../src/net/free-port';
-import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase } from './bench-database';
-import { type BenchResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
+import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase, renumberPets } from './bench-database';
+import { type BenchResults, type GaleraResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
 import { type Measurement, type RunningSystem, type SystemName, measure, measureAtRate, probe, startSystem } from './bench.runner';
+import { measureCausalReads } from './causal-reads';
+import { startGaleraCluster } from './mariadb-topology';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 
 /**
@@ -27,7 +29,10 @@ import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './
  * Then the fixed-rate phase: for every scenario, B1c and then the service at half of B1c's
  * maximum rate for the operation, for p50/p99 and the server's CPU time per request (user +
  * system, read from /proc/<pid>/stat; see cpuTimeMs in bench.runner.ts). Then the scale
- * curve (10k, 100k, 1M rows in BENCH_DATABASE_URL's database + `_scale`). Writes
+ * curve (10k, 100k, 1M rows in BENCH_DATABASE_URL's database + `_scale`). Then, on a 3-node
+ * Galera cluster of its own on 127.0.0.1 (galera-4, rsync), the price of causal reads: the
+ * getPet statement with `wsrep_sync_wait` 0 and 1, and the service against B1c on node 1
+ * for REST get and list-20. Writes
  * bench/results/latest.{md,json} (smoke: smoke.{md,json}; a run with any option narrowing or
  * shortening it: partial.{md,json}) and prints the tables.
  * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
@@ -56,6 +61,7 @@ const options = new Command('bench')
   .option('--duration <seconds>', 'seconds per measured run (default 5)', positiveNumber)
   .option('--systems <list>', 'comma-separated systems to run (default: service,B1,B1c,B0)', systemList)
   .option('--no-scale', 'skip the scale curve')
+  .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
   .option('--cpu-prof', 'write V8 CPU profiles of the service to bench/results/profiles/')
   .showHelpAfterError()
@@ -67,6 +73,7 @@ const options = new Command('bench')
     duration?: number;
     systems?: SystemName[];
     scale: boolean;
+    galera: boolean;
     halfRate: boolean;
     cpuProf?: boolean;
   }>();
@@ -270,6 +277,8 @@ async function main(): Promise<void> {
     }
   }
 
+  const galera = options.galera ? await galeraPhase(runs) : undefined;
+
   const results: BenchResults = {
     startedAt: startedAt.toISOString(),
     mode: smoke ? 'smoke' : 'full',
@@ -292,6 +301,7 @@ async function main(): Promise<void> {
     runs,
     halfRate,
     scale,
+    ...(galera && { galera }),
   };
   const markdown = toMarkdown(results);
   mkdirSync(RESULTS, { recursive: true });
@@ -301,6 +311,7 @@ async function main(): Promise<void> {
     options.duration !== undefined ||
     SYSTEMS.length < SYSTEM_NAMES.length ||
     !options.scale ||
+    !options.galera ||
     !options.halfRate;
   const base = path.join(RESULTS, smoke ? 'smoke' : partial ? 'partial' : 'latest');
   writeFileSync(`${base}.md`, markdown);
@@ -315,10 +326,59 @@ async function main(): Promise<void> {
       { what: `half-rate service ${r.surface} ${r.name}`, m: r.service },
     ]),
     ...scale.flatMap((p) => Object.entries(p.latency).map(([label, m]) => ({ what: `scale ${p.rows} ${label}`, m }))),
+    ...(galera?.scenarios ?? []).flatMap((row) => [
+      { what: `Galera B1c ${row.name}`, m: row.b1c },
+      { what: `Galera service ${row.name}`, m: row.service },
+    ]),
   ].filter(({ m }) => m.unexpected > 0 || m.total === 0);
   if (unexpected.length > 0) {
     log(`Harness failure: unexpected statuses or no responses in ${unexpected.map(({ what, m }) => `${what} ${JSON.stringify(m.statuses)}`).join('; ')}`);
     process.exitCode = 1;
+  }
+}
+
+/**
+ * On node 1 of a 3-node Galera cluster of the bench's own, seeded like the main database: the
+ * getPet statement with and without the causality wait the service sets there, then B1c (no
+ * causality wait) and the service on REST get and list-20, one round each.
+ *
+ * @param runs - the main rounds, for the same scenarios' ratio to B1c on one server.
+ */
+async function galeraPhase(runs: ScenarioRuns[]): Promise<GaleraResults> {
+  log('Galera: starting a 3-node cluster');
+  const cluster = await startGaleraCluster();
+  try {
+    const url = siblingDatabaseUrl(cluster.nodes[0].url, 'petstore_bench_galera');
+    const apiKey = await prepareDatabase(url, SETTINGS.pets);
+    await renumberPets(url);
+    const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
+    const reads = await measureCausalReads(url, { reads: smoke ? 400 : 4000, petCount: SETTINGS.pets });
+    log(
+      `  getPet statement, one at a time: mean ${reads.syncWaitOff.mean.toFixed(3)} ms without the causality wait, ${reads.syncWaitOn.mean.toFixed(3)} ms with it`,
+    );
+    const scenarios = SCENARIOS.filter((s) => s.surface === 'rest' && (s.name === 'get' || s.name === 'list-20'));
+    const measured: Record<'B1c' | 'service', Record<string, Measurement>> = { B1c: {}, service: {} };
+    for (const name of ['B1c', 'service'] as const) {
+      const system = await start(name, apiKey, url);
+      try {
+        for (const scenario of scenarios) measured[name][scenario.name] = await run(system, scenario, context);
+      } finally {
+        await system.stop();
+      }
+    }
+    const oneServerRatio = (name: string) => {
+      const [service, b1c] = [
+        summarise(runs.find((r) => r.system === 'service' && r.surface === 'rest' && r.name === name)),
+        summarise(runs.find((r) => r.system === 'B1c' && r.name === name)),
+      ];
+      return service && b1c ? service.rps / b1c.rps : undefined;
+    };
+    return {
+      reads,
+      scenarios: scenarios.map(({ name }) => ({ name, b1c: measured.B1c[name], service: measured.service[name], oneServerRatio: oneServerRatio(name) })),
+    };
+  } finally {
+    await cluster.stop();
   }
 }
 

@@ -6,7 +6,7 @@ import { openDatabase } from '../src/database/open-database';
 import { toAppError } from '../src/errors/error-catalogue';
 import { PetStatus } from '../src/pets/pet-status.enum';
 import { PetRepository } from '../src/pets/pet.repository';
-import { type GaleraCluster, type MariadbNode, startGaleraCluster } from './helpers/mariadb-topology';
+import { type GaleraCluster, type MariadbNode, startGaleraCluster } from '../bench/mariadb-topology';
 import { describeOnMysql } from './helpers/test-database';
 
 /**

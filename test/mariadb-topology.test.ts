@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type GaleraCluster, type MariadbNode, type ReplicatedPair, startGaleraCluster, startReplicatedPair } from './helpers/mariadb-topology';
+import { type GaleraCluster, type MariadbNode, type ReplicatedPair, startGaleraCluster, startReplicatedPair } from '../bench/mariadb-topology';
 import { describeOnMysql } from './helpers/test-database';
 
 /**

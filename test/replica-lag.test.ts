@@ -6,7 +6,7 @@ import { openDatabase } from '../src/database/open-database';
 import { createMetrics } from '../src/operations/metrics.registry';
 import { PetStatus } from '../src/pets/pet-status.enum';
 import { PetRepository } from '../src/pets/pet.repository';
-import { type ReplicatedPair, startReplicatedPair } from './helpers/mariadb-topology';
+import { type ReplicatedPair, startReplicatedPair } from '../bench/mariadb-topology';
 import { describeOnMysql } from './helpers/test-database';
 
 const MAX_LAG_SECONDS = 2;
