@@ -8,6 +8,9 @@ export const NODE_CHECK_INTERVAL_MS = 1000;
 /** Galera's `wsrep_local_state` of a node that has everything and serves: Synced. */
 const WSREP_SYNCED = '4';
 
+/** A Galera node that says Synced, but cannot complete a causal read. */
+const NOT_CAUGHT_UP = 'not caught up';
+
 type StatusRow = { Variable_name: string; Value: string };
 type ReplicaStatusRow = Record<string, string | number | null>;
 
@@ -20,23 +23,25 @@ export async function isGaleraNode(manager: EntityManager): Promise<boolean> {
 /**
  * A Galera node's own view (SHOW commands: they answer on a node outside the primary component,
  * where SELECTs are refused): ready when Synced, in the primary component, and a causal read
- * goes through.
+ * goes through. `answered` is set once the node has given its status, so that a causal read
+ * that outlasts the check's deadline reads as `not caught up`, not `unreachable`.
  */
-async function galeraState(manager: EntityManager): Promise<{ ready: boolean; state: string }> {
+async function galeraState(manager: EntityManager, progress: { answered: boolean }): Promise<{ ready: boolean; state: string }> {
   const rows: StatusRow[] = await manager.query(
     `SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_cluster_status', 'wsrep_local_state', 'wsrep_local_state_comment')`,
   );
+  progress.answered = true;
   const status = Object.fromEntries(rows.map((row) => [row.Variable_name.toLowerCase(), row.Value]));
   if (status.wsrep_cluster_status !== 'Primary') return { ready: false, state: 'non-Primary' };
   if (status.wsrep_ready !== 'ON' || status.wsrep_local_state !== WSREP_SYNCED) {
     return { ready: false, state: status.wsrep_local_state_comment || 'not ready' };
   }
-  // Just resumed from a pause, a node may report Synced before it notices it was evicted; a
-  // causal read (the session's wsrep_sync_wait) then fails: it cannot serve yet.
+  // Just resumed from a pause, or with peers gone but not yet evicted, a node may report Synced
+  // while a causal read (the session's wsrep_sync_wait) fails or waits: it cannot serve yet.
   try {
     await manager.query('SELECT 1');
   } catch {
-    return { ready: false, state: 'not caught up' };
+    return { ready: false, state: NOT_CAUGHT_UP };
   }
   return { ready: true, state: 'ok' };
 }
@@ -79,6 +84,7 @@ function connectInBackground(node: DatabaseNode): void {
 async function checkNode(node: DatabaseNode, maxLagSeconds: number): Promise<NodeState> {
   const { name, role } = node;
   let state: NodeState;
+  const progress = { answered: false };
   if (!node.dataSource.isInitialized) {
     connectInBackground(node);
     state = { name, role, ready: false, state: 'unreachable' };
@@ -87,7 +93,7 @@ async function checkNode(node: DatabaseNode, maxLagSeconds: number): Promise<Nod
       state = await withinDeadline(
         node.dataSource,
         async (manager) => {
-          if (node.galera) return { name, role, ...(await galeraState(manager)) };
+          if (node.galera) return { name, role, ...(await galeraState(manager, progress)) };
           if (role === 'primary') {
             await manager.query('SELECT 1');
             return { name, role, ready: true, state: 'ok' };
@@ -100,7 +106,7 @@ async function checkNode(node: DatabaseNode, maxLagSeconds: number): Promise<Nod
         { timeoutMs: DATABASE_DEADLINES.readinessMs },
       );
     } catch {
-      state = { name, role, ready: false, state: 'unreachable' };
+      state = { name, role, ready: false, state: progress.answered ? NOT_CAUGHT_UP : 'unreachable' };
     }
   }
   node.state = state;
