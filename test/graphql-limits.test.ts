@@ -32,21 +32,27 @@ async function expectRejected(query: string, variables?: Record<string, unknown>
 
 // Each limit's operations are built far below the cost limit, so that only the limit under
 // test can refuse them: a field that reads the database costs 100, `__typename` 1.
-/** Aliases of one pet's fields (Armor does not count aliases of `__typename`). */
+/** Aliases of one pet's fields. */
 const aliases = (n: number) => `{ pets(limit: 1) { ${Array.from({ length: n }, (_, i) => `a${i}: id`).join(' ')} } }`;
+/** Aliases of `__typename`, which count like any other. */
+const typenameAliases = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `t${i}: __typename`).join(' ')} }`;
 const directives = (n: number) => `{ ${'... @include(if: true) { __typename } '.repeat(n)}}`;
 /** Exactly n tokens: 6 per fragment, 1 per extra `__typename`, 2 for the braces. */
 const tokens = (n: number) => {
   const fragments = Math.floor((n - 2) / 6);
   return `{ ${'... on Query { __typename } '.repeat(fragments)}${'__typename '.repeat(n - 2 - 6 * fragments)}}`;
 };
-/** An operation n levels deep: inline fragments count as a level (the schema itself is only 2 deep). */
-const depth = (n: number) => `{ ${'... on Query { '.repeat(n - 2)}pets(limit: 1) { id }${' }'.repeat(n - 2)} }`;
+/** An operation n fields deep (n ≥ 4): `__type { fields { type { ofType … { name } } } }`; the pet fields are only 2 to 4 deep. */
+const depth = (n: number) => `{ __type(name: "Pet") { fields { type { ${'ofType { '.repeat(n - 4)}name${' }'.repeat(n - 4)} } } } }`;
+/** Relay-style colocated fragments around `n` levels of fields: spreads and inline fragments nested `spreads` times. */
+const relayFragments = (spreads: number) =>
+  `{ petsConnection(first: 2) { edges { node { ...Row } } } } fragment Row on Pet { ...Name id ${'... on Pet { '.repeat(spreads)}status${' }'.repeat(spreads)} } fragment Name on Pet { name }`;
 const pricedLists = (limits: number[]) =>
   `query${limits.includes(-1) ? '($n: Int)' : ''} { ${limits.map((limit, i) => `l${i}: pets(limit: ${limit === -1 ? '$n' : limit}) { id name categoryId status }`).join(' ')} }`;
 
 describe.each([
   ['aliases', QUERY_LIMITS.maxAliases, aliases],
+  ['__typename aliases', QUERY_LIMITS.maxAliases, typenameAliases],
   ['directives', QUERY_LIMITS.maxDirectives, directives],
   ['tokens', QUERY_LIMITS.maxTokens, tokens],
   ['depth', QUERY_LIMITS.maxDepth, depth],
@@ -117,6 +123,9 @@ describe('known attacks are refused', () => {
   });
 
   test('when nesting is 100 levels deep, then it is refused', () => expectRejected(depth(100)));
+
+  test('when Relay-style fragments nest 8 deep around fields 4 deep, then it runs: depth counts fields, not fragments', () =>
+    expectAccepted(relayFragments(8)));
 
   test('when fragments multiply past what the cost can be computed for (40,000 nodes), then it is refused rather than run unpriced', () =>
     expectRejected(

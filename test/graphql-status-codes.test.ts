@@ -97,7 +97,8 @@ describe('GraphQL request errors: the status follows the response format', () =>
 });
 
 describe('every other refusal keeps its status whatever the Accept', () => {
-  const deep = `{ ${'... on Query { '.repeat(QUERY_LIMITS.maxDepth)}pets(limit: 1) { id }${' }'.repeat(QUERY_LIMITS.maxDepth)} }`;
+  // One field deeper than the limit: __type, fields, type, then ofType down to name.
+  const deep = `{ __type(name: "Pet") { fields { type { ${'ofType { '.repeat(QUERY_LIMITS.maxDepth - 3)}name${' }'.repeat(QUERY_LIMITS.maxDepth - 3)} } } } }`;
   const costly = `{ ${Array.from({ length: 3 }, (_, i) => `a${i}: pets(limit: 100) { id name categoryId status }`).join(' ')} }`;
   const manyTokens = `{ ${'__typename '.repeat(QUERY_LIMITS.maxTokens)}}`;
   const twoCreates = 'mutation { a: createPet(input: {name: "A", categoryId: 1}) { id } b: createPet(input: {name: "B", categoryId: 1}) { id } }';

@@ -3,8 +3,10 @@ import { ApolloArmor } from '@escape.tech/graphql-armor';
 /**
  * Limits on one GraphQL operation (OWASP GraphQL cheat sheet; issue "hard to break"; README
  * "Security"). Armor's defaults, tuned to this schema:
- * - depth 6 (fragments count as a level; introspection, which GraphiQL needs, is exempt):
- *   real queries here are 2 deep;
+ * - depth 6, counted in fields: fragments, spread or inline, add no level, so Relay-style
+ *   colocated fragments cost nothing; introspection's `__schema`, which GraphiQL needs, is
+ *   exempt. Real queries here are 2 to 4 deep;
+ * - 15 aliases, `__typename` aliases included (each is a field to answer);
  * - cost 1000, priced by {@link databaseFieldCost}: a field that reads or writes the database
  *   costs at least one request's worth (100), a list its `limit` times its selection, any
  *   other field 1. So `pets(limit: 100) { id name categoryId status }` costs 400 (two full
@@ -64,8 +66,9 @@ export const QUERY_REJECTED_MESSAGE = 'Query validation error.';
 export function armorSettings(production: boolean) {
   const hidden = { exposeLimits: false, errorMessage: QUERY_REJECTED_MESSAGE } as const;
   return new ApolloArmor({
-    maxDepth: { n: QUERY_LIMITS.maxDepth, ignoreIntrospection: true, flattenFragments: false, ...hidden },
-    maxAliases: { n: QUERY_LIMITS.maxAliases, ...hidden },
+    maxDepth: { n: QUERY_LIMITS.maxDepth, ignoreIntrospection: true, flattenFragments: true, ...hidden },
+    // Armor leaves `__typename` aliases out by default: they are counted like any other.
+    maxAliases: { n: QUERY_LIMITS.maxAliases, allowList: [], ...hidden },
     // Armor's token check re-parses in a hook and turns syntax errors into 500s: graphql-js's
     // own `maxTokens` parse option does it instead (see `parseOptions` below).
     maxTokens: { enabled: false },
