@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { type PrivateServer, startPrivateRedis } from './helpers/private-servers';
-import { PET_TABLE, type StatementCounter, countStatements } from './helpers/statement-counter';
+import { API_KEY_TABLE, PET_TABLE, type StatementCounter, countStatements } from './helpers/statement-counter';
+import { ApiKey } from '../src/auth/api-key.entity';
+import { ApiKeyService } from '../src/auth/api-key.service';
+import { openDatabase } from '../src/database/open-database';
 import { graphql, request, startTestApp, type TestApp } from './helpers/test-app';
+import { createTestDatabase, testOnMysql } from './helpers/test-database';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -97,6 +101,31 @@ describe.each([
     expect(result.status).toBe(200);
     expect(remainingAfter(result)).toBe(String(BUDGET - 1));
   });
+});
+
+describe("a key's first burst after a start", () => {
+  // MySQL only: the key is made by another process (its own DataSource), so the app has never looked it up.
+  testOnMysql(
+    'when 300 requests come at once with a valid key the instance has not looked up yet, then they share one lookup and are charged to the key, not its address',
+    async () => {
+      const { database, drop } = await createTestDatabase();
+      const other = await openDatabase(database);
+      const t = await startTestApp({ database, env: { RATE_LIMIT_MAX: '1000', RATE_LIMIT_UNAUTHENTICATED_MAX: '20', RATE_LIMIT_WINDOW_SECONDS: '60' } });
+      try {
+        const { key } = await new ApiKeyService(other.getRepository(ApiKey)).create('deployed elsewhere');
+        const statements = countStatements(t.dataSource);
+        const answers = await Promise.all(Array.from({ length: 300 }, () => request(t, 'GET', '/v1/pets?limit=1', { apiKey: key })));
+        expect(answers.map((answer) => answer.status).filter((status) => status !== 200)).toEqual([]);
+        expect(statements.count(API_KEY_TABLE)).toBe(1);
+        // Charged to the key: 301 of its 1000 spent, this request included.
+        expect((await request(t, 'GET', '/v1/pets?limit=1', { apiKey: key })).headers.get('ratelimit')).toMatch(/^"default";r=699;/);
+      } finally {
+        await t.close();
+        await other.destroy();
+        await drop();
+      }
+    },
+  );
 });
 
 describe('counters shared through Redis', () => {

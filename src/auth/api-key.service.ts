@@ -93,6 +93,8 @@ export type KeyRecognition =
  */
 export class ApiKeyService {
   private readonly cache: KeyCache;
+  /** Lookups under way, by key hash: concurrent requests with one key share one lookup. */
+  private readonly lookups = new Map<string, Promise<ApiKey | null>>();
 
   /**
    * @param keys - the TypeORM repository of {@link ApiKey}.
@@ -203,7 +205,8 @@ export class ApiKeyService {
    * within the cache time. Lookup is by SHA-256 hash, so the key itself never reaches the
    * database and lookup timing says nothing about stored keys; the hash found is then compared
    * again in constant time (the database's collation may ignore case). Each answer is cached
-   * (see the constructor), so most requests cost no lookup.
+   * (see the constructor), so most requests cost no lookup, and concurrent lookups of one key
+   * are one lookup.
    *
    * @param key - the bearer token as sent.
    * @returns the key record, or null when malformed, unknown or revoked.
@@ -215,6 +218,26 @@ export class ApiKeyService {
     if (recognised.state === 'malformed' || recognised.state === 'refused') return null;
     const hash = hashKey(key);
     const hex = hash.toString('hex');
+    const pending = this.lookups.get(hex);
+    if (pending) return pending;
+    const lookup = this.lookUp(hash, hex).finally(() => this.lookups.delete(hex));
+    this.lookups.set(hex, lookup);
+    return lookup;
+  }
+
+  /**
+   * The lookup of `key` under way, if one is: requests that arrive with a key while its first
+   * lookup runs wait for that one (README "Security": they are then charged to the key, not
+   * to their address) instead of each looking it up.
+   *
+   * @returns a promise that settles when the lookup ends, or undefined when none runs.
+   */
+  lookupUnderWay(key: string): Promise<unknown> | undefined {
+    return isWellFormedApiKey(key) ? this.lookups.get(hashKey(key).toString('hex')) : undefined;
+  }
+
+  /** One database lookup of a key's hash; caches the answer. */
+  private async lookUp(hash: Buffer, hex: string): Promise<ApiKey | null> {
     const generation = this.cache.generation;
     const found = await withinDeadline(
       this.keys.manager.connection,

@@ -41,8 +41,9 @@ const toLookUp = new WeakMap<FastifyRequest, string>();
  * - `identify` decides what it can without the database: it sets `request.apiKeyId` for a key
  *   found active (trusted, or known from the last hour and to be looked up again: counted
  *   against the key), or `request.authFailure` for a missing or malformed key or one found
- *   unknown or revoked moments ago; a key it has never seen is left to `requireApiKey`, and
- *   the request is counted against its address (then, once the key is found, against the key);
+ *   unknown or revoked moments ago; a key whose first lookup is under way waits for it; a key
+ *   it has never seen is left to `requireApiKey`, and the request is counted against its
+ *   address (then, once the key is found, against the key);
  * - `requireApiKey` looks up the keys `identify` left open (only for requests the limiter let
  *   through, so an address over its limit causes no lookup), then enforces: it throws the
  *   AppError UNAUTHENTICATED (HTTP 401, `WWW-Authenticate: Bearer …` per RFC 6750), which each
@@ -67,7 +68,14 @@ export function createAuthHooks(apiKeys: ApiKeyService): {
         request.authFailure = unauthenticated('Malformed Authorization header: expected Bearer <API_KEY>.', 'invalid_token');
         return;
       }
-      const recognised = apiKeys.recognise(match[1]);
+      let recognised = apiKeys.recognise(match[1]);
+      // The key's first lookup is under way (a burst after a start): wait for it, so that this
+      // request is charged to the key once it is found, not to its address.
+      const underWay = recognised.state === 'unknown' ? apiKeys.lookupUnderWay(match[1]) : undefined;
+      if (underWay) {
+        await underWay.catch(() => undefined);
+        recognised = apiKeys.recognise(match[1]);
+      }
       switch (recognised.state) {
         case 'trusted':
           request.apiKeyId = recognised.apiKey.id;
