@@ -10,7 +10,7 @@ import { type GaleraCluster, type MariadbNode, startGaleraCluster } from '../ben
 import { describeOnMysql } from './helpers/test-database';
 
 /**
- * The service's database layer on a real 3-node Galera cluster (test/helpers/mariadb-topology.ts),
+ * The service's database layer on a real 3-node Galera cluster (bench/mariadb-topology.ts),
  * in-process: migrations at start on two nodes at once, reads after writes across nodes, and a
  * node that loses the primary component. The built servers under faults are in
  * test/topology-faults.test.ts.

@@ -3,7 +3,7 @@ import { type GaleraCluster, type MariadbNode, type ReplicatedPair, startGaleraC
 import { describeOnMysql } from './helpers/test-database';
 
 /**
- * The MariaDB topologies the fault tests run on (test/helpers/mariadb-topology.ts) do what they
+ * The MariaDB topologies the fault tests run on (bench/mariadb-topology.ts) do what they
  * promise: a Galera cluster replicates, and a node killed or paused comes back with what was
  * written meanwhile; a replica follows its primary, stops and resumes applying, and survives a
  * kill. Start and rejoin times are printed. MySQL runs only (describeOnMysql), like every test

@@ -12,7 +12,7 @@ import { describeOnMysql } from './helpers/test-database';
 const MAX_LAG_SECONDS = 2;
 
 /**
- * DATABASE_REPLICA_MAX_LAG_SECONDS on a real asynchronous replica (test/helpers/mariadb-topology.ts):
+ * DATABASE_REPLICA_MAX_LAG_SECONDS on a real asynchronous replica (bench/mariadb-topology.ts):
  * a replica that falls behind (MASTER_DELAY holds its SQL thread back for real) or stops
  * applying leaves the read rotation, reads go to the primary meanwhile, and it comes back once
  * it has caught up.

@@ -29,9 +29,9 @@ import {
 import { createProcessDatabase, describeOnMysql } from './helpers/test-database';
 
 /**
- * Issue 19: the promises of README "Operations" kept on the engines users scale to. Each
+ * The promises of README "Operations" and "Scale-out notes", kept on the engines users scale to. Each
  * topology (one server, a primary with an async replica, a 3-node Galera cluster) is started
- * here, on 127.0.0.1 (test/helpers/mariadb-topology.ts), under two instances of the built
+ * here, on 127.0.0.1 (bench/mariadb-topology.ts), under two instances of the built
  * server; each fault (kill -9 and restart, SIGSTOP for 3 s and 20 s, replica loss, a stopped
  * SQL thread) runs under steady load on both instances (test/helpers/steady-load.ts), and every
  * answer is then checked against the promises, numbered as in the checks below. Fresh instances
@@ -62,7 +62,7 @@ interface Instance extends LoadTarget {
 }
 
 /**
- * Starts the built server in `cwd` with the environment of issue 19's runs plus `env`
+ * Starts the built server in `cwd` with the environment of these runs plus `env`
  * (DATABASE_URL, DATABASE_REPLICA_URLS); does not wait for it.
  */
 async function startInstance(name: string, cwd: string, env: Record<string, string>): Promise<Instance> {

@@ -23,15 +23,19 @@ export interface HealthRoutesOptions {
  *   or the primary cannot tell within DATABASE_DEADLINES.readinessMs.
  */
 function migrationsApplied(dataSource: DataSource): () => Promise<boolean> {
-  let last: { at: number; migrated: Promise<boolean> } | undefined;
+  let migrated = false;
+  let last: { at: number; answer: Promise<boolean> } | undefined;
   const ask = () =>
     withinDeadline(dataSource, async (manager) => !(await new MigrationExecutor(dataSource, manager.queryRunner).showMigrations()), {
       timeoutMs: DATABASE_DEADLINES.readinessMs,
-    }).catch(() => false);
+    })
+      .catch(() => false)
+      .then((done) => (migrated = done));
   return async () => {
+    if (migrated) return true;
     // Probes within NODE_CHECK_INTERVAL_MS share one answer, as they share the nodes' check.
-    if (!last || (Date.now() - last.at >= NODE_CHECK_INTERVAL_MS && !(await last.migrated))) last = { at: Date.now(), migrated: ask() };
-    return last.migrated;
+    if (!last || Date.now() - last.at >= NODE_CHECK_INTERVAL_MS) last = { at: Date.now(), answer: ask() };
+    return last.answer;
   };
 }
 

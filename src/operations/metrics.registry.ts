@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DataSource } from 'typeorm';
-import { nodesOf } from '../database/database-node';
+import { type DatabaseNode, nodesOf } from '../database/database-node';
 
 /** Label values of one served request, as `petstore_http_request_duration_seconds` records them. */
 export interface RequestLabels {
@@ -37,13 +37,9 @@ interface MysqlPool {
   config?: { connectionLimit?: number };
 }
 
-/** The pools behind a primary DataSource: its own and each read replica's, by node name (`primary`, `replica1`…). */
-function poolsOf(dataSource: DataSource): Array<{ node: string; pool: MysqlPool }> {
-  const { primary, replicas } = nodesOf(dataSource);
-  return [primary, ...replicas].flatMap(({ name, dataSource: source }) => {
-    const pool = (source.driver as unknown as { pool?: MysqlPool }).pool;
-    return pool ? [{ node: name, pool }] : [];
-  });
+/** mysql2's pool of a node's DataSource, once it is connected. */
+function poolOf(node: DatabaseNode): MysqlPool | undefined {
+  return (node.dataSource.driver as unknown as { pool?: MysqlPool }).pool;
 }
 
 /**
@@ -92,6 +88,12 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
   const pools: DataSource[] = [];
+  /** Every database server behind the watched DataSources: each primary and its replicas. */
+  const watchedNodes = () =>
+    pools.flatMap((dataSource) => {
+      const { primary, replicas } = nodesOf(dataSource);
+      return [primary, ...replicas];
+    });
   new Gauge({
     name: 'petstore_db_pool_connections',
     help: 'Database pool usage: open connections (total), idle ones, the limit, and requests waiting for a connection.',
@@ -99,13 +101,13 @@ export function createMetrics(): Metrics {
     registers: [registry],
     collect() {
       this.reset();
-      for (const dataSource of pools) {
-        for (const { node, pool } of poolsOf(dataSource)) {
-          this.set({ node, state: 'total' }, pool._allConnections?.length ?? 0);
-          this.set({ node, state: 'idle' }, pool._freeConnections?.length ?? 0);
-          this.set({ node, state: 'waiting' }, pool._connectionQueue?.length ?? 0);
-          this.set({ node, state: 'limit' }, pool.config?.connectionLimit ?? 0);
-        }
+      for (const node of watchedNodes()) {
+        const pool = poolOf(node);
+        if (!pool) continue;
+        this.set({ node: node.name, state: 'total' }, pool._allConnections?.length ?? 0);
+        this.set({ node: node.name, state: 'idle' }, pool._freeConnections?.length ?? 0);
+        this.set({ node: node.name, state: 'waiting' }, pool._connectionQueue?.length ?? 0);
+        this.set({ node: node.name, state: 'limit' }, pool.config?.connectionLimit ?? 0);
       }
     },
   });
@@ -116,10 +118,7 @@ export function createMetrics(): Metrics {
     registers: [registry],
     collect() {
       this.reset();
-      for (const dataSource of pools) {
-        const { primary, replicas } = nodesOf(dataSource);
-        for (const { state } of [primary, ...replicas]) this.set({ node: state.name, role: state.role }, state.ready ? 1 : 0);
-      }
+      for (const { state } of watchedNodes()) this.set({ node: state.name, role: state.role }, state.ready ? 1 : 0);
     },
   });
   new Gauge({
@@ -129,9 +128,7 @@ export function createMetrics(): Metrics {
     registers: [registry],
     collect() {
       this.reset();
-      for (const dataSource of pools) {
-        for (const { state } of nodesOf(dataSource).replicas) if (typeof state.lagSeconds === 'number') this.set({ node: state.name }, state.lagSeconds);
-      }
+      for (const { state } of watchedNodes()) if (typeof state.lagSeconds === 'number') this.set({ node: state.name }, state.lagSeconds);
     },
   });
   return {

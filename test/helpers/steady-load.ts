@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { startNode } from './processes';
 
 /**
- * Steady traffic on built servers while a database node fails under them (issue 19), and the
+ * Steady traffic on built servers while a database node fails under them, and the
  * checks of what every answer must be (test/topology-faults.test.ts). Times are
  * `performance.now()` milliseconds of this process.
  */
@@ -351,7 +351,7 @@ export function readinessKept(answers: readonly Answer[], e: ReadinessExpectatio
   return violations;
 }
 
-/** Runs SQL on a database node (test/helpers/mariadb-topology.ts `MariadbNode.query`). */
+/** Runs SQL on a database node (bench/mariadb-topology.ts `MariadbNode.query`). */
 export type Query = (sql: string) => Promise<Record<string, unknown>[]>;
 
 const SAFE_NAME = /^[A-Za-z0-9-]+$/;
