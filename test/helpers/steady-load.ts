@@ -318,7 +318,7 @@ export interface ReadinessExpectation {
 /**
  * Promise 5, on the `/readyz` probes: every body has a `nodes` array; a 200 is `{status: "ok"}`,
  * a 503 the Error shape with SERVICE_UNAVAILABLE. With `fault: 'own'`, every probe started
- * between `faultAt + detectMs` and `backAt` (`undoneAt` when set) is 503 (there must be one when that span is at least
+ * after `faultAt + detectMs` and answered before `backAt` (`undoneAt` when set) is 503 (there must be one when that span is at least
  * 500 ms long), and every probe started `readyAgainMs` after `backAt` is 200. With
  * `fault: 'replica'`, every probe is 200, and those started between `faultAt + detectMs` and
  * `backAt` list a `role: "replica"` node with `ready: false`.
@@ -327,7 +327,8 @@ export function readinessKept(answers: readonly Answer[], e: ReadinessExpectatio
   const probes = answers.filter((a) => a.operation === 'readyz' && a.instance === e.instance);
   const violations: Violations = [];
   const downUntil = e.undoneAt ?? e.backAt;
-  const inFault = (a: Answer) => a.start >= e.faultAt + e.detectMs && a.start <= downUntil;
+  // Answered while the node was still down: a probe answered after it is back may truthfully say 200.
+  const inFault = (a: Answer) => a.start >= e.faultAt + e.detectMs && a.end <= downUntil;
   for (const a of probes) {
     const nodes = nodesOf(a);
     const body = JSON.stringify(a.body).slice(0, 160);
