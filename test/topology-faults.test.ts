@@ -437,11 +437,11 @@ describeOnMysql('Galera: instance A on node 1, B on node 2, node 3 unused', () =
   const rejoined = async (resumed: MariadbNode): Promise<void> => {
     const mark = ++marks;
     const deadline = Date.now() + 60_000;
-    await node(0).query('CREATE TABLE IF NOT EXISTS petstore_marker.mark (id INT PRIMARY KEY, n INT NOT NULL)');
     for (;;) {
-      // The write waits while the cluster still counts the paused node in: retried until it commits.
+      // The table and the write wait while the cluster still counts the paused node in: retried until they commit.
       const written = await node(0)
-        .query(`REPLACE INTO petstore_marker.mark VALUES (1, ${mark})`)
+        .query('CREATE TABLE IF NOT EXISTS petstore_marker.mark (id INT PRIMARY KEY, n INT NOT NULL)')
+        .then(() => node(0).query(`REPLACE INTO petstore_marker.mark VALUES (1, ${mark})`))
         .then(() => true)
         .catch(() => false);
       if (written) break;
