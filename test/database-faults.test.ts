@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type Client, createClient } from 'graphql-ws';
 import { In } from 'typeorm';
+import WebSocket from 'ws';
 import { Pet } from '../src/pets/pet.entity';
 import { type PrivateServer, startPrivateMariadb } from './helpers/private-servers';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy';
@@ -153,6 +155,52 @@ describeOnMysql('when the database fails', () => {
     expect(await countNamed(name)).toBe(1);
     expect(retry.body.id).toBe((await t.dataSource.getRepository(Pet).findOneByOrFail({ name })).id);
   });
+
+  /** A `petCreated` subscriber on the app, collecting the names it is told of. */
+  async function subscribeToCreates(): Promise<{ names: string[]; client: Client }> {
+    const names: string[] = [];
+    const client = createClient({
+      url: `${t.url.replace(/^http/, 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { Authorization: `Bearer ${t.apiKey}` },
+      retryAttempts: 0,
+    });
+    await new Promise<void>((resolve, reject) => {
+      client.subscribe<{ petCreated: { name: string } }>(
+        { query: 'subscription { petCreated { name } }' },
+        { next: ({ data }) => names.push(data!.petCreated.name), error: reject, complete: () => undefined },
+      );
+      // Acknowledged: the subscription runs once the server has answered a create made after it.
+      client.on('connected', () => setTimeout(resolve, 100));
+    });
+    return { names, client };
+  }
+
+  test.each([false, true])(
+    'when a create answered GATEWAY_TIMEOUT was stored (Idempotency-Key: %s), then its petCreated event is sent once, after the database answers again, and a replay sends none',
+    async (withKey) => {
+      const subscriber = await subscribeToCreates();
+      try {
+        const name = `commit-stall-event-${withKey}-${randomUUID()}`;
+        const create = () => request(t, 'POST', '/v1/pets', { body: { name, categoryId: 5 }, headers: withKey ? { 'idempotency-key': name } : {} });
+        proxy.stallAt('COMMIT', { deliver: true });
+        expect((await create()).status).toBe(504);
+        expect(subscriber.names).not.toContain(name);
+        const back = performance.now();
+        await endStall();
+        while (!subscriber.names.includes(name) && performance.now() - back < 10_000) await sleep(50);
+        const announcedMs = Math.round(performance.now() - back);
+        if (withKey) expect((await create()).status).toBe(201);
+        await sleep(1_500); // a second event, were one to come, would be here by now
+        expect(subscriber.names.filter((n) => n === name)).toEqual([name]);
+        expect(await countNamed(name)).toBe(1);
+        console.info(`create answered 504 but stored: petCreated sent once, ${announcedMs} ms after the database was back`);
+      } finally {
+        await subscriber.client.dispose();
+      }
+    },
+    30_000,
+  );
 
   test('when a create is cut off midway and retried with its Idempotency-Key, then exactly one pet exists', async () => {
     const name = `cut-${randomUUID()}`;

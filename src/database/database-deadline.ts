@@ -43,6 +43,19 @@ export class DatabaseDeadlineError extends Error {
 export class CommitOutcomeUnknownError extends Error {
   override readonly name = 'CommitOutcomeUnknownError';
   readonly code = 'COMMIT_OUTCOME_UNKNOWN';
+
+  /**
+   * @param written - what the transaction's work returned before COMMIT was sent: what is
+   *   stored if the COMMIT went through (e.g. the new row with its id), so that the caller can
+   *   find out later.
+   */
+  constructor(
+    message: string,
+    options: ErrorOptions,
+    readonly written: unknown,
+  ) {
+    super(message, options);
+  }
 }
 
 /** How to run one database call. */
@@ -149,6 +162,7 @@ async function callOn<T>(target: DataSource, work: (manager: EntityManager) => P
   const runner = target.createQueryRunner('master');
   let connection: DestroyableConnection | undefined;
   let committing = false;
+  let written: T | undefined;
   let expired = false;
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_resolve, reject) => {
@@ -172,6 +186,7 @@ async function callOn<T>(target: DataSource, work: (manager: EntityManager) => P
       try {
         await runner.startTransaction();
         const result = await work(runner.manager);
+        written = result;
         committing = true;
         await runner.commitTransaction();
         return result;
@@ -187,7 +202,7 @@ async function callOn<T>(target: DataSource, work: (manager: EntityManager) => P
     return await Promise.race([call, deadline]);
   } catch (error) {
     if (committing && (expired || isConnectionLost(error))) {
-      throw new CommitOutcomeUnknownError('The database did not confirm the commit.', { cause: error });
+      throw new CommitOutcomeUnknownError('The database did not confirm the commit.', { cause: error }, written);
     }
     if (runner.isTransactionActive && !expired && !isConnectionLost(error)) {
       await Promise.race([runner.rollbackTransaction(), deadline]).catch(() => undefined);

@@ -18,3 +18,10 @@ export interface PetEvents {
 
 /** Announces nothing: for a PetService built without subscribers (tools, some tests). */
 export const NO_PET_EVENTS: PetEvents = Object.freeze({ created: () => undefined });
+
+/**
+ * How a create answered 504 (its COMMIT never confirmed) is settled: its row is looked up on the
+ * primary every `intervalMs` while the database cannot answer, for at most `maxMs`; found, the
+ * pet is announced then (README "Subscriptions").
+ */
+export const UNCONFIRMED_CREATE_CHECKS = Object.freeze({ intervalMs: 1_000, maxMs: 10 * 60_000 });

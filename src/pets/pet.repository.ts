@@ -115,6 +115,18 @@ export class PetRepository {
   }
 
   /**
+   * Looks a pet up on the primary, outside the budget of any request: for work that follows up
+   * on a request already answered (a create whose COMMIT was never confirmed).
+   *
+   * @param id - a positive identifier.
+   * @returns the pet, or null when none has that id.
+   * @throws DatabaseDeadlineError (503) when the database does not answer in time.
+   */
+  findOnPrimary(id: number): Promise<Pet | null> {
+    return withinDeadline(this.dataSource, (manager) => this.findById(id, manager), { background: true });
+  }
+
+  /**
    * Stores a new animal with one INSERT (no reload). On its own, the INSERT runs in a
    * transaction, so that a call abandoned at its deadline before COMMIT stores nothing (503
    * means "safe to retry"); only a COMMIT that is never confirmed leaves the outcome unknown.

@@ -1,10 +1,13 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CommitOutcomeUnknownError } from '../database/database-deadline';
+import { isDatabaseUnavailable } from '../database/database-errors';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { DeprecationTracker } from '../operations/deprecation.tracker';
 import { validateInput } from '../validation/validate-input';
 import type { Caller } from './caller';
 import { decodePetCursor, encodePetCursor } from './pet-cursor';
 import type { PetStatus } from './pet-status.enum';
-import { NO_PET_EVENTS, type PetEvents } from './pet-events';
+import { NO_PET_EVENTS, type PetEvents, UNCONFIRMED_CREATE_CHECKS } from './pet-events';
 import type { Pet } from './pet.entity';
 import { ListPetsArgs, NewPetInput, PetIdArgs, PetsConnectionArgs } from './pet.inputs';
 import type { PetRepository } from './pet.repository';
@@ -112,7 +115,9 @@ export class PetService {
   /**
    * createPet (spec "createPet"): with an Idempotency-Key, once per key (README "Idempotent creates").
    * Once the pet is committed, `events.created` announces it (README "Subscriptions"); a replay
-   * of an Idempotency-Key announces nothing, as it stores nothing.
+   * of an Idempotency-Key announces nothing, as it stores nothing. A create answered 504 (its
+   * COMMIT never confirmed) is announced once the database shows it stored
+   * ({@link UNCONFIRMED_CREATE_CHECKS}), and never if it was not.
    *
    * @param input - the NewPet fields `{ name, categoryId, status? }`; `status` defaults to `available`.
    * @param caller - who is calling, and the Idempotency-Key they sent, if any.
@@ -124,25 +129,49 @@ export class PetService {
   async createPet(input: unknown, caller: Caller): Promise<Pet> {
     const { name, categoryId, status } = await validateInput(NewPetInput, input);
     const newPet = { name, categoryId, status };
-    if (caller.idempotencyKey === undefined) {
-      const pet = await this.pets.create(newPet); // committed when it resolves
-      this.events.created(pet);
+    try {
+      if (caller.idempotencyKey === undefined) {
+        const pet = await this.pets.create(newPet); // committed when it resolves
+        this.events.created(pet);
+        return pet;
+      }
+      // `once` runs the create only on a key's first use; a replay returns the stored pet.
+      let stored = false;
+      const pet = await this.idempotency.once(
+        { apiKeyId: caller.apiKeyId, key: caller.idempotencyKey },
+        newPet,
+        async (manager) => {
+          const created = await this.pets.create(newPet, manager);
+          stored = true;
+          return created;
+        },
+        (id, manager) => this.pets.findById(id, manager),
+      );
+      // `once` resolves after the COMMIT; had the transaction rolled back, it would have thrown.
+      if (stored) this.events.created(pet);
       return pet;
+    } catch (error) {
+      if (error instanceof CommitOutcomeUnknownError) void this.announceIfStored(error.written as Pet | undefined);
+      throw error;
     }
-    // `once` runs the create only on a key's first use; a replay returns the stored pet.
-    let stored = false;
-    const pet = await this.idempotency.once(
-      { apiKeyId: caller.apiKeyId, key: caller.idempotencyKey },
-      newPet,
-      async (manager) => {
-        const created = await this.pets.create(newPet, manager);
-        stored = true;
-        return created;
-      },
-      (id, manager) => this.pets.findById(id, manager),
-    );
-    // `once` resolves after the COMMIT; had the transaction rolled back, it would have thrown.
-    if (stored) this.events.created(pet);
-    return pet;
+  }
+
+  /**
+   * Settles a create whose COMMIT was never confirmed: looks `pet` up on the primary until the
+   * database answers, and announces it if it is there. Runs after the request was answered;
+   * never throws.
+   */
+  private async announceIfStored(pet: Pet | undefined): Promise<void> {
+    if (pet?.id === undefined) return;
+    const giveUpAt = performance.now() + UNCONFIRMED_CREATE_CHECKS.maxMs;
+    for (;;) {
+      try {
+        if (await this.pets.findOnPrimary(pet.id)) this.events.created(pet);
+        return;
+      } catch (error) {
+        if (!isDatabaseUnavailable(error) || performance.now() > giveUpAt) return;
+        await sleep(UNCONFIRMED_CREATE_CHECKS.intervalMs, undefined, { ref: false });
+      }
+    }
   }
 }
