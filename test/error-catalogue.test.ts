@@ -8,6 +8,12 @@ import { graphql, request, startTestApp } from './helpers/test-app';
 
 const codes = Object.keys(ERROR_CATALOGUE) as ErrorCode[];
 
+/** What a GraphQL error of `code` adds to `extensions`: the catalogue's Retry-After, when it has one. */
+function retryHint(code: ErrorCode): { retryAfterSeconds?: number } {
+  const entry: { status: number; retryAfterSeconds?: number } = ERROR_CATALOGUE[code];
+  return entry.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: entry.retryAfterSeconds };
+}
+
 describe('the catalogue', () => {
   test('when read, then every code has a status and a message', () => {
     for (const code of codes) {
@@ -46,14 +52,14 @@ describe('the two surfaces translate every code the same way', () => {
   test.each(codes)('when %s is thrown before GraphQL runs, then the GraphQL body carries it in extensions.code', async (code) => {
     const response = await fetch(`${base}/graphql/${code}`);
     expect(response.status).toBe(ERROR_CATALOGUE[code].status);
-    expect(await response.json()).toEqual({ errors: [{ message: ERROR_CATALOGUE[code].message, extensions: { code } }] });
+    expect(await response.json()).toEqual({ errors: [{ message: ERROR_CATALOGUE[code].message, extensions: { code, ...retryHint(code) } }] });
   });
 
-  test.each(codes)('when a resolver throws %s, then formatError keeps the code and nothing else', (code) => {
+  test.each(codes)('when a resolver throws %s, then formatError keeps the code and nothing else but its retry hint', (code) => {
     const logged: unknown[] = [];
     const error = new GraphQLError('wrapped', { path: ['pets'], originalError: new AppError(code, 'the message') });
     const formatted = createGraphqlErrorFormatter((e) => logged.push(e))({ message: 'wrapped', path: ['pets'] }, error);
-    expect(formatted).toEqual({ message: 'the message', path: ['pets'], extensions: { code } });
+    expect(formatted).toEqual({ message: 'the message', path: ['pets'], extensions: { code, ...retryHint(code) } });
     expect(logged).toHaveLength(0);
   });
 

@@ -118,14 +118,19 @@ describe('every other refusal keeps its status whatever the Accept', () => {
     expect(await countPets(t)).toBe(before);
   });
 
-  test.each(BOTH)('when Accept is %s, then a missing key is 401, a non-JSON body 415 and a body too large 413', async (accept) => {
-    const unauthenticated = await post({ query: '{' }, accept, { apiKey: null });
-    expect([unauthenticated.status, unauthenticated.body.errors[0].extensions.code]).toEqual([401, 'UNAUTHENTICATED']);
-    const notJson = await post('{"query":"{"}', accept, { headers: { 'content-type': 'text/plain' } });
-    expect([notJson.status, notJson.body.errors[0].extensions.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
-    const tooLarge = await post({ query: `{ __typename } #${'x'.repeat(HTTP_LIMITS.graphqlBodyBytes)}` }, accept);
-    expect([tooLarge.status, tooLarge.body.errors[0].extensions.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
-  });
+  test.each(BOTH)(
+    'when Accept is %s, then a missing key is 401, a non-JSON body 415, malformed JSON 400 and a body too large 413, each in that media type',
+    async (accept) => {
+      const unauthenticated = await post({ query: '{' }, accept, { apiKey: null });
+      expect([unauthenticated.status, unauthenticated.body.errors[0].extensions.code, essence(unauthenticated)]).toEqual([401, 'UNAUTHENTICATED', accept]);
+      const notJson = await post('{"query":"{"}', accept, { headers: { 'content-type': 'text/plain' } });
+      expect([notJson.status, notJson.body.errors[0].extensions.code, essence(notJson)]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE', accept]);
+      const malformed = await post('{"query": ', accept);
+      expect([malformed.status, malformed.body.errors[0].extensions.code, essence(malformed)]).toEqual([400, 'BAD_REQUEST', accept]);
+      const tooLarge = await post({ query: `{ __typename } #${'x'.repeat(HTTP_LIMITS.graphqlBodyBytes)}` }, accept);
+      expect([tooLarge.status, tooLarge.body.errors[0].extensions.code, essence(tooLarge)]).toEqual([413, 'PAYLOAD_TOO_LARGE', accept]);
+    },
+  );
 
   test.each(BOTH)('when Accept is %s, then a request Apollo cannot read is 400 BAD_REQUEST and a mutation over GET 405', async (accept) => {
     const noQuery = await post({ qeury: '{ __typename }' }, accept);

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { AppError, ERROR_CATALOGUE, type ErrorCode, codeForStatus, toAppError } from '../errors/error-catalogue';
+import { graphqlResponseTypeFor } from './legacy-json-status.plugin';
 import { withoutLimits } from './query-limits';
 
 function isCatalogued(code: unknown): code is ErrorCode {
@@ -10,14 +11,20 @@ function isCatalogued(code: unknown): code is ErrorCode {
 
 /**
  * The one GraphQL form of a catalogued error (spec "Errors"): the message, where it happened,
- * and `extensions.code`, nothing else.
+ * and `extensions.code`; for an error to retry later (503, 429), `extensions.retryAfterSeconds`,
+ * the `Retry-After` of its HTTP answer, so that a field error in a 200 answer says it too.
  *
- * @param code - a catalogue code.
- * @param message - the client-facing message.
+ * @param error - the AppError to show: its code, message and `Retry-After` header.
  * @param at - `locations` and `path` of the field that raised it, when there is one.
  */
-function graphqlError(code: ErrorCode, message: string, at: Pick<GraphQLFormattedError, 'locations' | 'path'> = {}): GraphQLFormattedError {
-  return { message, ...(at.locations && { locations: at.locations }), ...(at.path && { path: at.path }), extensions: { code } };
+function graphqlError(error: AppError, at: Pick<GraphQLFormattedError, 'locations' | 'path'> = {}): GraphQLFormattedError {
+  const retryAfter = error.headers['Retry-After'];
+  return {
+    message: error.message,
+    ...(at.locations && { locations: at.locations }),
+    ...(at.path && { path: at.path }),
+    extensions: { code: error.code, ...(retryAfter !== undefined && { retryAfterSeconds: Number(retryAfter) }) },
+  };
 }
 
 /**
@@ -53,24 +60,25 @@ function httpStatusOf(error: unknown): number | undefined {
 export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => void) {
   return function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
     const original = unwrapResolverError(error);
-    if (original instanceof AppError) return graphqlError(original.code, original.message, formatted);
+    if (original instanceof AppError) return graphqlError(original, formatted);
     const code = formatted.extensions?.code;
     const status = httpStatusOf(error);
     if (isCatalogued(code) && (status === undefined || ERROR_CATALOGUE[code].status === status)) {
-      return graphqlError(code, withoutLimits(formatted.message), formatted);
+      return graphqlError(new AppError(code, withoutLimits(formatted.message)), formatted);
     }
     const byStatus = status === undefined ? undefined : codeForStatus(status);
-    if (byStatus && byStatus !== 'INTERNAL_SERVER_ERROR') return graphqlError(byStatus, formatted.message, formatted);
+    if (byStatus && byStatus !== 'INTERNAL_SERVER_ERROR') return graphqlError(new AppError(byStatus, formatted.message), formatted);
     logUnexpected(original);
     const { appError } = toAppError(original); // INTERNAL_SERVER_ERROR, or SERVICE_UNAVAILABLE when the database is down
-    return graphqlError(appError.code, appError.message, formatted);
+    return graphqlError(appError, formatted);
   };
 }
 
 /**
  * Fastify error handler of the GraphQL route, for errors raised before Apollo runs (the auth
- * hook, an unreadable body): the HTTP status from the catalogue, and a GraphQL response body
- * `{ errors: [{ message, extensions: { code } }] }`.
+ * hook, an unreadable body): the HTTP status and headers from the catalogue, and a GraphQL
+ * response body `{ errors: [{ message, extensions: { code } }] }` in the media type Apollo would
+ * answer this `Accept` with (`application/json` when it allows neither).
  */
 export function sendGraphqlError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const { appError, unexpected } = toAppError(error);
@@ -78,5 +86,6 @@ export function sendGraphqlError(error: unknown, request: FastifyRequest, reply:
   reply
     .code(appError.status)
     .headers(appError.headers)
-    .send({ errors: [graphqlError(appError.code, appError.message)] });
+    .type(graphqlResponseTypeFor(request.headers.accept) ?? 'application/json; charset=utf-8')
+    .send({ errors: [graphqlError(appError)] });
 }

@@ -27,6 +27,7 @@ import { registerPlayground } from './playground';
 import { PARSE_OPTIONS, armorSettings } from './query-limits';
 import { buildPetStoreSchema } from './schema';
 import { serveSubscriptions } from './subscription.server';
+import { unavailableStatusPlugin } from './unavailable-status.plugin';
 import { refuseSubscriptionsOverHttp } from './subscriptions-over-http.rule';
 
 /** What the GraphQL surface needs. */
@@ -94,6 +95,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
       costLimitPlugin(spend),
       operationSummaryPlugin(),
       legacyJsonStatusPlugin(),
+      unavailableStatusPlugin(),
       ApolloServerPluginLandingPageDisabled(),
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginUsageReportingDisabled(),

@@ -17,19 +17,30 @@ const APOLLO_RESPONSE_TYPES = [
 ];
 
 /**
+ * The media type Apollo answers a single result in, for this `Accept`: `negotiator` ranks the
+ * types exactly as Apollo does; a missing `Accept` counts as `application/json`, as the GraphQL
+ * over HTTP spec and Apollo both say.
+ *
+ * @param accept - the request's `Accept` header, if any.
+ * @returns `application/json; charset=utf-8`, `application/graphql-response+json; charset=utf-8`,
+ *   or undefined for an `Accept` that allows neither (Apollo answers that 406). Never throws.
+ */
+export function graphqlResponseTypeFor(accept: string | undefined): string | undefined {
+  if (!accept) return APOLLO_RESPONSE_TYPES[0];
+  const chosen = new Negotiator({ headers: { accept } }).mediaType(APOLLO_RESPONSE_TYPES);
+  return chosen === APOLLO_RESPONSE_TYPES[2] ? APOLLO_RESPONSE_TYPES[0] : chosen;
+}
+
+/**
  * Whether Apollo answers this request in the legacy `application/json` format rather than
- * `application/graphql-response+json` (GraphQL over HTTP, "Legacy Watershed"): a missing
- * `Accept` counts as `application/json`, as the spec and Apollo both say; otherwise the
- * `negotiator` package ranks the types exactly as Apollo does.
+ * `application/graphql-response+json` (GraphQL over HTTP, "Legacy Watershed").
  *
  * @param accept - the request's `Accept` header, if any.
  * @returns true for `application/json`; false for `application/graphql-response+json` and for
- *   an `Accept` that allows neither (Apollo answers that 406 itself). Never throws.
+ *   an `Accept` that allows neither. Never throws.
  */
 export function answersLegacyJson(accept: string | undefined): boolean {
-  if (!accept) return true;
-  const chosen = new Negotiator({ headers: { accept } }).mediaType(APOLLO_RESPONSE_TYPES);
-  return chosen !== undefined && chosen.startsWith('application/json');
+  return graphqlResponseTypeFor(accept) === APOLLO_RESPONSE_TYPES[0];
 }
 
 /** Apollo's codes for GraphQL request errors: the document does not parse or validate, its variables do not coerce, no operation to run. */
