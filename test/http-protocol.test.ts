@@ -28,6 +28,24 @@ describe('requests Node itself would refuse with an empty body', () => {
     ['an HTTP/1.1 request without Host to /v1', 400, 'BAD_REQUEST', `POST /v1/pets HTTP/1.1\r\nAuthorization: Bearer KEY\r\n${json}`],
     ['an HTTP/1.1 request without Host to /graphql', 400, 'BAD_REQUEST', 'GET /graphql?query=%7B__typename%7D HTTP/1.1\r\n\r\n'],
     ['an HTTP/1.1 request with two Host headers', 400, 'BAD_REQUEST', `POST /v1/pets HTTP/1.1\r\nHost: x\r\nHost: y\r\nAuthorization: Bearer KEY\r\n${json}`],
+    [
+      'a good then a bad Authorization',
+      400,
+      'BAD_REQUEST',
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY\r\nAuthorization: Bearer bad\r\n${json}`,
+    ],
+    [
+      'a bad then a good Authorization',
+      400,
+      'BAD_REQUEST',
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer bad\r\nAuthorization: Bearer KEY\r\n${json}`,
+    ],
+    [
+      'two Authorization headers to /graphql',
+      400,
+      'BAD_REQUEST',
+      `GET /graphql?query=%7B__typename%7D HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY\r\nauthorization: Bearer KEY\r\n\r\n`,
+    ],
     ['an unknown Expect to /v1', 417, 'EXPECTATION_FAILED', `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY\r\nExpect: teapot\r\n${json}`],
     ['an unknown Expect to /graphql', 417, 'EXPECTATION_FAILED', `POST /graphql HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n${json}`],
   ])('when a client sends %s, then %s %s in the Error shape and nothing is stored', async (_case, status, code, raw) => {
