@@ -40,3 +40,54 @@ describe('int64 through the database', () => {
     expect(JSON.stringify(result.body)).not.toMatch(/900719925474099/);
   });
 });
+
+describe('numbers a JavaScript number cannot hold, as clients send them', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  /** POSTs a raw JSON body, so that the number reaches the server as written. */
+  const post = (path: string, body: string) => request(t, 'POST', path, { body, headers: { 'content-type': 'application/json' } });
+  const createWith = (categoryId: string) =>
+    post('/graphql', `{"query": "mutation ($c: SafeInt!) { createPet(input: {name: \\"Rex\\", categoryId: $c}) { id } }", "variables": {"c": ${categoryId}}}`);
+
+  test.each([
+    [
+      'an ID variable of 2^53+1',
+      '{"query": "query ($id: ID!) { pet(id: $id) { id } }", "variables": {"id": 9007199254740993}}',
+      'Variable "$id" got invalid value 9007199254740993; ID cannot represent value: 9007199254740993',
+    ],
+    [
+      'an Int variable of 1e400',
+      '{"query": "query ($n: Int) { pets(limit: $n) { id } }", "variables": {"n": 1e400}}',
+      'Variable "$n" got invalid value 1e400; Int cannot represent non-integer value: 1e400',
+    ],
+  ])('when GraphQL gets %s, then its message shows the number as sent, no library object', async (_case, body, message) => {
+    const result = await post('/graphql', body);
+    expect(result.body.errors).toEqual([expect.objectContaining({ message, extensions: { code: 'BAD_USER_INPUT' } })]);
+  });
+
+  test.each(['9007199254740992', '9007199254740993', '-9007199254740993'])(
+    'when a SafeInt variable is the integer %s, then it is refused as an unsafe integer, not a non-integer, over GraphQL and REST',
+    async (categoryId) => {
+      const graphql = await createWith(categoryId);
+      expect(graphql.body.errors).toEqual([
+        expect.objectContaining({
+          message: `Variable "$c" got invalid value ${categoryId}; SafeInt cannot represent unsafe integer value: ${categoryId}`,
+          extensions: { code: 'BAD_USER_INPUT' },
+        }),
+      ]);
+      const rest = await post('/v1/pets', `{"name": "Rex", "categoryId": ${categoryId}}`);
+      expect(rest.body).toEqual({ code: 'BAD_USER_INPUT', message: 'Invalid input: categoryId must be an integer from 1 to 9007199254740991.', status: 400 });
+    },
+  );
+
+  test('when a SafeInt variable has a fraction a double would round away, then it is still a non-integer', async () => {
+    const graphql = await createWith('1.0000000000000001');
+    expect(graphql.body.errors[0].message).toBe(
+      'Variable "$c" got invalid value 1.0000000000000001; SafeInt cannot represent non-integer value: 1.0000000000000001',
+    );
+  });
+});

@@ -3,8 +3,10 @@ import type { GraphQLSchema } from 'graphql';
 import { buildSchema } from 'type-graphql';
 import type { PetPubSub } from '../events/pet-event.bus';
 import type { PetService } from '../pets/pet.service';
+import { SafeInt } from '../pets/safe-int.type';
 import { PetSubscriptionResolver } from './pet-subscription.resolver';
 import { PetResolver } from './pet.resolver';
+import { SafeIntScalar } from './safe-int.scalar';
 
 /**
  * Builds the GraphQL schema from the type-graphql classes: queries and the mutation
@@ -26,6 +28,7 @@ export function buildPetStoreSchema(petService?: PetService, pubSub: PetPubSub =
     resolvers: [PetResolver, PetSubscriptionResolver],
     container: { get: (resolverClass) => resolvers.get(resolverClass) },
     pubSub,
+    scalarsMap: [{ type: SafeInt, scalar: SafeIntScalar }],
     validate: false,
   });
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { isSafeNumber, LosslessNumber, parse } from 'lossless-json';
+import { isSafeNumber, parse } from 'lossless-json';
+import { UnsafeJsonNumber } from '../validation/json-number';
 
 /** Fastify's own error for an empty body, kept so the answer is unchanged (400 BAD_REQUEST). */
 class JsonBodyError extends Error {
@@ -14,8 +15,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  * Replaces Fastify's JSON body parser, for both surfaces, with one that never rounds a
  * number: `JSON.parse` would turn `9007199254740993` or `1.0000000000000001` into a nearby
  * number that then passes the input rules. Here a number that a JavaScript number cannot hold
- * exactly stays a `LosslessNumber` object, which every numeric rule (class-validator's
- * `@IsInt`, GraphQL's `SafeInt`) refuses with 400 BAD_USER_INPUT.
+ * exactly stays an `UnsafeJsonNumber` (its text), which every numeric rule (class-validator's
+ * `@IsInt`, GraphQL's `SafeInt`) refuses with 400 BAD_USER_INPUT, showing the number as sent.
  *
  * The body is decoded as strict UTF-8 (RFC 8259 section 8.1): bytes that are not UTF-8 (an
  * invalid byte, an overlong or truncated sequence, an encoded surrogate) answer 400
@@ -36,7 +37,7 @@ export function parseJsonExactly(app: FastifyInstance): void {
     try {
       done(
         null,
-        parse(text, null, (value) => (isSafeNumber(value) ? Number(value) : new LosslessNumber(value))),
+        parse(text, null, (value) => (isSafeNumber(value) ? Number(value) : new UnsafeJsonNumber(value))),
       );
     } catch (error) {
       done(new JsonBodyError(`Body is not valid JSON: ${(error as Error).message}`));

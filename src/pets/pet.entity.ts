@@ -1,9 +1,9 @@
-import { SafeIntResolver } from 'graphql-scalars';
 import { Field, ID, ObjectType } from 'type-graphql';
 import { Column, Entity, Index, Generated, PrimaryColumn } from 'typeorm';
 import { int64Transformer } from '../database/int64';
 import { PetStatus } from './pet-status.enum';
 import { PET_LIMITS } from './pet.limits';
+import { SafeInt } from './safe-int.type';
 
 /**
  * An animal of the store (spec "Pet"): the TypeORM entity of table `pet` and the GraphQL
@@ -26,7 +26,7 @@ export class Pet {
   @Column({ type: 'varchar', length: PET_LIMITS.nameMaxLength })
   name!: string;
 
-  @Field(() => SafeIntResolver, { description: 'Identifier of the category the animal belongs to.' })
+  @Field(() => SafeInt, { description: 'Identifier of the category the animal belongs to.' })
   @Column({ name: 'category_id', type: 'bigint', transformer: int64Transformer })
   categoryId!: number;
 

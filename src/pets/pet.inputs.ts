@@ -1,4 +1,3 @@
-import { SafeIntResolver } from 'graphql-scalars';
 import { IsDefined, IsEnum, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy, type ValidationArguments, buildMessage } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
@@ -6,6 +5,8 @@ import { PetStatus } from './pet-status.enum';
 import { parsePositiveInteger } from '../validation/positive-integer';
 import { decodePetCursor } from './pet-cursor';
 import { PET_LIMITS } from './pet.limits';
+import { isUnsafeInteger } from '../validation/json-number';
+import { SafeInt } from './safe-int.type';
 
 const REQUIRED = { message: '$property is required' };
 const STATUS_MESSAGE = { message: `$property must be one of: ${Object.values(PetStatus).join(', ')}` };
@@ -113,9 +114,11 @@ export class NewPetInput {
   @MaxCodePoints(PET_LIMITS.nameMaxLength)
   name!: string;
 
-  @Field(() => SafeIntResolver, { description: 'Identifier of the category (a positive integer).' })
+  @Field(() => SafeInt, { description: 'Identifier of the category (a positive integer).' })
   @IsDefined(REQUIRED)
-  @IsInt()
+  @IsInt({
+    message: ({ value }) => (isUnsafeInteger(value) ? `$property must be an integer from 1 to ${PET_LIMITS.maxInt64}` : '$property must be an integer number'),
+  })
   @Min(1)
   @Max(PET_LIMITS.maxInt64)
   @JSONSchema({ format: 'int64' })
