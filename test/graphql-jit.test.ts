@@ -1,9 +1,9 @@
 import type { GatewayExecutor, GatewayGraphQLRequestContext } from '@apollo/server-gateway-interface';
-import { type GraphQLSchema, Kind, getIntrospectionQuery, parse } from 'graphql';
+import { type GraphQLSchema, Kind, buildSchema, execute, getIntrospectionQuery, parse, printSchema } from 'graphql';
 import { buildPetStoreSchema } from '../src/graphql/schema';
 import { type JitFallback, jitExecutorGateway } from '../src/graphql/jit-executor.gateway';
 import * as httpRules from '../src/graphql/subscriptions-over-http.rule';
-import { graphql, startTestApp } from './helpers/test-app';
+import { createPet, graphql, startTestApp } from './helpers/test-app';
 
 /**
  * The gateway executor on its own (the suites of both surfaces run every operation through
@@ -116,6 +116,37 @@ describe('work done once per document, not per request', () => {
       expect(validations).toHaveBeenCalledTimes(2);
     } finally {
       validations.mockRestore();
+      await t.close();
+    }
+  });
+});
+
+describe('a @skip or @include whose condition is a null variable', () => {
+  // `Boolean = false` lets `$i` stand where `Boolean!` is expected; an explicit null still reaches `if`.
+  const documents = [
+    ['on a root field', 'query ($i: Boolean = false) { __typename @include(if: $i) }'],
+    ['on a nested field', 'query ($i: Boolean = false) { pets { id name @skip(if: $i) } }'],
+    ['on an inline fragment', 'query ($i: Boolean = false) { pets { ... on Pet @include(if: $i) { id } } }'],
+  ];
+
+  test.each(documents)('when the condition %s is null, then the answer is the one graphql-js gives, coded BAD_USER_INPUT', async (_where, query) => {
+    // graphql-js on the same schema without resolvers, the pets given as its root value.
+    const reference = await execute({
+      schema: buildSchema(printSchema(schema)),
+      document: parse(query),
+      variableValues: { i: null },
+      rootValue: { pets: [{ id: 1 }] },
+    });
+    expect(reference.errors).toHaveLength(1);
+    const t = await startTestApp();
+    try {
+      await createPet(t, { name: 'Rex', categoryId: 1 });
+      const result = await graphql(t, query, { i: null });
+      expect(result.status).toBe(200);
+      const { message, locations, path } = reference.errors![0];
+      expect(result.body).toEqual({ data: null, errors: [{ message, locations, path, extensions: { code: 'BAD_USER_INPUT' } }] });
+      expect(message).toBe('Argument "if" of non-null type "Boolean!" must not be null.');
+    } finally {
       await t.close();
     }
   });

@@ -1,6 +1,15 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { FastifyRequest } from 'fastify';
-import { type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, OperationTypeNode, getVariableValues } from 'graphql';
+import {
+  type DocumentNode,
+  GraphQLIncludeDirective,
+  type GraphQLSchema,
+  GraphQLSkipDirective,
+  type OperationDefinitionNode,
+  OperationTypeNode,
+  getVariableValues,
+  visit,
+} from 'graphql';
 import { type ComplexityEstimator, fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
 import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors/error-catalogue';
@@ -12,7 +21,8 @@ import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE, requestUnitsOf } from './query-li
  * The cost of an operation (schema `complexity` extensions, 1 per other field) and its number of
  * Mutation root fields, or `unpriceable` when graphql-query-complexity gives up (past 10,000
  * selections with fragments expanded, beyond what an operation within the depth and cost
- * limits holds). Used for HTTP operations (below) and subscriptions (subscription.server.ts).
+ * limits holds). A `@skip`/`@include` whose condition cannot be read (`if: $v` with `$v` null)
+ * counts its selection: execution then answers the error graphql-js gives. Used for HTTP operations (below) and subscriptions (subscription.server.ts).
  *
  * @returns `{ cost, mutations }` in the units of QUERY_LIMITS.maxCost, or `{ unpriceable: true }`.
  */
@@ -23,16 +33,28 @@ export function priceOf(
   operationName: string | undefined,
   variables: Record<string, unknown>,
 ): { cost: number; mutations: number } | { unpriceable: true } {
-  const measure = (estimators: ComplexityEstimator[]) => getComplexity({ schema, query: document, operationName, variables, estimators });
-  try {
+  const price = (query: DocumentNode) => {
+    const measure = (estimators: ComplexityEstimator[]) => getComplexity({ schema, query, operationName, variables, estimators });
     const cost = measure([fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
     if (operation.operation !== OperationTypeNode.MUTATION) return { cost, mutations: 0 };
     const mutationType = schema.getMutationType();
     return { cost, mutations: measure([({ type, field }) => (type === mutationType && !field.name.startsWith('__') ? 1 : 0)]) };
+  };
+  try {
+    return price(document);
+  } catch {
+    // A `@skip`/`@include` whose `if` does not coerce (a null variable) throws here: priced with
+    // every condition taken as true, the operation runs, and execution reports it as graphql-js does.
+  }
+  try {
+    return price(visit(document, { Directive: (node) => (CONDITIONS.has(node.name.value) ? null : undefined) }));
   } catch {
     return { unpriceable: true };
   }
 }
+
+/** The directives that may leave a selection out: `@skip` and `@include`. */
+const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, GraphQLIncludeDirective.name]);
 
 /**
  * Rejects an operation that creates more than {@link QUERY_LIMITS}.maxMutations times or costs

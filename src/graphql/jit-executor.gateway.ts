@@ -1,5 +1,16 @@
 import type { GatewayExecutor, GatewayInterface } from '@apollo/server-gateway-interface';
-import { type ExecutionResult, GraphQLError, type GraphQLSchema, execute, getVariableValues } from 'graphql';
+import {
+  type DocumentNode,
+  type ExecutionResult,
+  GraphQLError,
+  GraphQLIncludeDirective,
+  type GraphQLSchema,
+  GraphQLSkipDirective,
+  Kind,
+  execute,
+  getVariableValues,
+  visit,
+} from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 
@@ -18,6 +29,34 @@ function asGraphqlJsError(error: GraphQLError): GraphQLError {
 }
 
 /**
+ * Whether a `@skip` or `@include` of the document takes its `if` from a variable that is null
+ * or not given: graphql-js refuses such an operation ("Argument "if" of non-null type
+ * "Boolean!" must not be null."), as the GraphQL spec's CoerceArgumentValues says.
+ */
+function hasUnreadableCondition(document: DocumentNode, variables: Record<string, unknown>): boolean {
+  let unreadable = false;
+  visit(document, {
+    Directive(node) {
+      if (node.name.value !== GraphQLSkipDirective.name && node.name.value !== GraphQLIncludeDirective.name) return;
+      const condition = node.arguments?.find((argument) => argument.name.value === 'if')?.value;
+      if (condition?.kind === Kind.VARIABLE && variables[condition.name.value] == null) unreadable = true;
+    },
+  });
+  return unreadable;
+}
+
+/**
+ * An error graphql-js raised itself while executing (an argument that does not coerce: a
+ * GraphQLError with no code, maybe located at a field), coded as the client's input; any other
+ * error is returned as it is.
+ */
+function asBadUserInput(error: GraphQLError): GraphQLError {
+  const raised = error.originalError ?? error;
+  if (!(raised instanceof GraphQLError) || raised.extensions.code !== undefined) return error;
+  return new GraphQLError(error.message, { nodes: error.nodes, path: error.path, extensions: { code: 'BAD_USER_INPUT' } });
+}
+
+/**
  * Apollo Server 5 executes through a gateway's executor when it is given one: this gateway
  * serves one fixed schema and runs each operation compiled by graphql-jit (README
  * "Performance"). Everything before execution stays Apollo's: parsing, the document cache,
@@ -27,6 +66,8 @@ function asGraphqlJsError(error: GraphQLError): GraphQLError {
  *   errors with their locations, one error where graphql-js gives one), and jit gets the
  *   coerced values (idempotent for this schema's ID, SafeInt, String, Int and enum inputs).
  * - An operation jit cannot compile runs on graphql-js's `execute`, and `onFallback` is told why;
+ *   so does one whose `@skip`/`@include` condition is a null variable, which jit would read as
+ *   false: graphql-js refuses it, and that error is coded BAD_USER_INPUT;
  *   a request naming no operation of its document goes to `execute` too, which reports it.
  * - Errors come back as graphql-js GraphQLErrors, so formatting is unchanged.
  *
@@ -60,6 +101,11 @@ export function jitExecutorGateway(schema: GraphQLSchema, options: { maxOperatio
     }
     const variables = getVariableValues(schema, operation.variableDefinitions ?? [], request.variables ?? {});
     if (variables.errors) return { errors: variables.errors };
+    if (hasUnreadableCondition(document, variables.coerced)) {
+      // jit would take a null `if` as false; graphql-js refuses it, the client's mistake.
+      const result = await execute({ schema, document, operationName, contextValue: context, variableValues: request.variables });
+      return { ...result, errors: result.errors?.map(asBadUserInput) };
+    }
     const result: ExecutionResult = await query.query(undefined, context, variables.coerced);
     return result.errors ? { ...result, errors: result.errors.map(asGraphqlJsError) } : result;
   };
