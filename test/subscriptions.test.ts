@@ -10,6 +10,7 @@ import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
 import { createLogger } from '../src/operations/logger';
 import { type Metrics, createMetrics } from '../src/operations/metrics.registry';
 import { apiKeyFor, built, freePort, startNode, waitForHttp } from './helpers/processes';
+import { exchangeRaw, parseRawResponse } from './helpers/raw-http';
 import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
 import { createProcessDatabase } from './helpers/test-database';
 
@@ -450,6 +451,28 @@ describe('petCreated over WebSocket', () => {
     test('when the upgrade asks for /graphql with a query string, then it is accepted', async () => {
       expect((await upgrade(`${wsUrl(t)}?x=1`, 'graphql-transport-ws')).status).toBe(101);
     });
+
+    const KEY = 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+    const HANDSHAKE = 'Host: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n';
+    test.each<[string, number, string, string, Record<string, string>]>([
+      ['no Sec-WebSocket-Key', 400, 'BAD_REQUEST', `GET /graphql HTTP/1.1\r\n${HANDSHAKE}Sec-WebSocket-Version: 13\r\n\r\n`, {}],
+      ['the POST method', 405, 'METHOD_NOT_ALLOWED', `POST /graphql HTTP/1.1\r\n${HANDSHAKE}${KEY}Sec-WebSocket-Version: 13\r\n\r\n`, { allow: 'GET' }],
+      [
+        'Sec-WebSocket-Version: 99',
+        400,
+        'BAD_REQUEST',
+        `GET /graphql HTTP/1.1\r\n${HANDSHAKE}${KEY}Sec-WebSocket-Version: 99\r\n\r\n`,
+        { 'sec-websocket-version': '13, 8' },
+      ],
+    ])(
+      'when a WebSocket handshake to /graphql has %s, then it is refused with %i %s in the Error shape, as JSON',
+      async (_case, status, code, raw, headers) => {
+        const answer = parseRawResponse((await exchangeRaw(t.url, raw, { giveUpAfterMs: 5000 })).received);
+        expect(answer.status).toBe(status);
+        expect(answer.headers).toEqual(expect.objectContaining({ 'content-type': 'application/json', ...headers }));
+        expect(JSON.parse(answer.body)).toEqual({ code, message: expect.any(String), status });
+      },
+    );
 
     test('when a client sends nothing after the upgrade, then the socket is closed with 4408 after the init wait', async () => {
       const closed = await new Promise<number>((resolve) => {

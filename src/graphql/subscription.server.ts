@@ -66,14 +66,36 @@ function catalogued(code: ErrorCode, message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code } });
 }
 
-/** Answers an upgrade request that gets no WebSocket with the spec's Error body, and closes the connection. */
+/** Answers an upgrade request that gets no WebSocket with the spec's Error body and the error's headers, and closes the connection. */
 function refuseUpgrade(socket: Duplex, error: AppError): void {
-  const body = JSON.stringify({ code: error.code, message: error.message, status: error.status });
+  const body = JSON.stringify(error.toBody());
+  const headers = Object.entries(error.headers).map(([name, value]) => `${name}: ${value}\r\n`);
   socket.on('error', () => socket.destroy());
   socket.once('end', () => socket.destroy());
   socket.end(
-    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\n` +
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\n${headers.join('')}` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** The WebSocket versions ws speaks: 13 (RFC 6455) and 8 (its last draft). */
+const WEBSOCKET_VERSIONS = ['13', '8'];
+
+/**
+ * The answer to an upgrade to `/graphql` that ws found invalid (its `wsClientError`): 405 with
+ * `Allow: GET` for another method; else 400 with ws's reason, plus `Sec-WebSocket-Version` when
+ * the version is one ws does not speak (RFC 6455 §4.4, whose example answers 400).
+ *
+ * @param error - ws's error; its message names the bad header ("Missing or invalid Sec-WebSocket-Key header").
+ * @param request - the upgrade request.
+ */
+function handshakeRefusal(error: Error, request: IncomingMessage): AppError {
+  if (request.method !== 'GET') return new AppError('METHOD_NOT_ALLOWED', 'A WebSocket upgrade must be a GET request.', { Allow: 'GET' });
+  const version = String(Number(request.headers['sec-websocket-version']));
+  return new AppError(
+    'BAD_REQUEST',
+    `Invalid WebSocket handshake: ${error.message}.`,
+    WEBSOCKET_VERSIONS.includes(version) ? {} : { 'Sec-WebSocket-Version': WEBSOCKET_VERSIONS.join(', ') },
   );
 }
 
@@ -87,7 +109,8 @@ function authorizationOf(params: Record<string, unknown> | undefined): unknown {
  * GraphQL subscriptions over WebSocket on `/graphql`, the port and path of HTTP GraphQL
  * (README "Subscriptions"): the `graphql-transport-ws` protocol (graphql-ws over ws, in
  * `noServer` mode on Fastify's HTTP server's `upgrade` event; an upgrade to any other path is
- * answered 404, and 503 once shutting down).
+ * answered 404, and 503 once shutting down). Every refused upgrade is answered in the Error shape.
+ * - An invalid handshake is 400 (405 with `Allow: GET` for another method than GET).
  * - `connection_init` must carry `{"Authorization": "Bearer <key>"}` (the name in any case),
  *   checked by the HTTP guard's ApiKeyService and cache; else the socket is closed with 4403.
  *   An attempt without a key this process knows costs its address (TRUST_PROXY applied) one
@@ -152,6 +175,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
     }
   });
+  // An invalid handshake (method, key, version): answered in the Error shape instead of ws's text/html.
+  wss.on('wsClientError', (error: Error, socket: Duplex, request: IncomingMessage) => refuseUpgrade(socket, handshakeRefusal(error, request)));
   wss.on('connection', (socket: WebSocket) => {
     metrics.countOpenSocket(1);
     const openedAt = performance.now();
