@@ -474,6 +474,41 @@ describe('petCreated over WebSocket', () => {
       },
     );
 
+    test(`when an address holds ${SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress} sockets without connection_init, then its next upgrade is 429 in the Error shape with Retry-After; one that authenticates or closes gives its place back`, async () => {
+      const upgradeRequest = `GET /graphql HTTP/1.1\r\n${HANDSHAKE}${KEY}Sec-WebSocket-Version: 13\r\n\r\n`;
+      const open = () =>
+        new Promise<WebSocket>((resolve, reject) => {
+          const socket = new WebSocket(wsUrl(t), 'graphql-transport-ws');
+          socket.on('open', () => resolve(socket));
+          socket.on('error', reject);
+        });
+      const refused = async () => parseRawResponse((await exchangeRaw(t.url, upgradeRequest, { giveUpAfterMs: 5000 })).received);
+      // All at once: each is closed with 4408 three seconds after it opened.
+      const idle = await Promise.all(Array.from({ length: SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress }, open));
+      try {
+        const answer = await refused();
+        expect(answer.status).toBe(429);
+        expect(answer.headers).toEqual(expect.objectContaining({ 'content-type': 'application/json', 'retry-after': '3' }));
+        expect(JSON.parse(answer.body)).toEqual({
+          code: 'TOO_MANY_REQUESTS',
+          message: `Too many WebSockets from this address awaiting connection_init: at most ${SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress}; send connection_init on those first.`,
+          status: 429,
+        });
+        // Authenticated sockets do not count: once one is acknowledged, a new one is accepted (and is pending in its place).
+        idle[0].send(JSON.stringify({ type: 'connection_init', payload: { Authorization: `Bearer ${t.apiKey}` } }));
+        expect(JSON.parse(String(await new Promise((resolve) => idle[0].once('message', resolve))))).toEqual({ type: 'connection_ack' });
+        idle.push(await open());
+        expect((await refused()).status).toBe(429);
+        // A pending socket that closes gives its place back.
+        const before = await metricValue(metrics, 'petstore_websocket_connections');
+        idle[1].terminate();
+        while ((await metricValue(metrics, 'petstore_websocket_connections')) === before) await new Promise((r) => setTimeout(r, 10));
+        idle.push(await open());
+      } finally {
+        for (const socket of idle) socket.terminate();
+      }
+    });
+
     test('when a client sends nothing after the upgrade, then the socket is closed with 4408 after the init wait', async () => {
       const closed = await new Promise<number>((resolve) => {
         const socket = new WebSocket(wsUrl(t), 'graphql-transport-ws');

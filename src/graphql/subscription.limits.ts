@@ -13,6 +13,12 @@ export const SUBSCRIPTION_LIMITS = Object.freeze({
   connectionCost: 1,
   /** The client must send `connection_init` within this time (ms), else the socket is closed with 4408. */
   connectionInitWaitMs: 3_000,
+  /**
+   * Upgraded sockets of one client address (TRUST_PROXY applied) not yet authenticated; one more
+   * upgrade is refused with 429. As many as one key may hold open: an honest client's socket
+   * waits here for one round trip only.
+   */
+  maxPendingConnectionsPerAddress: 20,
   /** A ping is sent every this many ms; a peer that has not answered with a pong by the next one is dropped. */
   keepAliveMs: 12_000,
   /** Largest message a client may send (bytes), as the largest GraphQL HTTP body; a larger one closes the socket (1009). */

@@ -110,7 +110,10 @@ function authorizationOf(params: Record<string, unknown> | undefined): unknown {
  * (README "Subscriptions"): the `graphql-transport-ws` protocol (graphql-ws over ws, in
  * `noServer` mode on Fastify's HTTP server's `upgrade` event; an upgrade to any other path is
  * answered 404, and 503 once shutting down). Every refused upgrade is answered in the Error shape.
- * - An invalid handshake is 400 (405 with `Allow: GET` for another method than GET).
+ * - An invalid handshake is 400 (405 with `Allow: GET` for another method than GET). Past
+ *   {@link SUBSCRIPTION_LIMITS}.maxPendingConnectionsPerAddress upgraded sockets of one address
+ *   (TRUST_PROXY applied) that are not authenticated yet, the next upgrade is 429 with
+ *   `Retry-After`, before ws makes a socket.
  * - `connection_init` must carry `{"Authorization": "Bearer <key>"}` (the name in any case),
  *   checked by the HTTP guard's ApiKeyService and cache; else the socket is closed with 4403.
  *   An attempt without a key this process knows costs its address (TRUST_PROXY applied) one
@@ -151,12 +154,31 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     else perKey.delete(connection.apiKeyId);
   };
 
+  /** Upgraded sockets of each client address that are not authenticated yet, and how each gives its place back. */
+  const pendingPerAddress = new Map<string, number>();
+  const releasePending = new WeakMap<IncomingMessage, () => void>();
+  /** Counts `request`'s socket as pending for `ip` until it authenticates or closes. */
+  const holdPending = (request: IncomingMessage, socket: Duplex, ip: string) => {
+    pendingPerAddress.set(ip, (pendingPerAddress.get(ip) ?? 0) + 1);
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      const left = (pendingPerAddress.get(ip) ?? 1) - 1;
+      if (left > 0) pendingPerAddress.set(ip, left);
+      else pendingPerAddress.delete(ip);
+    };
+    releasePending.set(request, release);
+    socket.once('close', release);
+  };
+
   /** Every socket handed over by an upgrade: Node's HTTP server no longer tracks them, shutdown must. */
   const upgraded = new Set<Duplex>();
   app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
     const path = (request.url ?? '').split('?')[0];
+    const ip = options.clientAddressOf(request);
     if (request.headers.upgrade?.toLowerCase() !== 'websocket') {
       // Another protocol (curl's `Upgrade: h2c`): with this listener, Node no longer serves such a
       // request as plain HTTP/1.1 by itself, so the app answers it here, on its socket, as before.
@@ -171,7 +193,14 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       refuseUpgrade(socket, new AppError('NOT_FOUND', `No WebSocket at ${path}: GraphQL subscriptions are at /graphql.`));
     } else if (!accepting) {
       refuseUpgrade(socket, new AppError('SERVICE_UNAVAILABLE', 'Shutting down.'));
+    } else if ((pendingPerAddress.get(ip) ?? 0) >= SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress) {
+      // Before ws makes anything: a refused upgrade costs only this answer.
+      const message =
+        `Too many WebSockets from this address awaiting connection_init: at most ` +
+        `${SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress}; send connection_init on those first.`;
+      refuseUpgrade(socket, new AppError('TOO_MANY_REQUESTS', message, { 'Retry-After': String(SUBSCRIPTION_LIMITS.connectionInitWaitMs / 1000) }));
     } else {
+      holdPending(request, socket, ip);
       wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
     }
   });
@@ -220,6 +249,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       await spendFor({ apiKeyId: apiKey.id, ip }, SUBSCRIPTION_LIMITS.connectionCost);
       // Closed while it was being checked: nothing to keep.
       if (socket.readyState !== socket.OPEN) release(socket);
+      // Authenticated: the key's limits hold it from now on, not its address's pending count (before the ack is sent).
+      releasePending.get(request)?.();
       return true;
     } catch (error) {
       if (reserved !== undefined) release(socket);
