@@ -16,9 +16,7 @@ import {
   specifiedRules,
   validate,
 } from 'graphql';
-import type { Context, SubscribePayload } from 'graphql-ws';
-// Typed through tsconfig.json's "paths": "moduleResolution": "node" does not read package exports.
-import { useServer } from 'graphql-ws/use/ws';
+import { type Context, type SubscribePayload, handleProtocols, makeServer } from 'graphql-ws';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { ApiKeyService } from '../auth/api-key.service';
 import { bearerTokenOf } from '../auth/auth.hook';
@@ -30,6 +28,7 @@ import { priceOf } from './cost-limit.plugin';
 import { createGraphqlErrorFormatter } from './graphql-error.formatter';
 import { PARSE_OPTIONS, QUERY_LIMITS, QUERY_REJECTED_MESSAGE, requestUnitsOf, withoutLimits } from './query-limits';
 import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from './subscription.limits';
+import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
 
 /** What the WebSocket endpoint needs (README "Subscriptions"). */
 export interface SubscriptionServerOptions {
@@ -47,8 +46,6 @@ export interface SubscriptionServerOptions {
   keyRecheckMs: number;
   /** The document rules of HTTP operations beyond graphql-js's own (GraphQL Armor: depth, aliases, directives). */
   validationRules: readonly ValidationRule[];
-  /** Production hides internal error details in close reasons. */
-  production: boolean;
   log: FastifyBaseLogger;
 }
 
@@ -58,8 +55,8 @@ interface Connection {
   ip: string;
 }
 
-/** The extra graphql-ws/use/ws puts in each connection's context. */
-type WsContext = Context<Record<string, unknown> | undefined, { socket: WebSocket; request: IncomingMessage }>;
+/** A connection's graphql-ws context. */
+type WsContext = Context<Record<string, unknown> | undefined, SocketExtra>;
 
 /** A GraphQL error carrying a catalogue code, as graphql-ws sends it in an `error` message. */
 function catalogued(code: ErrorCode, message: string): GraphQLError {
@@ -132,13 +129,18 @@ function authorizationOf(params: Record<string, unknown> | undefined): unknown {
  *   `error` message whose `extensions.code` is TOO_MANY_REQUESTS. Every error carries a
  *   catalogue code, never a stack trace.
  * - Sockets are pinged every {@link SUBSCRIPTION_LIMITS}.keepAliveMs and dropped when the pong
- *   has not come by the next ping; at shutdown they are closed with 1001 (see graceful-shutdown.ts).
+ *   echoing the ping has not come by the next ping; a socket with more than
+ *   {@link SUBSCRIPTION_LIMITS}.maxBufferedBytes waiting for its peer is closed with 1008
+ *   (subscription.transport.ts); at shutdown they are closed with 1001 (see graceful-shutdown.ts).
+ *
+ * @param app - the Fastify app, whose HTTP server's upgrades this takes.
+ * @param options - see {@link SubscriptionServerOptions}.
  */
 export function serveSubscriptions(app: FastifyInstance, options: SubscriptionServerOptions): void {
   const { schema, apiKeys, spendFor, metrics, log } = options;
   const rules = [...specifiedRules, ...options.validationRules];
   const formatError = createGraphqlErrorFormatter((error) => log.error({ err: error }, 'unexpected GraphQL subscription error'));
-  const wss = new WebSocketServer({ noServer: true, maxPayload: SUBSCRIPTION_LIMITS.maxMessageBytes });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: SUBSCRIPTION_LIMITS.maxMessageBytes, handleProtocols });
   const connections = new Map<WebSocket, Connection>();
   const perKey = new Map<number, number>();
   /** The subscriptions of each socket that are running (their graphql-ws ids), for the gauge. */
@@ -206,7 +208,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
   });
   // An invalid handshake (method, key, version): answered in the Error shape instead of ws's text/html.
   wss.on('wsClientError', (error: Error, socket: Duplex, request: IncomingMessage) => refuseUpgrade(socket, handshakeRefusal(error, request)));
-  wss.on('connection', (socket: WebSocket) => {
+  wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     metrics.countOpenSocket(1);
     const openedAt = performance.now();
     socket.once('close', (code: number) => {
@@ -219,6 +221,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       );
       release(socket);
     });
+    openSubscriptionSocket(server, socket, request, log);
   });
 
   /** Closes `socket` with `close` and refuses the connection (graphql-ws's own 4403 then changes nothing). */
@@ -302,33 +305,28 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     return { schema, document, operationName, variableValues: variables, contextValue: { caller: { apiKeyId: connection.apiKeyId } } };
   };
 
-  const server = useServer<Record<string, unknown> | undefined, { socket: WebSocket }>(
-    {
-      schema,
-      connectionInitWaitTimeout: SUBSCRIPTION_LIMITS.connectionInitWaitMs,
-      isProd: options.production,
-      onConnect,
-      onSubscribe,
-      onOperation: (ctx, id, _payload, _args, result) => {
-        if (!(Symbol.asyncIterator in Object(result))) return;
-        const ids = running.get(ctx.extra.socket) ?? new Set<string>();
-        running.set(ctx.extra.socket, ids.add(id));
-        metrics.countActiveSubscription(1);
-      },
-      onComplete: (ctx, id) => {
-        if (running.get(ctx.extra.socket)?.delete(id)) metrics.countActiveSubscription(-1);
-      },
-      onNext: (_ctx, _id, _payload, args, result) => {
-        const field = getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
-        metrics.countDeliveredEvent(field?.kind === Kind.FIELD ? field.name.value : 'unknown');
-        if (!result.errors) return;
-        return { ...result, errors: result.errors.map((error) => formatError(error.toJSON(), error)) };
-      },
-      onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatError(error.toJSON(), error)),
+  const server = makeServer<Record<string, unknown> | undefined, SocketExtra>({
+    schema,
+    connectionInitWaitTimeout: SUBSCRIPTION_LIMITS.connectionInitWaitMs,
+    onConnect,
+    onSubscribe,
+    onOperation: (ctx, id, _payload, _args, result) => {
+      if (!(Symbol.asyncIterator in Object(result))) return;
+      const ids = running.get(ctx.extra.socket) ?? new Set<string>();
+      running.set(ctx.extra.socket, ids.add(id));
+      metrics.countActiveSubscription(1);
     },
-    wss,
-    SUBSCRIPTION_LIMITS.keepAliveMs,
-  );
+    onComplete: (ctx, id) => {
+      if (running.get(ctx.extra.socket)?.delete(id)) metrics.countActiveSubscription(-1);
+    },
+    onNext: (_ctx, _id, _payload, args, result) => {
+      const field = getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
+      metrics.countDeliveredEvent(field?.kind === Kind.FIELD ? field.name.value : 'unknown');
+      if (!result.errors) return;
+      return { ...result, errors: result.errors.map((error) => formatError(error.toJSON(), error)) };
+    },
+    onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatError(error.toJSON(), error)),
+  });
 
   // Keys revoked elsewhere (the CLI, another instance) close their sockets within the cache period.
   const recheck = setInterval(() => {
@@ -356,7 +354,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       }, SUBSCRIPTION_LIMITS.closeHandshakeMs);
       try {
         for (const socket of wss.clients) socket.close(SUBSCRIPTION_CLOSE.goingAway.code, SUBSCRIPTION_CLOSE.goingAway.reason);
-        await server.dispose();
+        // Resolves once every socket has closed (ws's `close` waits for its clients).
+        await new Promise<void>((resolve) => wss.close(() => resolve()));
       } finally {
         clearTimeout(cut);
       }
