@@ -10,6 +10,7 @@ import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
 import { createLogger } from '../src/operations/logger';
 import { type Metrics, createMetrics } from '../src/operations/metrics.registry';
 import { apiKeyFor, built, freePort, startNode, waitForHttp } from './helpers/processes';
+import { exchangeRaw, parseRawResponse } from './helpers/raw-http';
 import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
 import { createProcessDatabase } from './helpers/test-database';
 
@@ -449,6 +450,63 @@ describe('petCreated over WebSocket', () => {
 
     test('when the upgrade asks for /graphql with a query string, then it is accepted', async () => {
       expect((await upgrade(`${wsUrl(t)}?x=1`, 'graphql-transport-ws')).status).toBe(101);
+    });
+
+    const KEY = 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+    const HANDSHAKE = 'Host: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n';
+    test.each<[string, number, string, string, Record<string, string>]>([
+      ['no Sec-WebSocket-Key', 400, 'BAD_REQUEST', `GET /graphql HTTP/1.1\r\n${HANDSHAKE}Sec-WebSocket-Version: 13\r\n\r\n`, {}],
+      ['the POST method', 405, 'METHOD_NOT_ALLOWED', `POST /graphql HTTP/1.1\r\n${HANDSHAKE}${KEY}Sec-WebSocket-Version: 13\r\n\r\n`, { allow: 'GET' }],
+      [
+        'Sec-WebSocket-Version: 99',
+        400,
+        'BAD_REQUEST',
+        `GET /graphql HTTP/1.1\r\n${HANDSHAKE}${KEY}Sec-WebSocket-Version: 99\r\n\r\n`,
+        { 'sec-websocket-version': '13, 8' },
+      ],
+    ])(
+      'when a WebSocket handshake to /graphql has %s, then it is refused with %i %s in the Error shape, as JSON',
+      async (_case, status, code, raw, headers) => {
+        const answer = parseRawResponse((await exchangeRaw(t.url, raw, { giveUpAfterMs: 5000 })).received);
+        expect(answer.status).toBe(status);
+        expect(answer.headers).toEqual(expect.objectContaining({ 'content-type': 'application/json', ...headers }));
+        expect(JSON.parse(answer.body)).toEqual({ code, message: expect.any(String), status });
+      },
+    );
+
+    test(`when an address holds ${SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress} sockets without connection_init, then its next upgrade is 429 in the Error shape with Retry-After; one that authenticates or closes gives its place back`, async () => {
+      const upgradeRequest = `GET /graphql HTTP/1.1\r\n${HANDSHAKE}${KEY}Sec-WebSocket-Version: 13\r\n\r\n`;
+      const open = () =>
+        new Promise<WebSocket>((resolve, reject) => {
+          const socket = new WebSocket(wsUrl(t), 'graphql-transport-ws');
+          socket.on('open', () => resolve(socket));
+          socket.on('error', reject);
+        });
+      const refused = async () => parseRawResponse((await exchangeRaw(t.url, upgradeRequest, { giveUpAfterMs: 5000 })).received);
+      // All at once: each is closed with 4408 three seconds after it opened.
+      const idle = await Promise.all(Array.from({ length: SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress }, open));
+      try {
+        const answer = await refused();
+        expect(answer.status).toBe(429);
+        expect(answer.headers).toEqual(expect.objectContaining({ 'content-type': 'application/json', 'retry-after': '3' }));
+        expect(JSON.parse(answer.body)).toEqual({
+          code: 'TOO_MANY_REQUESTS',
+          message: `Too many WebSockets from this address awaiting connection_init: at most ${SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress}; send connection_init on those first.`,
+          status: 429,
+        });
+        // Authenticated sockets do not count: once one is acknowledged, a new one is accepted (and is pending in its place).
+        idle[0].send(JSON.stringify({ type: 'connection_init', payload: { Authorization: `Bearer ${t.apiKey}` } }));
+        expect(JSON.parse(String(await new Promise((resolve) => idle[0].once('message', resolve))))).toEqual({ type: 'connection_ack' });
+        idle.push(await open());
+        expect((await refused()).status).toBe(429);
+        // A pending socket that closes gives its place back.
+        const before = await metricValue(metrics, 'petstore_websocket_connections');
+        idle[1].terminate();
+        while ((await metricValue(metrics, 'petstore_websocket_connections')) === before) await new Promise((r) => setTimeout(r, 10));
+        idle.push(await open());
+      } finally {
+        for (const socket of idle) socket.terminate();
+      }
     });
 
     test('when a client sends nothing after the upgrade, then the socket is closed with 4408 after the init wait', async () => {

@@ -121,5 +121,5 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     handler: fastifyApolloHandler(apollo, { context: async (request) => ({ caller: callerOf(request), request }) }),
   });
   rejectOtherMethods(app, '/graphql', ['GET', 'POST'], { errorHandler: sendGraphqlError });
-  serveSubscriptions(app, { ...subscriptions, schema, validationRules: armor.validationRules, production, log: app.log });
+  serveSubscriptions(app, { ...subscriptions, schema, validationRules: armor.validationRules, log: app.log });
 };

@@ -13,8 +13,25 @@ export const SUBSCRIPTION_LIMITS = Object.freeze({
   connectionCost: 1,
   /** The client must send `connection_init` within this time (ms), else the socket is closed with 4408. */
   connectionInitWaitMs: 3_000,
-  /** A ping is sent every this many ms; a peer that has not answered with a pong by the next one is dropped. */
+  /**
+   * Upgraded sockets of one client address (TRUST_PROXY applied) not yet authenticated; one more
+   * upgrade is refused with 429. As many as one key may hold open: an honest client's socket
+   * waits here for one round trip only.
+   */
+  maxPendingConnectionsPerAddress: 20,
+  /**
+   * A ping with a fresh random payload is sent every this many ms; a peer that has not echoed the
+   * previous one's payload by the next one is dropped (RFC 6455 §5.5.3), so at most 2 × 12 s after
+   * it went silent. Unsolicited pongs do not count.
+   */
   keepAliveMs: 12_000,
+  /**
+   * Bytes that may wait for a peer that does not read them; one more message closes its socket
+   * with 1008. About 600 events of the largest selection (1.7 KiB) or 12,000 of a small one,
+   * on top of what the kernel's socket buffers hold; with the connections of a key, at most
+   * 20 MiB per key on one instance.
+   */
+  maxBufferedBytes: 1024 * 1024,
   /** Largest message a client may send (bytes), as the largest GraphQL HTTP body; a larger one closes the socket (1009). */
   maxMessageBytes: HTTP_LIMITS.graphqlBodyBytes,
   /** At shutdown, how long (ms) a peer may take to answer the 1001 close before its socket is cut. */
@@ -36,6 +53,11 @@ export const SUBSCRIPTION_CLOSE = Object.freeze({
   tooManyConnections: { code: 4429, reason: 'Too many requests: too many open connections for this API key.' },
   /** The database or the rate limit's store cannot answer now: reconnect shortly (RFC 6455 1013 Try Again Later). */
   unavailable: { code: 1013, reason: 'Service unavailable: retry shortly.' },
+  /**
+   * More than {@link SUBSCRIPTION_LIMITS}.maxBufferedBytes wait for a peer that does not read them
+   * (RFC 6455 1008 Policy Violation: the client's fault, so not 1013).
+   */
+  slowConsumer: { code: 1008, reason: 'Policy violation: the client does not read its events; more than 1 MiB was waiting.' },
   /** The server is shutting down (RFC 6455 1001 Going Away). */
   goingAway: { code: 1001, reason: 'Going away: the server is shutting down.' },
 });

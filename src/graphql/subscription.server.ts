@@ -16,9 +16,7 @@ import {
   specifiedRules,
   validate,
 } from 'graphql';
-import type { Context, SubscribePayload } from 'graphql-ws';
-// Typed through tsconfig.json's "paths": "moduleResolution": "node" does not read package exports.
-import { useServer } from 'graphql-ws/use/ws';
+import { type Context, type SubscribePayload, handleProtocols, makeServer } from 'graphql-ws';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { ApiKeyService } from '../auth/api-key.service';
 import { bearerTokenOf } from '../auth/auth.hook';
@@ -30,6 +28,7 @@ import { priceOf } from './cost-limit.plugin';
 import { createGraphqlErrorFormatter } from './graphql-error.formatter';
 import { PARSE_OPTIONS, QUERY_LIMITS, QUERY_REJECTED_MESSAGE, requestUnitsOf, withoutLimits } from './query-limits';
 import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from './subscription.limits';
+import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
 
 /** What the WebSocket endpoint needs (README "Subscriptions"). */
 export interface SubscriptionServerOptions {
@@ -47,8 +46,6 @@ export interface SubscriptionServerOptions {
   keyRecheckMs: number;
   /** The document rules of HTTP operations beyond graphql-js's own (GraphQL Armor: depth, aliases, directives). */
   validationRules: readonly ValidationRule[];
-  /** Production hides internal error details in close reasons. */
-  production: boolean;
   log: FastifyBaseLogger;
 }
 
@@ -58,22 +55,44 @@ interface Connection {
   ip: string;
 }
 
-/** The extra graphql-ws/use/ws puts in each connection's context. */
-type WsContext = Context<Record<string, unknown> | undefined, { socket: WebSocket; request: IncomingMessage }>;
+/** A connection's graphql-ws context. */
+type WsContext = Context<Record<string, unknown> | undefined, SocketExtra>;
 
 /** A GraphQL error carrying a catalogue code, as graphql-ws sends it in an `error` message. */
 function catalogued(code: ErrorCode, message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code } });
 }
 
-/** Answers an upgrade request that gets no WebSocket with the spec's Error body, and closes the connection. */
+/** Answers an upgrade request that gets no WebSocket with the spec's Error body and the error's headers, and closes the connection. */
 function refuseUpgrade(socket: Duplex, error: AppError): void {
-  const body = JSON.stringify({ code: error.code, message: error.message, status: error.status });
+  const body = JSON.stringify(error.toBody());
+  const headers = Object.entries(error.headers).map(([name, value]) => `${name}: ${value}\r\n`);
   socket.on('error', () => socket.destroy());
   socket.once('end', () => socket.destroy());
   socket.end(
-    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\n` +
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\n${headers.join('')}` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** The WebSocket versions ws speaks: 13 (RFC 6455) and 8 (its last draft). */
+const WEBSOCKET_VERSIONS = ['13', '8'];
+
+/**
+ * The answer to an upgrade to `/graphql` that ws found invalid (its `wsClientError`): 405 with
+ * `Allow: GET` for another method; else 400 with ws's reason, plus `Sec-WebSocket-Version` when
+ * the version is one ws does not speak (RFC 6455 §4.4, whose example answers 400).
+ *
+ * @param error - ws's error; its message names the bad header ("Missing or invalid Sec-WebSocket-Key header").
+ * @param request - the upgrade request.
+ */
+function handshakeRefusal(error: Error, request: IncomingMessage): AppError {
+  if (request.method !== 'GET') return new AppError('METHOD_NOT_ALLOWED', 'A WebSocket upgrade must be a GET request.', { Allow: 'GET' });
+  const version = String(Number(request.headers['sec-websocket-version']));
+  return new AppError(
+    'BAD_REQUEST',
+    `Invalid WebSocket handshake: ${error.message}.`,
+    WEBSOCKET_VERSIONS.includes(version) ? {} : { 'Sec-WebSocket-Version': WEBSOCKET_VERSIONS.join(', ') },
   );
 }
 
@@ -87,7 +106,11 @@ function authorizationOf(params: Record<string, unknown> | undefined): unknown {
  * GraphQL subscriptions over WebSocket on `/graphql`, the port and path of HTTP GraphQL
  * (README "Subscriptions"): the `graphql-transport-ws` protocol (graphql-ws over ws, in
  * `noServer` mode on Fastify's HTTP server's `upgrade` event; an upgrade to any other path is
- * answered 404, and 503 once shutting down).
+ * answered 404, and 503 once shutting down). Every refused upgrade is answered in the Error shape.
+ * - An invalid handshake is 400 (405 with `Allow: GET` for another method than GET). Past
+ *   {@link SUBSCRIPTION_LIMITS}.maxPendingConnectionsPerAddress upgraded sockets of one address
+ *   (TRUST_PROXY applied) that are not authenticated yet, the next upgrade is 429 with
+ *   `Retry-After`, before ws makes a socket.
  * - `connection_init` must carry `{"Authorization": "Bearer <key>"}` (the name in any case),
  *   checked by the HTTP guard's ApiKeyService and cache; else the socket is closed with 4403.
  *   An attempt without a key this process knows costs its address (TRUST_PROXY applied) one
@@ -106,13 +129,18 @@ function authorizationOf(params: Record<string, unknown> | undefined): unknown {
  *   `error` message whose `extensions.code` is TOO_MANY_REQUESTS. Every error carries a
  *   catalogue code, never a stack trace.
  * - Sockets are pinged every {@link SUBSCRIPTION_LIMITS}.keepAliveMs and dropped when the pong
- *   has not come by the next ping; at shutdown they are closed with 1001 (see graceful-shutdown.ts).
+ *   echoing the ping has not come by the next ping; a socket with more than
+ *   {@link SUBSCRIPTION_LIMITS}.maxBufferedBytes waiting for its peer is closed with 1008
+ *   (subscription.transport.ts); at shutdown they are closed with 1001 (see graceful-shutdown.ts).
+ *
+ * @param app - the Fastify app, whose HTTP server's upgrades this takes.
+ * @param options - see {@link SubscriptionServerOptions}.
  */
 export function serveSubscriptions(app: FastifyInstance, options: SubscriptionServerOptions): void {
   const { schema, apiKeys, spendFor, metrics, log } = options;
   const rules = [...specifiedRules, ...options.validationRules];
   const formatError = createGraphqlErrorFormatter((error) => log.error({ err: error }, 'unexpected GraphQL subscription error'));
-  const wss = new WebSocketServer({ noServer: true, maxPayload: SUBSCRIPTION_LIMITS.maxMessageBytes });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: SUBSCRIPTION_LIMITS.maxMessageBytes, handleProtocols });
   const connections = new Map<WebSocket, Connection>();
   const perKey = new Map<number, number>();
   /** The subscriptions of each socket that are running (their graphql-ws ids), for the gauge. */
@@ -128,12 +156,31 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     else perKey.delete(connection.apiKeyId);
   };
 
+  /** Upgraded sockets of each client address that are not authenticated yet, and how each gives its place back. */
+  const pendingPerAddress = new Map<string, number>();
+  const releasePending = new WeakMap<IncomingMessage, () => void>();
+  /** Counts `request`'s socket as pending for `ip` until it authenticates or closes. */
+  const holdPending = (request: IncomingMessage, socket: Duplex, ip: string) => {
+    pendingPerAddress.set(ip, (pendingPerAddress.get(ip) ?? 0) + 1);
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      const left = (pendingPerAddress.get(ip) ?? 1) - 1;
+      if (left > 0) pendingPerAddress.set(ip, left);
+      else pendingPerAddress.delete(ip);
+    };
+    releasePending.set(request, release);
+    socket.once('close', release);
+  };
+
   /** Every socket handed over by an upgrade: Node's HTTP server no longer tracks them, shutdown must. */
   const upgraded = new Set<Duplex>();
   app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
     const path = (request.url ?? '').split('?')[0];
+    const ip = options.clientAddressOf(request);
     if (request.headers.upgrade?.toLowerCase() !== 'websocket') {
       // Another protocol (curl's `Upgrade: h2c`): with this listener, Node no longer serves such a
       // request as plain HTTP/1.1 by itself, so the app answers it here, on its socket, as before.
@@ -148,11 +195,20 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       refuseUpgrade(socket, new AppError('NOT_FOUND', `No WebSocket at ${path}: GraphQL subscriptions are at /graphql.`));
     } else if (!accepting) {
       refuseUpgrade(socket, new AppError('SERVICE_UNAVAILABLE', 'Shutting down.'));
+    } else if ((pendingPerAddress.get(ip) ?? 0) >= SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress) {
+      // Before ws makes anything: a refused upgrade costs only this answer.
+      const message =
+        `Too many WebSockets from this address awaiting connection_init: at most ` +
+        `${SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress}; send connection_init on those first.`;
+      refuseUpgrade(socket, new AppError('TOO_MANY_REQUESTS', message, { 'Retry-After': String(SUBSCRIPTION_LIMITS.connectionInitWaitMs / 1000) }));
     } else {
+      holdPending(request, socket, ip);
       wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
     }
   });
-  wss.on('connection', (socket: WebSocket) => {
+  // An invalid handshake (method, key, version): answered in the Error shape instead of ws's text/html.
+  wss.on('wsClientError', (error: Error, socket: Duplex, request: IncomingMessage) => refuseUpgrade(socket, handshakeRefusal(error, request)));
+  wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     metrics.countOpenSocket(1);
     const openedAt = performance.now();
     socket.once('close', (code: number) => {
@@ -165,6 +221,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       );
       release(socket);
     });
+    openSubscriptionSocket(server, socket, request, log);
   });
 
   /** Closes `socket` with `close` and refuses the connection (graphql-ws's own 4403 then changes nothing). */
@@ -195,6 +252,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       await spendFor({ apiKeyId: apiKey.id, ip }, SUBSCRIPTION_LIMITS.connectionCost);
       // Closed while it was being checked: nothing to keep.
       if (socket.readyState !== socket.OPEN) release(socket);
+      // Authenticated: the key's limits hold it from now on, not its address's pending count (before the ack is sent).
+      releasePending.get(request)?.();
       return true;
     } catch (error) {
       if (reserved !== undefined) release(socket);
@@ -246,33 +305,28 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     return { schema, document, operationName, variableValues: variables, contextValue: { caller: { apiKeyId: connection.apiKeyId } } };
   };
 
-  const server = useServer<Record<string, unknown> | undefined, { socket: WebSocket }>(
-    {
-      schema,
-      connectionInitWaitTimeout: SUBSCRIPTION_LIMITS.connectionInitWaitMs,
-      isProd: options.production,
-      onConnect,
-      onSubscribe,
-      onOperation: (ctx, id, _payload, _args, result) => {
-        if (!(Symbol.asyncIterator in Object(result))) return;
-        const ids = running.get(ctx.extra.socket) ?? new Set<string>();
-        running.set(ctx.extra.socket, ids.add(id));
-        metrics.countActiveSubscription(1);
-      },
-      onComplete: (ctx, id) => {
-        if (running.get(ctx.extra.socket)?.delete(id)) metrics.countActiveSubscription(-1);
-      },
-      onNext: (_ctx, _id, _payload, args, result) => {
-        const field = getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
-        metrics.countDeliveredEvent(field?.kind === Kind.FIELD ? field.name.value : 'unknown');
-        if (!result.errors) return;
-        return { ...result, errors: result.errors.map((error) => formatError(error.toJSON(), error)) };
-      },
-      onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatError(error.toJSON(), error)),
+  const server = makeServer<Record<string, unknown> | undefined, SocketExtra>({
+    schema,
+    connectionInitWaitTimeout: SUBSCRIPTION_LIMITS.connectionInitWaitMs,
+    onConnect,
+    onSubscribe,
+    onOperation: (ctx, id, _payload, _args, result) => {
+      if (!(Symbol.asyncIterator in Object(result))) return;
+      const ids = running.get(ctx.extra.socket) ?? new Set<string>();
+      running.set(ctx.extra.socket, ids.add(id));
+      metrics.countActiveSubscription(1);
     },
-    wss,
-    SUBSCRIPTION_LIMITS.keepAliveMs,
-  );
+    onComplete: (ctx, id) => {
+      if (running.get(ctx.extra.socket)?.delete(id)) metrics.countActiveSubscription(-1);
+    },
+    onNext: (_ctx, _id, _payload, args, result) => {
+      const field = getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
+      metrics.countDeliveredEvent(field?.kind === Kind.FIELD ? field.name.value : 'unknown');
+      if (!result.errors) return;
+      return { ...result, errors: result.errors.map((error) => formatError(error.toJSON(), error)) };
+    },
+    onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatError(error.toJSON(), error)),
+  });
 
   // Keys revoked elsewhere (the CLI, another instance) close their sockets within the cache period.
   const recheck = setInterval(() => {
@@ -300,7 +354,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       }, SUBSCRIPTION_LIMITS.closeHandshakeMs);
       try {
         for (const socket of wss.clients) socket.close(SUBSCRIPTION_CLOSE.goingAway.code, SUBSCRIPTION_CLOSE.goingAway.reason);
-        await server.dispose();
+        // Resolves once every socket has closed (ws's `close` waits for its clients).
+        await new Promise<void>((resolve) => wss.close(() => resolve()));
       } finally {
         clearTimeout(cut);
       }
