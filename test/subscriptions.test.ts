@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { connect as connectTcp } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, type FormattedExecutionResult, createClient } from 'graphql-ws';
 import { Redis } from 'ioredis';
 import { IsNull } from 'typeorm';
@@ -428,6 +429,25 @@ describe('petCreated over WebSocket', () => {
         expect(status).toBe(404);
         expect(JSON.parse(body)).toEqual({ code: 'NOT_FOUND', message: expect.stringContaining('/graphql'), status: 404 });
       }
+    });
+
+    test('when a refused upgrade is never closed by its peer, then the server closes the connection itself after the close wait', async () => {
+      // The peer never ends its side (it stays half open when the server ends its own).
+      const socket = connectTcp({ port: Number(new URL(t.url).port), host: '127.0.0.1', allowHalfOpen: true });
+      const reset = new Promise<string>((resolve) => socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message)));
+      const answered = new Promise<void>((resolve) => socket.once('end', () => resolve()));
+      socket.on('data', () => undefined);
+      socket.write(
+        `GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+      );
+      await answered;
+      await sleep(SUBSCRIPTION_LIMITS.closeHandshakeMs + 500);
+      // A connection the server still held would take these bytes; a closed one answers the first with a reset, the next fails.
+      socket.write('still here?');
+      await sleep(200);
+      socket.write('still here?');
+      expect(await Promise.race([reset, sleep(2_000).then(() => 'still open')])).toMatch(/ECONNRESET|EPIPE/);
+      socket.destroy();
     });
 
     test('when a plain HTTP request asks to upgrade to another protocol (curl --http2: Upgrade h2c), then it is answered over HTTP/1.1 as before', async () => {

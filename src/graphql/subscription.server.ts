@@ -63,10 +63,17 @@ function catalogued(code: ErrorCode, message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code } });
 }
 
-/** Answers an upgrade request that gets no WebSocket with the spec's Error body and the error's headers, and closes the connection. */
+/**
+ * Answers an upgrade request that gets no WebSocket with the spec's Error body and the error's
+ * headers, and closes the connection: at once when the peer closes its side, else after
+ * {@link SUBSCRIPTION_LIMITS}.closeHandshakeMs, so a refused peer holds nothing.
+ */
 function refuseUpgrade(socket: Duplex, error: AppError): void {
   const body = JSON.stringify(error.toBody());
   const headers = Object.entries(error.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  const cut = setTimeout(() => socket.destroy(), SUBSCRIPTION_LIMITS.closeHandshakeMs);
+  cut.unref();
+  socket.once('close', () => clearTimeout(cut));
   socket.on('error', () => socket.destroy());
   socket.once('end', () => socket.destroy());
   socket.end(
