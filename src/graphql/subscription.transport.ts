@@ -22,14 +22,18 @@ const PING_PAYLOAD_BYTES = 16;
  * The timer stops when the socket closes (shutdown closes every socket).
  *
  * @param socket - an open server-side socket.
+ * @param log - where a dropped peer is noted.
  */
-function keepAlive(socket: WebSocket): void {
+function keepAlive(socket: WebSocket, log: FastifyBaseLogger): void {
   let awaited: Buffer | undefined;
   socket.on('pong', (data: Buffer) => {
     if (awaited?.equals(data)) awaited = undefined;
   });
   const timer = setInterval(() => {
-    if (awaited) return socket.terminate();
+    if (awaited) {
+      log.info({ closeCode: 1006 }, 'dropping a WebSocket that did not answer its keep-alive ping');
+      return socket.terminate();
+    }
     awaited = randomBytes(PING_PAYLOAD_BYTES);
     socket.ping(awaited);
   }, SUBSCRIPTION_LIMITS.keepAliveMs);
@@ -61,6 +65,7 @@ export function openSubscriptionSocket(server: Server<SocketExtra>, socket: WebS
       send: (data) => {
         if (socket.readyState !== socket.OPEN) return;
         if (socket.bufferedAmount + Buffer.byteLength(data) > SUBSCRIPTION_LIMITS.maxBufferedBytes) {
+          log.warn({ bufferedBytes: socket.bufferedAmount, closeCode: SUBSCRIPTION_CLOSE.slowConsumer.code }, 'closing a WebSocket whose peer stopped reading');
           socket.close(SUBSCRIPTION_CLOSE.slowConsumer.code, SUBSCRIPTION_CLOSE.slowConsumer.reason);
           return;
         }
@@ -80,5 +85,5 @@ export function openSubscriptionSocket(server: Server<SocketExtra>, socket: WebS
   socket.once('close', (code: number, reason: Buffer) => {
     closed(code, String(reason)).catch((error: unknown) => log.error({ err: error }, 'unexpected error ending the subscriptions of a WebSocket'));
   });
-  keepAlive(socket);
+  keepAlive(socket, log);
 }
