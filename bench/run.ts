@@ -6,6 +6,7 @@ import { API_KEY_CACHE, generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from '../src/database/mysql-admin';
 import { freePort } from '../src/net/free-port';
+import { HEAP_CAP_NODE_OPTION } from '../src/operations/heap.limits';
 import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase, renumberPets } from './bench-database';
 import { type BenchResults, type GaleraResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
 import { type Measurement, type RunningSystem, type SystemName, measure, measureAtRate, probe, startSystem } from './bench.runner';
@@ -20,7 +21,8 @@ import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
  * mysql://root@127.0.0.1:3306/petstore_bench, or petstore_bench_smoke with --smoke; it is
  * dropped and recreated, so two runs must not share one), then for each round starts fresh processes of
- * the service (dist/src/main.js, NODE_ENV=production, LOG_LEVEL=warn) and the baselines B1
+ * the service (dist/src/main.js, NODE_ENV=production, LOG_LEVEL=warn, the heap cap of `npm start`)
+ * and the baselines B1
  * (Fastify + mysql2, a key lookup per request), B1c (B1 with a key cache of the service's TTL)
  * and B0 (node:http, canned JSON), in an order reversed every other round, and runs every
  * scenario against each with autocannon (the baselines: the REST scenario of each operation),
@@ -110,6 +112,8 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
           RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
           // A second listener (metrics), if the service has one, must not collide.
           METRICS_PORT: String(await freePort()),
+          // The heap cap of `npm start` and the Docker image, placed as they place it.
+          NODE_OPTIONS: `${HEAP_CAP_NODE_OPTION} ${process.env.NODE_OPTIONS ?? ''}`.trim(),
         },
         apiKey,
         options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : [],

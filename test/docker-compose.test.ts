@@ -1,8 +1,11 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
 import { HTTP_LIMITS } from '../src/http/http-limits';
+import { HEAP_CAP_NODE_OPTION } from '../src/operations/heap.limits';
 
 const ROOT = path.resolve(__dirname, '..');
 
@@ -308,15 +311,77 @@ describe('Dockerfile', () => {
     expect(healthcheck?.args).toMatch(/\/healthz/);
   });
 
-  test('when the CMD is read, then it runs dist/src/main.js, the compiled src/main.ts', () => {
-    const cmd = last('CMD');
-    expect(cmd).toBeDefined();
-    const argv = (cmd?.args.startsWith('[') ? JSON.parse(cmd.args) : cmd?.args.split(/\s+/)) as string[];
-    expect(argv).toEqual(['node', 'dist/src/main.js']);
+  test('when the CMD is read, then it runs dist/src/main.js, the compiled src/main.ts, with exec so that node is PID 1', () => {
+    const argv = launchOf(dockerCommand()).split(/\s+/);
+    expect(argv).toEqual(['exec', 'node', 'dist/src/main.js']);
     const { compilerOptions } = JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8')) as {
       compilerOptions: { outDir: string; rootDir: string };
     };
-    const source = path.join(compilerOptions.rootDir, path.relative(compilerOptions.outDir, argv[1])).replace(/\.js$/, '.ts');
+    const source = path.join(compilerOptions.rootDir, path.relative(compilerOptions.outDir, argv[2])).replace(/\.js$/, '.ts');
     expect(path.normalize(source)).toBe(path.normalize('src/main.ts'));
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// The heap cap: `npm start` and the Dockerfile
+// ---------------------------------------------------------------------------------------
+
+/** The shell command of the Dockerfile's final CMD (`sh -c "…"`, exec form). */
+function dockerCommand(): string {
+  const cmd = instructionsOf(readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8'))
+    .filter((i) => i.keyword === 'CMD')
+    .at(-1);
+  const argv = JSON.parse(cmd?.args ?? '[]') as string[];
+  expect(argv.slice(0, 2)).toEqual(['sh', '-c']);
+  return argv[2];
+}
+
+/** The shell command of package.json's `start` script after its build step. */
+function startCommand(): string {
+  const { scripts } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  expect(scripts.start.startsWith('tsc -b && ')).toBe(true);
+  return scripts.start.slice('tsc -b && '.length);
+}
+
+/** What a launch command sets NODE_OPTIONS to, and the command it runs with it. */
+function launchOf(command: string): string {
+  const match = /^NODE_OPTIONS="([^"]*)" (.+)$/.exec(command);
+  expect(match).not.toBeNull();
+  return match![2];
+}
+
+/** V8's heap limit (bytes) of the process a launch command starts, with `nodeOptions` as the caller's NODE_OPTIONS. */
+async function heapLimitUnder(command: string, nodeOptions: string | undefined): Promise<number> {
+  const probe = command.replace(/node dist\/src\/main\.js$/, `node -p 'require("v8").getHeapStatistics().heap_size_limit'`);
+  expect(probe).not.toBe(command);
+  const { NODE_OPTIONS: _ignored, ...env } = process.env;
+  const { stdout } = await promisify(execFile)('sh', ['-c', probe], { env: nodeOptions === undefined ? env : { ...env, NODE_OPTIONS: nodeOptions } });
+  return Number(stdout.trim());
+}
+
+/** V8's heap limit (bytes) of `node` started with `options` on its command line. */
+async function heapLimitWith(options: string[]): Promise<number> {
+  const { stdout } = await promisify(execFile)(process.execPath, [...options, '-p', 'require("v8").getHeapStatistics().heap_size_limit']);
+  return Number(stdout.trim());
+}
+
+describe('the heap cap (README "Performance")', () => {
+  test('when the start script and the Dockerfile are read, then both put the same cap, HEAP_LIMITS, first in NODE_OPTIONS', () => {
+    for (const command of [startCommand(), dockerCommand()]) {
+      expect(command.startsWith(`NODE_OPTIONS="${HEAP_CAP_NODE_OPTION} $NODE_OPTIONS" `)).toBe(true);
+    }
+  });
+
+  test.each([
+    ['npm start', startCommand],
+    ['the Docker image', dockerCommand],
+  ])('when %s runs with no NODE_OPTIONS, then node gets the cap; with a --max-old-space-size in NODE_OPTIONS, that one', async (_name, command) => {
+    const capped = await heapLimitWith([HEAP_CAP_NODE_OPTION]);
+    const raised = await heapLimitWith(['--max-old-space-size=512']);
+    expect(capped).toBeLessThan(raised);
+    expect(await heapLimitUnder(command(), undefined)).toBe(capped);
+    // Another option of the operator's keeps the cap; their own cap wins over it.
+    expect(await heapLimitUnder(command(), '--enable-source-maps')).toBe(capped);
+    expect(await heapLimitUnder(command(), '--max-old-space-size=512')).toBe(raised);
   });
 });

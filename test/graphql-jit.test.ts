@@ -1,6 +1,7 @@
 import type { GatewayExecutor, GatewayGraphQLRequestContext } from '@apollo/server-gateway-interface';
 import { type GraphQLSchema, Kind, buildSchema, execute, getIntrospectionQuery, parse, printSchema } from 'graphql';
 import { buildPetStoreSchema } from '../src/graphql/schema';
+import { DOCUMENT_CACHE_LIMITS } from '../src/graphql/document-cache.limits';
 import { type JitFallback, jitExecutorGateway } from '../src/graphql/jit-executor.gateway';
 import * as httpRules from '../src/graphql/subscriptions-over-http.rule';
 import { createPet, graphql, startTestApp } from './helpers/test-app';
@@ -15,7 +16,7 @@ const fallbacks: JitFallback[] = [];
 
 beforeAll(async () => {
   schema = await buildPetStoreSchema();
-  const gateway = jitExecutorGateway(schema, { maxOperations: 10, onFallback: (fallback) => fallbacks.push(fallback) });
+  const gateway = jitExecutorGateway(schema, { maxBytes: DOCUMENT_CACHE_LIMITS.compiledOperationBytes, onFallback: (fallback) => fallbacks.push(fallback) });
   gateway.onSchemaLoadOrUpdate(() => undefined);
   executor = (await gateway.load({ apollo: {} })).executor!;
 });

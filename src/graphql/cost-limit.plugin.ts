@@ -11,8 +11,8 @@ import {
   visit,
 } from 'graphql';
 import { type ComplexityEstimator, fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
-import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors/error-catalogue';
+import { DOCUMENT_CACHE_LIMITS, byteBoundedLru } from './document-cache.limits';
 import type { GraphqlContext } from './graphql-context';
 import { raisedByPlugin } from './graphql-error.formatter';
 import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE, requestUnitsOf } from './query-limits';
@@ -64,9 +64,9 @@ const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, Grap
  * of which the request already paid 1 when it came in. This runs in `didResolveOperation`, before
  * anything executes, so a refused operation reads and writes nothing. An operation that cannot be
  * priced (fragments that expand past 10,000 selections) is refused too. Each (document, operation
- * name, variables) is priced once and remembered (bounded LRU). Costs come from the schema's
- * `complexity` extensions (type-graphql's `complexity` option, see databaseFieldCost in query-limits.ts),
- * 1 per field otherwise.
+ * name, variables) is priced once and remembered (an LRU of DOCUMENT_CACHE_LIMITS.priceBytes).
+ * Costs come from the schema's `complexity` extensions (type-graphql's `complexity` option, see
+ * databaseFieldCost in query-limits.ts), 1 per field otherwise.
  *
  * @param spend - charges the caller's rate limit that many more requests, or throws the AppError
  *   TOO_MANY_REQUESTS without charging when fewer are left (see http/rate-limit.ts).
@@ -76,12 +76,9 @@ const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, Grap
 export function costLimitPlugin(spend: (request: FastifyRequest, units: number) => Promise<void>): ApolloServerPlugin<GraphqlContext> {
   const rejected = () => raisedByPlugin(new AppError('GRAPHQL_VALIDATION_FAILED', QUERY_REJECTED_MESSAGE));
   // The price of an operation depends on its document, its name and its variables only: each
-  // combination is priced once (README "Performance"), `unpriceable` included.
-  const prices = new LRUCache<string, { cost: number; mutations: number } | { unpriceable: true }>({
-    max: 1000,
-    maxSize: 4 * 1024 * 1024,
-    sizeCalculation: (_price, key) => key.length,
-  });
+  // combination is priced once (README "Performance"), `unpriceable` included. An entry keeps its
+  // key (the variables' JSON can be most of a 64 KiB body) and two numbers, no document.
+  const prices = byteBoundedLru<{ cost: number; mutations: number } | { unpriceable: true }>(DOCUMENT_CACHE_LIMITS.priceBytes, () => 0);
   return {
     async requestDidStart() {
       return {

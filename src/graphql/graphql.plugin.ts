@@ -18,6 +18,7 @@ import type { Metrics } from '../operations/metrics.registry';
 import type { PetService } from '../pets/pet.service';
 import { costLimitPlugin } from './cost-limit.plugin';
 import { CSRF_PREVENTION } from './csrf-prevention';
+import { DOCUMENT_CACHE_LIMITS, apolloCache, documentBytes, textBytes } from './document-cache.limits';
 import type { GraphqlContext } from './graphql-context';
 import { createGraphqlErrorFormatter, sendGraphqlError } from './graphql-error.formatter';
 import { jitExecutorGateway } from './jit-executor.gateway';
@@ -72,7 +73,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
   const apollo = new ApolloServer<GraphqlContext>({
     // Operations run compiled by graphql-jit (README "Performance"), through Apollo's gateway interface.
     gateway: jitExecutorGateway(schema, {
-      maxOperations: 1000,
+      maxBytes: DOCUMENT_CACHE_LIMITS.compiledOperationBytes,
       onFallback: ({ operationName, reason }) => app.log.warn({ operationName, reason }, 'GraphQL operation runs uncompiled'),
     }),
     formatError: createGraphqlErrorFormatter((error) => app.log.error({ err: error }, 'unexpected GraphQL error')),
@@ -87,9 +88,12 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     csrfPrevention: { requestHeaders: [...CSRF_PREVENTION.requestHeaders] },
     // main.ts owns SIGTERM/SIGINT: Apollo stops when the Fastify app closes, after the requests in flight.
     stopOnTerminationSignals: false,
+    // Each distinct query is parsed and validated once, kept in a store bounded in bytes, source text included (README "Security").
+    documentStore: apolloCache(DOCUMENT_CACHE_LIMITS.documentStoreBytes, documentBytes),
+    // Apollo's shared cache: here only automatic persisted queries use it (query texts by hash).
+    cache: apolloCache(DOCUMENT_CACHE_LIMITS.persistedQueryBytes, textBytes),
     // Speed (bench/): no cache-control hints (that plugin wraps every field resolver; answers are
-    // no-store anyway), no usage reporting or inline tracing. Apollo's parsed-document cache
-    // stays on (its default), so each distinct query is parsed and validated once.
+    // no-store anyway), no usage reporting or inline tracing.
     plugins: [
       ...armor.plugins,
       costLimitPlugin(spend),

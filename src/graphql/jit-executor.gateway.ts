@@ -12,7 +12,7 @@ import {
   visit,
 } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
-import { LRUCache } from 'lru-cache';
+import { byteBoundedLru, compiledOperationBytes } from './document-cache.limits';
 
 /** Why an operation runs on graphql-js instead of its compiled form: graphql-jit's first error. */
 export type JitFallback = { operationName: string | null; reason: string };
@@ -61,7 +61,8 @@ function asBadUserInput(error: GraphQLError): GraphQLError {
  * serves one fixed schema and runs each operation compiled by graphql-jit (README
  * "Performance"). Everything before execution stays Apollo's: parsing, the document cache,
  * validation (Armor's rules included) and the plugin hooks; only execution changes.
- * - Each (document, operation name) is compiled once, kept in an LRU of `maxOperations`.
+ * - Each (document, operation name) is compiled once, kept in an LRU of `maxBytes`, each
+ *   weighed with the document it keeps and its generated code (compiledOperationBytes).
  * - Variables are coerced by graphql-js first, exactly as without the gateway (defaults,
  *   errors with their locations, one error where graphql-js gives one), and jit gets the
  *   coerced values (idempotent for this schema's ID, SafeInt, String, Int and enum inputs).
@@ -72,13 +73,13 @@ function asBadUserInput(error: GraphQLError): GraphQLError {
  * - Errors come back as graphql-js GraphQLErrors, so formatting is unchanged.
  *
  * @param schema - the executable schema (resolvers attached).
- * @param options.maxOperations - how many compiled operations to keep.
+ * @param options.maxBytes - the LRU's budget in bytes (DOCUMENT_CACHE_LIMITS.compiledOperationBytes).
  * @param options.onFallback - called once per operation that could not be compiled.
  * @returns the object for ApolloServer's `gateway` option (pass no `schema` beside it).
  */
-export function jitExecutorGateway(schema: GraphQLSchema, options: { maxOperations: number; onFallback: (fallback: JitFallback) => void }): GatewayInterface {
-  // `{ fallback: true }`: jit could not compile it; it runs on graphql-js.
-  const compiled = new LRUCache<string, CompiledQuery | { fallback: true }>({ max: options.maxOperations });
+export function jitExecutorGateway(schema: GraphQLSchema, options: { maxBytes: number; onFallback: (fallback: JitFallback) => void }): GatewayInterface {
+  // `query` undefined: jit could not compile it, and it runs on graphql-js. `bytes`: what the entry keeps alive.
+  const compiled = byteBoundedLru<{ query: CompiledQuery | undefined; bytes: number }>(options.maxBytes, ({ bytes }) => bytes);
 
   const executor: GatewayExecutor = async ({ document, operation, operationName, queryHash, request, context }) => {
     // No operation by the requested name (or no name among several): graphql-js says so, and
@@ -86,17 +87,18 @@ export function jitExecutorGateway(schema: GraphQLSchema, options: { maxOperatio
     // then), so the client's is passed. Nothing to compile, nothing cached.
     if (!operation) return execute({ schema, document, operationName: request.operationName, contextValue: context, variableValues: request.variables });
     const key = `${queryHash}\u0000${operationName ?? ''}`;
-    let query = compiled.get(key);
-    if (query === undefined) {
+    let entry = compiled.get(key);
+    if (entry === undefined) {
       const result = compileQuery(schema, document, operationName ?? undefined);
-      if (isCompiledQuery(result)) query = result;
+      if (isCompiledQuery(result)) entry = { query: result, bytes: compiledOperationBytes(document, operation) };
       else {
-        query = { fallback: true };
+        entry = { query: undefined, bytes: 0 };
         options.onFallback({ operationName, reason: result.errors?.[0]?.message ?? 'unknown' });
       }
-      compiled.set(key, query);
+      compiled.set(key, entry);
     }
-    if ('fallback' in query) {
+    const { query } = entry;
+    if (query === undefined) {
       return execute({ schema, document, operationName, contextValue: context, variableValues: request.variables });
     }
     const variables = getVariableValues(schema, operation.variableDefinitions ?? [], request.variables ?? {});

@@ -35,9 +35,12 @@ export function runNode(script: string, args: string[], options: { cwd: string; 
   });
 }
 
-/** Starts a built script in the background; collects its output. */
-export function startNode(script: string, options: { cwd: string; env?: Record<string, string> }) {
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [script], { cwd: options.cwd, env: childEnv(options.env ?? {}) });
+/** Starts a built script in the background, with `execArgv` before it on node's command line; collects its output. */
+export function startNode(script: string, options: { cwd: string; env?: Record<string, string>; execArgv?: string[] }) {
+  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [...(options.execArgv ?? []), script], {
+    cwd: options.cwd,
+    env: childEnv(options.env ?? {}),
+  });
   const output = { stdout: '', stderr: '' };
   child.stdout.on('data', (chunk) => (output.stdout += chunk));
   child.stderr.on('data', (chunk) => (output.stderr += chunk));

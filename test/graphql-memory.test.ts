@@ -1,0 +1,143 @@
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { getIntrospectionQuery } from 'graphql';
+import { HEAP_CAP_NODE_OPTION } from '../src/operations/heap.limits';
+import { apiKeyFor, built, freePort, startNode, waitForHttp } from './helpers/processes';
+import { createProcessDatabase } from './helpers/test-database';
+
+/**
+ * A flood of distinct GraphQL documents against the built server under the production heap cap
+ * (README "Security", "Performance"): every document cache is bounded in bytes, so the server
+ * keeps answering and the heap it keeps after full collections (V8's --trace-gc) stops growing.
+ */
+
+/** Requests in flight, each on a kept-alive connection of its own. */
+const CONCURRENCY = 16;
+
+/** The built server under HEAP_CAP_NODE_OPTION, as `npm start` runs it, with its rate limit out of the way and V8's GC trace on stdout. */
+async function startCappedServer() {
+  const setup = await createProcessDatabase('graphql-memory-');
+  const port = await freePort();
+  const server = startNode(built('src/main.js'), {
+    cwd: setup.cwd,
+    // --trace-gc is not allowed in NODE_OPTIONS: it goes on the command line.
+    execArgv: ['--trace-gc'],
+    env: {
+      NODE_OPTIONS: HEAP_CAP_NODE_OPTION,
+      NODE_ENV: setup.database.type === 'mysql' ? 'production' : 'development',
+      PORT: String(port),
+      METRICS_PORT: String(await freePort()),
+      RATE_LIMIT_MAX: '1000000000',
+      ...setup.env,
+    },
+  });
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+  const apiKey = await apiKeyFor(server, setup, 'graphql-memory');
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+
+  /** POSTs one GraphQL request; resolves with the status and body, or the socket error's code. */
+  const post = (query: string) =>
+    new Promise<{ status?: number; body?: string; error?: string }>((resolve) => {
+      const body = JSON.stringify({ query });
+      const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+      const sent = request({ host: '127.0.0.1', port, path: '/graphql', method: 'POST', agent, headers }, (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode, body: text }));
+      });
+      sent.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+      sent.end(body);
+    });
+
+  /** Sends documents `from` to `to - 1` of `make`, CONCURRENCY at a time; returns the answers that were not `expected`. */
+  const flood = async (from: number, to: number, make: (i: number) => string, expected: (body: string) => boolean) => {
+    const wrong: string[] = [];
+    let next = from;
+    const worker = async () => {
+      while (next < to && server.child.exitCode === null && server.child.signalCode === null) {
+        const answer = await post(make(next++));
+        if (answer.status !== 200 || !expected(answer.body!)) wrong.push(answer.error ?? `${answer.status} ${answer.body?.slice(0, 200)}`);
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    return { sent: next - from, wrong };
+  };
+
+  /** The server's resident set (MiB), from /proc; NaN once it has exited. */
+  const rssMib = () => {
+    try {
+      return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))![1]) / 1024;
+    } catch {
+      return NaN;
+    }
+  };
+
+  /** The heap left after each full collection so far (MiB), from V8's trace. */
+  const heapAfterFullGcs = () =>
+    [...server.output.stdout.matchAll(/Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(/g)].map(([, after]) => Number(after));
+
+  const stop = async () => {
+    agent.destroy();
+    server.child.kill('SIGTERM');
+    await server.exited;
+    await setup.drop();
+  };
+  return { server, flood, rssMib, heapAfterFullGcs, stop };
+}
+
+/** The largest and the median of `values`, for the log. */
+const spread = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { max: sorted.at(-1) ?? NaN, median: sorted[Math.floor(sorted.length / 2)] ?? NaN };
+};
+
+describe('distinct GraphQL documents under the production heap cap', () => {
+  test('when 3,000 distinct cheap documents with 39-59 KiB comments arrive, then the server answers each and its heap after full collections stops growing', async () => {
+    const capped = await startCappedServer();
+    try {
+      // One rate-limit unit each; 150 MiB of source text in all (the server died at 1,644 before its caches were bounded in bytes).
+      const document = (i: number) => `#${'x'.repeat(39 * 1024 + ((i * 7919) % (20 * 1024)))}\nquery D${i} { __typename }`;
+      const typename = (body: string) => body.trim() === '{"data":{"__typename":"Query"}}';
+      const half = 1_500;
+      const first = await capped.flood(0, half, document, typename);
+      const [rssFirst, gcsFirst] = [capped.rssMib(), capped.heapAfterFullGcs()];
+      const second = await capped.flood(half, 2 * half, document, typename);
+      const [rssSecond, gcsSecond] = [capped.rssMib(), capped.heapAfterFullGcs().slice(gcsFirst.length)];
+      const [heapFirst, heapSecond] = [spread(gcsFirst), spread(gcsSecond)];
+      console.info(
+        `comment flood: ${first.sent + second.sent} documents; heap after full GCs, first half max ${heapFirst.max} MB (median ${heapFirst.median}, ${gcsFirst.length} GCs), ` +
+          `second half max ${heapSecond.max} MB (median ${heapSecond.median}, ${gcsSecond.length} GCs); RSS ${rssFirst.toFixed(0)} → ${rssSecond.toFixed(0)} MiB`,
+      );
+      expect(first.wrong.slice(0, 3)).toEqual([]);
+      expect(second.wrong.slice(0, 3)).toEqual([]);
+      expect(first.sent + second.sent).toBe(2 * half);
+      expect(gcsSecond.length).toBeGreaterThan(0);
+      // The caches (27 MiB in all) filled in the first few hundred documents: no growth after.
+      expect(heapSecond.max).toBeLessThan(heapFirst.max + 8);
+      expect(heapSecond.max).toBeLessThan(96);
+      expect(rssSecond).toBeLessThan(rssFirst + 48);
+    } finally {
+      await capped.stop();
+    }
+  }, 120_000);
+
+  test('when 300 distinct introspection queries arrive (graphql-jit compiles about 1.3 MB of code for each), then the server answers each', async () => {
+    const capped = await startCappedServer();
+    try {
+      const document = (i: number) => getIntrospectionQuery().replace('query IntrospectionQuery {', `query D${i} { a${i}: __typename`);
+      const introspected = (body: string) => body.startsWith(`{"data":{"a`) && body.includes('"__schema"');
+      // The server died at about 100 when graphql-jit's cache counted entries (1,000) instead of bytes.
+      const result = await capped.flood(0, 300, document, introspected);
+      const heap = spread(capped.heapAfterFullGcs());
+      console.info(
+        `introspection flood: ${result.sent} documents; heap after full GCs max ${heap.max} MB (median ${heap.median}); RSS ${capped.rssMib().toFixed(0)} MiB`,
+      );
+      expect(result.wrong.slice(0, 3)).toEqual([]);
+      expect(result.sent).toBe(300);
+      expect(capped.server.child.exitCode).toBeNull();
+    } finally {
+      await capped.stop();
+    }
+  }, 120_000);
+});
