@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { getIntrospectionQuery } from 'graphql';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
 import { HEAP_CAP_NODE_OPTION } from '../src/operations/heap.limits';
 import { apiKeyFor, built, freePort, startNode, waitForHttp } from './helpers/processes';
 import { createProcessDatabase } from './helpers/test-database';
@@ -18,6 +21,7 @@ const CONCURRENCY = 16;
 async function startCappedServer() {
   const setup = await createProcessDatabase('graphql-memory-');
   const port = await freePort();
+  const metricsPort = await freePort();
   const server = startNode(built('src/main.js'), {
     cwd: setup.cwd,
     // --trace-gc is not allowed in NODE_OPTIONS: it goes on the command line.
@@ -26,7 +30,7 @@ async function startCappedServer() {
       NODE_OPTIONS: HEAP_CAP_NODE_OPTION,
       NODE_ENV: setup.database.type === 'mysql' ? 'production' : 'development',
       PORT: String(port),
-      METRICS_PORT: String(await freePort()),
+      METRICS_PORT: String(metricsPort),
       RATE_LIMIT_MAX: '1000000000',
       ...setup.env,
     },
@@ -83,7 +87,12 @@ async function startCappedServer() {
     await server.exited;
     await setup.drop();
   };
-  return { server, flood, rssMib, heapAfterFullGcs, stop };
+  /** A gauge or counter of the server's /metrics, without labels; NaN when it is not there. */
+  const metric = async (name: string) => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  };
+  return { server, port, apiKey, flood, rssMib, heapAfterFullGcs, metric, stop };
 }
 
 /** The largest and the median of `values`, for the log. */
@@ -137,6 +146,54 @@ describe('distinct GraphQL documents under the production heap cap', () => {
       expect(result.sent).toBe(300);
       expect(capped.server.child.exitCode).toBeNull();
     } finally {
+      await capped.stop();
+    }
+  }, 120_000);
+
+  test('when one key runs every subscription it may, each a message full of comment lines, then they all run and the server keeps its heap', async () => {
+    const capped = await startCappedServer();
+    const clients: ReturnType<typeof createClient>[] = [];
+    try {
+      // 20,000 one-character comment lines (60 KB as JSON, within the message limit): comment tokens, which the token limit does not count.
+      const query = `${'#\n'.repeat(20_000)}subscription { petCreated { id } }`;
+      for (let c = 0; c < SUBSCRIPTION_LIMITS.maxConnectionsPerKey; c++) {
+        const client = createClient({
+          url: `ws://127.0.0.1:${capped.port}/graphql`,
+          webSocketImpl: WebSocket,
+          connectionParams: { Authorization: `Bearer ${capped.apiKey}` },
+          retryAttempts: 0,
+          lazy: false,
+          onNonLazyError: () => undefined,
+        });
+        clients.push(client);
+        for (let s = 0; s < SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection; s++) {
+          client.subscribe({ query }, { next: () => undefined, error: () => undefined, complete: () => undefined });
+        }
+      }
+      // Every subscription runs once the server has parsed and validated it: the gauge says when all do.
+      const total = SUBSCRIPTION_LIMITS.maxConnectionsPerKey * SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection;
+      const started = performance.now();
+      while ((await capped.metric('petstore_subscriptions_active')) < total && performance.now() - started < 60_000) {
+        if (capped.server.child.exitCode !== null) throw new Error(`the server exited: ${capped.server.output.stderr.slice(-300)}`);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      expect(await capped.metric('petstore_subscriptions_active')).toBe(total);
+      // A flood of small documents makes V8 collect, so the trace shows what the subscriptions keep.
+      const after = await capped.flood(
+        0,
+        3_000,
+        (i) => `query Q${i} { __typename }`,
+        (body) => body.includes('Query'),
+      );
+      const heap = spread(capped.heapAfterFullGcs());
+      console.info(
+        `${total} subscriptions of 60 KB messages on one key: heap after full GCs max ${heap.max} MB (median ${heap.median}); RSS ${capped.rssMib().toFixed(0)} MiB`,
+      );
+      expect(capped.server.child.exitCode).toBeNull();
+      expect(after.wrong.slice(0, 3)).toEqual([]);
+      expect(heap.max).toBeLessThan(96);
+    } finally {
+      for (const client of clients) void client.dispose();
       await capped.stop();
     }
   }, 120_000);

@@ -309,7 +309,10 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       if (unexpected) log.error({ err: error }, 'unexpected error charging a subscription');
       return [catalogued(appError.code, appError.message)];
     }
-    return { schema, document, operationName, variableValues: variables, contextValue: { caller: { apiKeyId: connection.apiKeyId } } };
+    // What runs holds no source text and no tokens (comments included, which the token limit does not
+    // count): a running subscription keeps only its AST, however large the message was.
+    const compact = parse(payload.query, { ...PARSE_OPTIONS, noLocation: true });
+    return { schema, document: compact, operationName, variableValues: variables, contextValue: { caller: { apiKeyId: connection.apiKeyId } } };
   };
 
   const server = makeServer<Record<string, unknown> | undefined, SocketExtra>({
