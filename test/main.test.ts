@@ -1,4 +1,6 @@
-import { mkdtemp, readFile, stat } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createServer } from 'node:net';
@@ -21,6 +23,21 @@ async function portWithFreeMetricsPort(): Promise<number> {
   for (;;) {
     const port = await freePort();
     if (port + METRICS_PORT_OFFSET <= 65535 && (await canListen(port + METRICS_PORT_OFFSET))) return port;
+  }
+}
+
+/** The processes below `pid` (children first, then theirs), from /proc. */
+function descendantsOf(pid: number): number[] {
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  return children.flatMap((child) => [child, ...descendantsOf(child)]);
+}
+
+/** Whether a process is still there (a zombie counts as gone). */
+function isRunning(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
   }
 }
 
@@ -126,6 +143,44 @@ describe('the server process (dist/src/main.js)', () => {
     });
     expect(again).toBe(0);
     expect((await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim()).toBe(key);
+  });
+
+  test('when `npm start` gets SIGTERM, then the server it started stops cleanly and no process is left behind', async () => {
+    // package.json's start script in a package of its own (so that its data/ is this test's), with
+    // dist/ and node_modules/ linked; its build step is left out: npm test has built dist/.
+    const root = path.resolve(__dirname, '..');
+    const { scripts } = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const start = scripts.start.replace(/^tsc -b && /, '');
+    expect(start).not.toBe(scripts.start);
+    const cwd = await mkdtemp(path.join(tmpdir(), 'npm-start-'));
+    await writeFile(path.join(cwd, 'package.json'), JSON.stringify({ name: 'npm-start-test', private: true, scripts: { start } }));
+    await symlink(path.join(root, 'dist'), path.join(cwd, 'dist'));
+    await symlink(path.join(root, 'node_modules'), path.join(cwd, 'node_modules'));
+    const port = await freePort();
+    const { DATABASE_URL: _d, TEST_DATABASE_URL: _t, ...env } = process.env;
+    const npm = spawn('npm', ['start'], {
+      cwd,
+      env: { ...env, NODE_ENV: 'development', LOG_LEVEL: 'info', PORT: String(port), METRICS_PORT: String(await freePort()) },
+    });
+    let output = '';
+    npm.stdout.on('data', (chunk) => (output += chunk));
+    npm.stderr.on('data', (chunk) => (output += chunk));
+    const npmExited = new Promise<void>((resolve) => npm.once('exit', () => resolve()));
+    let below: number[] = [];
+    try {
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+      below = descendantsOf(npm.pid!);
+      expect(below.length).toBeGreaterThan(0);
+      npm.kill('SIGTERM');
+      await npmExited;
+      const deadline = Date.now() + 10_000;
+      while (below.some(isRunning) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(below.filter(isRunning)).toEqual([]);
+      expect(output).toContain('stopped cleanly');
+    } finally {
+      for (const pid of below) if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+      npm.kill('SIGKILL');
+    }
   });
 
   test('when the first start fails (its port is taken), then it writes no key, and the first start that serves shows one', async () => {
