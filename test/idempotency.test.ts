@@ -25,6 +25,13 @@ describe('Idempotency-Key on POST /v1/pets', () => {
     expect(again.body).toEqual(first.body);
     expect(again.headers.get('location')).toBe(first.headers.get('location'));
     expect(await countPets(t)).toBe(1);
+    // Stripe's header: the client can tell the replay from the create.
+    expect([first.headers.get('idempotent-replayed'), again.headers.get('idempotent-replayed')]).toEqual(['false', 'true']);
+  });
+
+  test('when a create carries no Idempotency-Key, then its answer has no Idempotent-Replayed header', async () => {
+    const created = await request(t, 'POST', '/v1/pets', { body: { name: 'Rex', categoryId: 1 } });
+    expect([created.status, created.headers.get('idempotent-replayed')]).toEqual([201, null]);
   });
 
   test('when the same key comes with another body, then 422 IDEMPOTENCY_KEY_REUSED and nothing more is stored', async () => {

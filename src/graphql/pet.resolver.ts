@@ -76,7 +76,7 @@ export class PetResolver {
     // One create costs one request, as createPet does on REST.
     complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
-  createPet(@Arg('input', () => NewPetInput) input: NewPetInput, @Ctx('caller') caller: GraphqlContext['caller']): Promise<Pet> {
-    return this.petService.createPet(input, caller);
+  async createPet(@Arg('input', () => NewPetInput) input: NewPetInput, @Ctx('caller') caller: GraphqlContext['caller']): Promise<Pet> {
+    return (await this.petService.createPet(input, caller)).pet;
   }
 }

@@ -12,6 +12,12 @@ import type { Pet } from './pet.entity';
 import { ListPetsArgs, NewPetInput, PetIdArgs, PetsConnectionArgs } from './pet.inputs';
 import type { PetRepository } from './pet.repository';
 
+/** What createPet did: the pet, and whether it is an Idempotency-Key replay (stored by an earlier request). */
+export interface CreatedPet {
+  pet: Pet;
+  replayed: boolean;
+}
+
 /** One page of listPets (README "Pagination"). */
 export interface PetPage {
   /** Up to `limit` pets, in ascending id order. */
@@ -121,19 +127,20 @@ export class PetService {
    *
    * @param input - the NewPet fields `{ name, categoryId, status? }`; `status` defaults to `available`.
    * @param caller - who is calling, and the Idempotency-Key they sent, if any.
-   * @returns the stored pet with its assigned id (the first one again, on a replay).
+   * @returns the stored pet with its assigned id (the first one again, on a replay), and whether
+   *   it is a replay.
    * @throws AppError BAD_USER_INPUT for a missing, unknown or invalid field; IDEMPOTENCY_KEY_IN_USE
    *   (409) or IDEMPOTENCY_KEY_REUSED (422); DatabaseDeadlineError (503, nothing stored) or
    *   CommitOutcomeUnknownError (504) when the database fails.
    */
-  async createPet(input: unknown, caller: Caller): Promise<Pet> {
+  async createPet(input: unknown, caller: Caller): Promise<CreatedPet> {
     const { name, categoryId, status } = await validateInput(NewPetInput, input);
     const newPet = { name, categoryId, status };
     try {
       if (caller.idempotencyKey === undefined) {
         const pet = await this.pets.create(newPet); // committed when it resolves
         this.events.created(pet);
-        return pet;
+        return { pet, replayed: false };
       }
       // `once` runs the create only on a key's first use; a replay returns the stored pet.
       let stored = false;
@@ -149,7 +156,7 @@ export class PetService {
       );
       // `once` resolves after the COMMIT; had the transaction rolled back, it would have thrown.
       if (stored) this.events.created(pet);
-      return pet;
+      return { pet, replayed: !stored };
     } catch (error) {
       if (error instanceof CommitOutcomeUnknownError) void this.announceIfStored(error.written as Pet | undefined);
       throw error;

@@ -107,6 +107,14 @@ export const PET_ID_PARAMS: Schema = {
 export const HEADERS = {
   WWW_AUTHENTICATE: { 'WWW-Authenticate': { type: 'string', description: 'RFC 6750 Bearer challenge.' } },
   LOCATION: { Location: { type: 'string', description: 'Path of the created Pet, /v1/pets/{id}.' } },
+  IDEMPOTENT_REPLAYED: {
+    'Idempotent-Replayed': {
+      type: 'string',
+      enum: ['true', 'false'],
+      description:
+        'Only when the create was sent with an Idempotency-Key: `true` when this answer replays the pet an earlier request stored, `false` when this request stored it.',
+    },
+  },
   RATE_LIMIT: {
     'RateLimit-Policy': { type: 'string', description: 'draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`.' },
     RateLimit: { type: 'string', description: 'draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`.' },

@@ -123,7 +123,12 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
           },
         },
         response: {
-          201: jsonResponse('Animal added.', 'Pet#', { example: OPENAPI_EXAMPLES.pet }, { ...HEADERS.LOCATION, ...HEADERS.RATE_LIMIT }),
+          201: jsonResponse(
+            'Animal added.',
+            'Pet#',
+            { example: OPENAPI_EXAMPLES.pet },
+            { ...HEADERS.LOCATION, ...HEADERS.IDEMPOTENT_REPLAYED, ...HEADERS.RATE_LIMIT },
+          ),
           ...errorResponses([
             'BAD_REQUEST',
             'BAD_USER_INPUT',
@@ -141,7 +146,9 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
       },
     },
     async (request, reply) => {
-      const pet = await petService.createPet(request.body, callerOf(request));
+      const caller = callerOf(request);
+      const { pet, replayed } = await petService.createPet(request.body, caller);
+      if (caller.idempotencyKey !== undefined) reply.header('Idempotent-Replayed', String(replayed));
       return reply.code(201).header('Location', `${app.prefix}/pets/${pet.id}`).send(pet);
     },
   );
