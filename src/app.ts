@@ -7,7 +7,7 @@ import type { DataSource } from 'typeorm';
 import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
 import { createAuthHooks } from './auth/auth.hook';
-import type { Config } from './config';
+import { type Config, DEV_API_KEY_PATH } from './config';
 import { withOneBudget } from './database/database-deadline';
 import { AppError } from './errors/error-catalogue';
 import { createPetEventBus } from './events/pet-event.bus';
@@ -150,6 +150,8 @@ export async function buildApp({
     guard,
     spend: limiter.spend,
     production: config.nodeEnv === 'production',
+    // On the embedded database the server holds the file, so the apikey CLI cannot open it: the development key is the way in.
+    keyCommand: config.database.type === 'sqlite' && config.nodeEnv !== 'production' ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',
     subscriptions: {
       pubSub: petEvents.pubSub,
       apiKeys,

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import WebSocket from 'ws';
 import { request, startTestApp, type TestApp } from './helpers/test-app';
 
 /** What Chromium and Firefox send for a page. */
@@ -23,7 +24,14 @@ describe('GET / (the landing page, README "Explore in a browser")', () => {
     expect(result.headers.get('vary')).toMatch(/accept/i);
     expect(result.body).toEqual({
       name: 'Pet Store gateway',
-      links: { graphql: '/graphql', docs: '/docs', openapi: '/v1/openapi.json', health: '/healthz' },
+      links: {
+        graphql: '/graphql',
+        rest: '/v1/pets',
+        docs: '/docs',
+        openapi: '/v1/openapi.json',
+        health: '/healthz',
+        subscriptions: `ws://${new URL(t.url).host}/graphql`,
+      },
     });
   });
 
@@ -32,7 +40,7 @@ describe('GET / (the landing page, README "Explore in a browser")', () => {
     expect(result.status).toBe(200);
     expect(result.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const html = result.body as string;
-    for (const path of ['/graphql', '/docs', '/v1/openapi.json', '/healthz']) expect(html).toContain(`<a href="${path}">`);
+    for (const path of ['/graphql', '/v1/pets', '/docs', '/v1/openapi.json', '/healthz']) expect(html).toContain(`<a href="${path}">`);
     expect(html).not.toMatch(/<script|\son[a-z]+=|style="/i);
     const csp = result.headers.get('content-security-policy')!;
     expect(csp).toContain("default-src 'none'");
@@ -44,11 +52,25 @@ describe('GET / (the landing page, README "Explore in a browser")', () => {
     expect(result.headers.get('x-frame-options')).toBe('DENY');
   });
 
-  test('when a browser follows each link, then none is missing (no 404)', async () => {
+  test('when a browser follows each link, then none is missing (no 404); the REST one asks for the key, and the WebSocket one upgrades', async () => {
     const { body } = await request(t, 'GET', '/', { apiKey: null });
-    for (const path of Object.values(body.links as Record<string, string>)) {
+    const { subscriptions, ...pages } = body.links as Record<string, string>;
+    for (const path of Object.values(pages)) {
       const response = await fetch(t.url + path, { headers: { accept: BROWSER_ACCEPT }, redirect: 'follow' });
-      expect([path, response.status]).toEqual([path, 200]);
+      expect([path, response.status]).toEqual([path, path === '/v1/pets' ? 401 : 200]);
+    }
+    const socket = new WebSocket(subscriptions, 'graphql-transport-ws');
+    await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
+    socket.close();
+  });
+
+  test('when the request came through a TLS proxy that TRUST_PROXY trusts, then the WebSocket URL is wss:// on the forwarded host', async () => {
+    const proxied = await startTestApp({ createKey: false, env: { TRUST_PROXY: '127.0.0.1' } });
+    try {
+      const result = await request(proxied, 'GET', '/', { apiKey: null, headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'pets.example' } });
+      expect(result.body.links.subscriptions).toBe('wss://pets.example/graphql');
+    } finally {
+      await proxied.close();
     }
   });
 
@@ -74,5 +96,25 @@ describe('GET / (the landing page, README "Explore in a browser")', () => {
   test('when the OpenAPI document is read, then / is not in it (not part of /v1)', async () => {
     const { body } = await request(t, 'GET', '/v1/openapi.json', { apiKey: null });
     expect(Object.keys(body.paths)).not.toContain('/');
+  });
+});
+
+describe('the playground\'s key hint (README "Explore in a browser")', () => {
+  const page = async (target: TestApp) => (await request(target, 'GET', '/graphql', { apiKey: null, headers: { accept: BROWSER_ACCEPT } })).body as string;
+
+  test('when the server runs on the embedded database, then the key form points at the development key file, which the server wrote', async () => {
+    const html = await page(t);
+    expect(html).toContain('No key yet? <code>cat data/dev-api-key</code>');
+    expect(html).toContain('data-key-command="cat data/dev-api-key"');
+    expect(html).not.toContain('npm run apikey');
+  });
+
+  test('when it runs in production (no development key), then the key form points at the apikey CLI', async () => {
+    const production = await startTestApp({ createKey: false, env: { NODE_ENV: 'production' } });
+    try {
+      expect(await page(production)).toContain('No key yet? <code>npm run apikey -- create &lt;name&gt;</code>');
+    } finally {
+      await production.close();
+    }
   });
 });

@@ -273,7 +273,8 @@ describe('the server process (dist/src/main.js)', () => {
         .map((line) => JSON.parse(line) as { msg: string })
         .filter((line) => line.msg.includes(`${base}/graphql`));
       expect(started).toHaveLength(1);
-      for (const path of ['/', '/graphql', '/v1', '/docs', '/v1/openapi.json', '/healthz']) expect(started[0].msg).toContain(` ${base}${path}`);
+      for (const path of ['/', '/graphql', '/v1/pets', '/docs', '/v1/openapi.json', '/healthz']) expect(started[0].msg).toContain(` ${base}${path}`);
+      expect(started[0].msg).toContain(` ${base.replace(/^http/, 'ws')}/graphql`);
       expect(started[0].msg).toMatch(/metrics http:\/\/127\.0\.0\.1:\d+\/metrics$/);
       expect((await fetch(`${base}/`)).status).toBe(200);
       await expect(stat(path.join(cwd, 'data', 'dev-api-key'))).rejects.toThrow();

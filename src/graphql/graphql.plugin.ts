@@ -41,6 +41,8 @@ export interface GraphqlPluginOptions {
   spend: (request: FastifyRequest, units: number) => Promise<void>;
   /** Production hides field suggestions from error messages. */
   production: boolean;
+  /** The shell command that gets a key on this set-up (the development key file, or the apikey CLI), for the playground's hints. */
+  keyCommand: string;
   /** Subscriptions over WebSocket on `/graphql` (README "Subscriptions"). */
   subscriptions: {
     /** Where `petCreated` listens: the pet event bus. */
@@ -67,7 +69,7 @@ export interface GraphqlPluginOptions {
  * `/graphql` runs subscriptions (graphql-ws, see `./subscription.server`), with the same
  * schema, keys, rate limit and document limits.
  */
-export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, spend, production, subscriptions }) => {
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, spend, production, keyCommand, subscriptions }) => {
   const armor = armorSettings(production);
   const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
   const apollo = new ApolloServer<GraphqlContext>({
@@ -109,7 +111,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
   await apollo.start();
   app.addHook('onClose', () => apollo.stop());
 
-  const servePlaygroundToBrowsers = await registerPlayground(app);
+  const servePlaygroundToBrowsers = await registerPlayground(app, keyCommand);
 
   // Errors on /graphql get a GraphQL body; the playground's files keep the app's Error body.
   app.route({

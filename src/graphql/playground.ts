@@ -114,7 +114,7 @@ const BOOTSTRAP = `(function () {
           sessionStorage.setItem(KEY_ITEM, key);
           start(key);
         } else if (response.status === 401) {
-          status.textContent = 'That key was refused (401 Unauthorized): check it, or create one with npm run apikey -- create <name>.';
+          status.textContent = 'That key was refused (401 Unauthorized): check it, or get one with ' + form.dataset.keyCommand + '.';
         } else {
           status.textContent = 'The server answered ' + response.status + '; try again in a moment.';
         }
@@ -176,7 +176,12 @@ function loadAssets(): Map<string, Asset> {
   ]);
 }
 
-function renderPage(assets: Map<string, Asset>): string {
+/** `text` for an HTML text node or a quoted attribute value. */
+function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+function renderPage(assets: Map<string, Asset>, keyCommand: string): string {
   const href = (name: string) => `${PLAYGROUND_PREFIX}${name}?v=${assets.get(name)!.version}`;
   const scripts = ['react.production.min.js', 'react-dom.production.min.js', 'graphiql.min.js', 'graphql-ws.js', 'playground.js'];
   return `<!doctype html>
@@ -190,11 +195,11 @@ function renderPage(assets: Map<string, Asset>): string {
 <link rel="stylesheet" href="${href('playground.css')}">
 </head>
 <body>
-<form id="key-form" class="key-bar" autocomplete="off">
+<form id="key-form" class="key-bar" autocomplete="off" data-key-command="${escapeHtml(keyCommand)}">
 <label for="key-input">API key</label>
 <input id="key-input" type="password" spellcheck="false" placeholder="pst_…">
 <button type="submit">Use this key</button>
-<span id="key-status" role="status">Kept in this browser tab only (sessionStorage), never in localStorage. No key yet? <code>npm run apikey -- create &lt;name&gt;</code></span>
+<span id="key-status" role="status">Kept in this browser tab only (sessionStorage), never in localStorage. No key yet? <code>${escapeHtml(keyCommand)}</code></span>
 </form>
 <div id="key-in-use" class="key-bar" hidden>Your API key is in GraphiQL's Headers tab, kept in this browser tab only. <button id="key-forget" type="button">Forget it</button></div>
 <div id="graphiql"><p>Enter an API key above to start: the schema, the Docs and every query need one.</p></div>
@@ -235,6 +240,7 @@ function isNegotiable(request: FastifyRequest): boolean {
  * 405, errors rendered by the app's error handler, in the REST Error shape).
  *
  * @param app - the scope that also serves `/graphql`.
+ * @param keyCommand - the shell command that gets a key on this set-up, shown in the key form's hints.
  * @returns the `onRequest` hook `servePlaygroundToBrowsers`, to put on the `/graphql` route
  *   BEFORE the auth hook: for a GET or HEAD whose `Accept` prefers `text/html` and that has no
  *   `query` parameter it answers the playground page (200, `text/html`, a strict
@@ -242,9 +248,9 @@ function isNegotiable(request: FastifyRequest): boolean {
  *   does nothing, so the request goes on to authentication and Apollo as before.
  * @throws when a package file cannot be found or read (a broken install): the app does not start.
  */
-export async function registerPlayground(app: FastifyInstance): Promise<onRequestAsyncHookHandler> {
+export async function registerPlayground(app: FastifyInstance, keyCommand: string): Promise<onRequestAsyncHookHandler> {
   const assets = loadAssets();
-  const page = renderPage(assets);
+  const page = renderPage(assets, keyCommand);
 
   await app.register(async (scope) => {
     for (const [name, { contentType, body }] of assets) {

@@ -15,7 +15,8 @@ interface Surface {
  * so the page is right behind any proxy; `main.ts` logs the same list as absolute URLs.
  */
 export const SURFACES: readonly Surface[] = Object.freeze([
-  { rel: 'graphql', path: '/graphql', title: 'GraphQL endpoint; in a browser, the GraphiQL playground' },
+  { rel: 'graphql', path: '/graphql', title: 'GraphQL endpoint (subscriptions: a WebSocket on the same path); in a browser, the GraphiQL playground' },
+  { rel: 'rest', path: '/v1/pets', title: 'The REST contract /v1: list and create pets (an API key needed)' },
   { rel: 'docs', path: '/docs', title: 'Swagger UI for the REST contract' },
   { rel: 'openapi', path: '/v1/openapi.json', title: 'The OpenAPI 3.1 document of the REST contract (/v1)' },
   { rel: 'health', path: '/healthz', title: 'Liveness check' },
@@ -56,14 +57,15 @@ ${SURFACES.map(({ path, title }) => `<li><a href="${path}"><code>${path}</code><
 </html>
 `;
 
-/** The JSON answer: `{"name": "Pet Store gateway", "links": {"graphql": "/graphql", …}}`. */
-const JSON_BODY = { name: 'Pet Store gateway', links: Object.fromEntries(SURFACES.map(({ rel, path }) => [rel, path])) };
+/** The JSON answer's paths: `{"graphql": "/graphql", "rest": "/v1/pets", …}`. */
+const LINKS = Object.fromEntries(SURFACES.map(({ rel, path }) => [rel, path]));
 
 /**
  * `GET /` (and HEAD): a small landing page listing where the surfaces are (README "Explore in
  * a browser"). The representation is negotiated on `Accept` (RFC 9110 §12.5.1, `negotiator`):
- * `text/html` when the caller prefers it to JSON (browsers), else the JSON document above
- * (curl, fetch, no `Accept`; a tie goes to JSON). Public: no API key, no rate limit (registered
+ * `text/html` when the caller prefers it to JSON (browsers), else JSON (curl, fetch, no
+ * `Accept`; a tie goes to JSON): `{"name": "Pet Store gateway", "links": {…}}`, the paths of
+ * {@link SURFACES} by relation, plus `subscriptions`, the absolute `ws://` (or `wss://`) URL. Public: no API key, no rate limit (registered
  * outside the guard, like the health routes); hidden from the OpenAPI document, as it is not
  * part of `/v1`. Other methods: 405 with `Allow`.
  */
@@ -71,7 +73,10 @@ export const landingPageRoutes: FastifyPluginAsync = async (app) => {
   app.get('/', { schema: { hide: true } }, async (request, reply) => {
     reply.header('Vary', 'Accept');
     const type = new Negotiator({ headers: { accept: request.headers.accept ?? '*/*' } }).mediaType(['application/json', 'text/html']);
-    if (type !== 'text/html') return JSON_BODY;
+    // The WebSocket URL is absolute (no relative ws: reference exists): this request's host and scheme, TRUST_PROXY applied.
+    if (type !== 'text/html') {
+      return { name: 'Pet Store gateway', links: { ...LINKS, subscriptions: `${request.protocol === 'https' ? 'wss' : 'ws'}://${request.host}/graphql` } };
+    }
     return reply
       .header('Content-Type', 'text/html; charset=utf-8')
       .header('Content-Security-Policy', LANDING_PAGE_CSP)
@@ -97,18 +102,12 @@ export function originOf(host: string, port: number): string {
 
 /**
  * The start-up log line's list of surfaces (README "Two commands"): the landing page, then
- * each of {@link SURFACES} and the REST base, as absolute URLs.
+ * each of {@link SURFACES} and the WebSocket URL, as absolute URLs, as `GET /` lists them.
  *
  * @param origin - from {@link originOf}.
- * @returns e.g. `http://127.0.0.1:3000/ (GraphQL http://127.0.0.1:3000/graphql, REST http://127.0.0.1:3000/v1, …)`.
+ * @returns e.g. `http://127.0.0.1:3000/ (graphql http://127.0.0.1:3000/graphql, rest http://127.0.0.1:3000/v1/pets, …, subscriptions ws://127.0.0.1:3000/graphql)`.
  */
 export function describeSurfaces(origin: string): string {
-  const named = [
-    ['GraphQL', '/graphql'],
-    ['REST', '/v1'],
-    ['docs', '/docs'],
-    ['OpenAPI', '/v1/openapi.json'],
-    ['health', '/healthz'],
-  ];
-  return `${origin}/ (${named.map(([name, path]) => `${name} ${origin}${path}`).join(', ')})`;
+  const named = SURFACES.map(({ rel, path }) => `${rel} ${origin}${path}`);
+  return `${origin}/ (${[...named, `subscriptions ${origin.replace(/^http/, 'ws')}/graphql`].join(', ')})`;
 }
