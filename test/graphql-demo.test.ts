@@ -26,12 +26,26 @@ describe('npm run demo:graphql (graphql-request and graphql-ws clients)', () => 
     );
   });
 
-  test("when the key is wrong, then it exits 1 with the server's message", async () => {
+  test("when the key is wrong, then it exits 1 with the server's answer alone (no request dump)", async () => {
     const result = await runNode(built('src/cli/graphql-demo.cli.js'), [], {
       cwd: process.cwd(),
       env: { API_KEY: 'pst_wrong', GRAPHQL_URL: `${t.url}/graphql` },
     });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('Invalid or revoked API key');
+    expect(result.stderr).toBe('demo:graphql failed: HTTP 401: Invalid or revoked API key.\n');
+  });
+
+  test('when only HOST and PORT say where the server is, then it finds it there, as the server reads them', async () => {
+    const { hostname, port } = new URL(t.url);
+    const result = await runNode(built('src/cli/graphql-demo.cli.js'), [], { cwd: process.cwd(), env: { API_KEY: t.apiKey, HOST: hostname, PORT: port } });
+    expect([result.code, result.stderr]).toEqual([0, '']);
+    expect(result.stdout).toContain('"name": "Biscuit"');
+  });
+
+  test('when asked for --help, then it says what it does, where it connects and where the key comes from', async () => {
+    const result = await runNode(built('src/cli/graphql-demo.cli.js'), ['--help'], { cwd: process.cwd() });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: demo:graphql \[options\]/);
+    for (const text of ['--url <url>', 'GRAPHQL_URL', 'HOST and PORT', 'API_KEY', 'data/dev-api-key']) expect(result.stdout).toContain(text);
   });
 });

@@ -1,7 +1,12 @@
+import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GraphQLClient, gql } from 'graphql-request';
+import { Command } from 'commander';
+import { cleanEnv } from 'envalid';
+import { ClientError, GraphQLClient, gql } from 'graphql-request';
 import { type FormattedExecutionResult, createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+import { CONFIG_SPEC, DEV_API_KEY_PATH } from '../config';
+import { originOf } from '../http/landing-page.routes';
 
 /** How long the demo waits for its subscription's event before it gives up (ms). */
 const EVENT_TIMEOUT_MS = 10_000;
@@ -43,17 +48,35 @@ function subscribeToPendingPets(graphqlUrl: string, apiKey: string) {
 }
 
 /**
+ * Where the demo finds the server and its key: `--url`, else GRAPHQL_URL, else `/graphql` on
+ * HOST and PORT read as the server reads them (config.ts); API_KEY, else the development key
+ * file the server writes on the embedded database.
+ *
+ * @throws Error saying what to set when there is no key.
+ */
+async function target(url: string | undefined): Promise<{ url: string; apiKey: string }> {
+  const env = cleanEnv(process.env, { HOST: CONFIG_SPEC.HOST, PORT: CONFIG_SPEC.PORT });
+  const graphqlUrl = url ?? process.env.GRAPHQL_URL ?? `${originOf(env.HOST, env.PORT)}/graphql`;
+  const apiKey = process.env.API_KEY ?? (await readFile(DEV_API_KEY_PATH, 'utf8').catch(() => '')).trim();
+  if (!apiKey) throw new Error(`set API_KEY (no ${DEV_API_KEY_PATH} here: create a key with npm run apikey -- create <name>)`);
+  return { url: graphqlUrl, apiKey };
+}
+
+/** The server's answer to a refused request, without the request graphql-request adds to its message. */
+function describe(error: unknown): string {
+  if (!(error instanceof ClientError)) return (error as Error).message;
+  const messages = error.response.errors?.map((e) => e.message).join('; ') ?? JSON.stringify(error.response.data);
+  return `HTTP ${error.response.status}: ${messages}`;
+}
+
+/**
  * `npm run demo:graphql`: every GraphQL operation through real clients: queries and the
  * mutation with graphql-request, the subscription with graphql-ws (it subscribes first, then
- * receives the pet that createPet stores).
- * Environment: API_KEY (required), GRAPHQL_URL (default http://127.0.0.1:3000/graphql; the
- * subscription uses the same URL with ws:// or wss://).
- * Prints each operation and its result as JSON; exits 1 on any error.
+ * receives the pet that createPet stores). Where: see {@link target}. Prints each operation
+ * and its result as JSON; exits 1 on any error, with the server's message.
  */
-async function main(): Promise<void> {
-  const apiKey = process.env.API_KEY;
-  if (!apiKey) throw new Error('set API_KEY, e.g. API_KEY=$(cat data/dev-api-key)');
-  const url = process.env.GRAPHQL_URL ?? 'http://127.0.0.1:3000/graphql';
+async function run(options: { url?: string }): Promise<void> {
+  const { url, apiKey } = await target(options.url);
   const client = new GraphQLClient(url, {
     headers: { authorization: `Bearer ${apiKey}` },
   });
@@ -123,7 +146,16 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`demo:graphql failed: ${(error as Error).message}\n`);
-  process.exit(1);
-});
+new Command('demo:graphql')
+  .description(
+    'Run every GraphQL operation (createPet, pets, pet, and a petCreated subscription) through real clients against a running server.\n' +
+      `Key: API_KEY, else ${DEV_API_KEY_PATH} (written by the server on the embedded database).`,
+  )
+  .option('--url <url>', 'the GraphQL endpoint; default GRAPHQL_URL, else http://HOST:PORT/graphql with HOST and PORT as the server reads them')
+  .showHelpAfterError()
+  .action(run)
+  .parseAsync()
+  .catch((error: unknown) => {
+    process.stderr.write(`demo:graphql failed: ${describe(error)}\n`);
+    process.exit(1);
+  });
