@@ -25,7 +25,7 @@ interface ComposeService {
   image?: string;
   build?: string | { context?: string };
   environment?: Record<string, string | number | null> | string[];
-  ports?: Array<string | number | { target?: number | string; published?: number | string }>;
+  ports?: Array<string | number | { target?: number | string; published?: number | string; host_ip?: string }>;
   volumes?: Array<string | { type?: string; source?: string; target?: string }>;
   depends_on?: string[] | Record<string, { condition?: string }>;
   healthcheck?: Healthcheck;
@@ -55,15 +55,29 @@ function environmentOf(service: ComposeService): Record<string, string> {
   return Object.fromEntries(Object.entries(env).map(([key, value]) => [key, value == null ? '' : String(value)]));
 }
 
+/**
+ * A value as Compose interpolates it from `env` (its documented forms: `$$`, `${VAR}`,
+ * `${VAR:-default}`, `${VAR:?message}`); throws the message of a required variable that is unset.
+ */
+function interpolate(value: string, env: Record<string, string>): string {
+  return value.replace(/\$\$|\$\{(\w+)(?::([-?])([^}]*))?\}/g, (whole, name?: string, kind?: string, rest?: string) => {
+    if (whole === '$$') return '$';
+    const set = env[name!];
+    if (set) return set;
+    if (kind === '?') throw new Error(`${name}: ${rest}`);
+    return kind === '-' ? rest! : '';
+  });
+}
+
 /** Published → container port pairs, from short (`"3000:3000"`, `"127.0.0.1:3000:3000/tcp"`) or long syntax. */
-function portsOf(service: ComposeService): Array<{ published: string; target: string }> {
+function portsOf(service: ComposeService): Array<{ host: string; published: string; target: string }> {
   return (service.ports ?? []).map((entry) => {
-    if (typeof entry === 'object') return { published: String(entry.published ?? ''), target: String(entry.target ?? '') };
+    if (typeof entry === 'object') return { host: String(entry.host_ip ?? ''), published: String(entry.published ?? ''), target: String(entry.target ?? '') };
     const parts = String(entry)
       .replace(/\/(tcp|udp)$/, '')
       .split(':');
     const target = parts[parts.length - 1];
-    return { published: parts.length > 1 ? parts[parts.length - 2] : '', target };
+    return { host: parts.length > 2 ? parts.slice(0, -2).join(':') : '', published: parts.length > 1 ? parts[parts.length - 2] : '', target };
   });
 }
 
@@ -128,9 +142,9 @@ describe('docker-compose.yml', () => {
     expect(dependencies(app).redis?.condition).toBe('service_healthy');
   });
 
-  test('when the proxy is read, then it is the official nginx image, publishes the port and forwards to every app replica', () => {
+  test('when the proxy is read, then it is the official nginx image, publishes the port on loopback only and forwards to every app replica', () => {
     expect(proxy.image).toMatch(/^nginx:1\.(2[7-9]|[3-9]\d)/);
-    expect(portsOf(proxy)).toContainEqual({ published: appEnv.PORT, target: '80' });
+    expect(portsOf(proxy)).toEqual([{ host: '127.0.0.1', published: appEnv.PORT, target: '80' }]);
     expect(dependencies(proxy).app?.condition).toBe('service_healthy');
     const mount = (proxy.volumes ?? []).map(String).find((volume) => volume.endsWith(':/etc/nginx/conf.d/default.conf:ro'));
     expect(mount).toBeDefined();
@@ -176,9 +190,18 @@ describe('docker-compose.yml', () => {
   });
 
   test('when the mysql service is read, then it creates the database, user and password the app needs', () => {
-    for (const key of ['MYSQL_DATABASE', 'MYSQL_USER', 'MYSQL_PASSWORD', 'MYSQL_ROOT_PASSWORD']) {
+    for (const key of ['MYSQL_DATABASE', 'MYSQL_USER', 'MYSQL_PASSWORD']) {
       expect({ key, value: mysqlEnv[key] ?? '' }).toEqual({ key, value: expect.stringMatching(/.+/) });
     }
+  });
+
+  test('when the file is read, then it holds no password: the app one comes from the environment or .env (required), the root one is random', () => {
+    expect(mysqlEnv.MYSQL_PASSWORD).toMatch(/^\$\{MYSQL_PASSWORD:\?.*\.env.*\}$/);
+    expect(() => interpolate(mysqlEnv.MYSQL_PASSWORD, {})).toThrow(/MYSQL_PASSWORD: set MYSQL_PASSWORD in \.env/);
+    expect(() => interpolate(appEnv.DATABASE_URL, {})).toThrow(/MYSQL_PASSWORD/);
+    expect(mysqlEnv.MYSQL_RANDOM_ROOT_PASSWORD).toBe('yes');
+    expect(mysqlEnv).not.toHaveProperty('MYSQL_ROOT_PASSWORD');
+    expect(readFileSync(path.join(ROOT, '.gitignore'), 'utf8').split('\n')).toContain('.env');
   });
 
   test('when the mysql service is read, then it has a healthcheck that pings the server', () => {
@@ -197,7 +220,8 @@ describe('docker-compose.yml', () => {
   });
 
   test('when the app DATABASE_URL is parsed, then it is a mysql:// URL to the mysql service with its credentials and database', () => {
-    const url = new URL(appEnv.DATABASE_URL ?? '');
+    const env = { MYSQL_PASSWORD: 'a1b2c3' };
+    const url = new URL(interpolate(appEnv.DATABASE_URL ?? '', env));
     expect(url.protocol).toBe('mysql:');
     expect(Object.keys(services)).toContain(url.hostname);
     expect(url.hostname).toBe('mysql');
@@ -205,7 +229,7 @@ describe('docker-compose.yml', () => {
       user: decodeURIComponent(url.username),
       password: decodeURIComponent(url.password),
       database: decodeURIComponent(url.pathname.slice(1)),
-    }).toEqual({ user: mysqlEnv.MYSQL_USER, password: mysqlEnv.MYSQL_PASSWORD, database: mysqlEnv.MYSQL_DATABASE });
+    }).toEqual({ user: mysqlEnv.MYSQL_USER, password: interpolate(mysqlEnv.MYSQL_PASSWORD, env), database: mysqlEnv.MYSQL_DATABASE });
   });
 
   test('when the app environment is read, then it runs in production, listening on all interfaces', () => {
