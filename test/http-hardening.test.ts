@@ -51,6 +51,12 @@ describe('HTTP hardening', () => {
     });
     expect(preflight.status).toBe(405);
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+    // What a developer reads in the browser's network panel: where origins are allowed.
+    expect(preflight.body).toEqual({
+      code: 'METHOD_NOT_ALLOWED',
+      message: 'Cross-origin requests from https://evil.example are not allowed: add it to CORS_ORIGINS (comma-separated origins) to allow them.',
+      status: 405,
+    });
   });
 });
 
@@ -76,6 +82,7 @@ describe('CORS with an allow-list', () => {
     expect(result.status).toBe(201);
     expect(result.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
     expect(result.headers.get('access-control-expose-headers')).toMatch(/Location/);
+    expect(result.headers.get('access-control-expose-headers')).toMatch(/Idempotent-Replayed/);
   });
 
   test('when another origin calls, then the answer allows no origin', async () => {

@@ -22,7 +22,7 @@ export async function hardenResponses(app: FastifyInstance, corsOrigins: readonl
     methods: ['GET', 'POST'],
     // Every header a client may need to send, the GraphQL CSRF headers included (graphql/csrf-prevention.ts).
     allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'apollo-require-preflight', 'x-apollo-operation-name'],
-    exposedHeaders: ['Location', 'Deprecation', 'Sunset', 'Link', 'WWW-Authenticate', 'RateLimit', 'RateLimit-Policy', 'Retry-After'],
+    exposedHeaders: ['Location', 'Idempotent-Replayed', 'Deprecation', 'Sunset', 'Link', 'WWW-Authenticate', 'RateLimit', 'RateLimit-Policy', 'Retry-After'],
     maxAge: 600,
   });
 }
