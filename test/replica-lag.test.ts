@@ -78,7 +78,8 @@ describeOnMysql('a read replica that lags', () => {
 
     await delayReplica(0);
     await pair.waitCaughtUp();
-    expect(await replicaBecomes({ ready: true, state: 'ok' })).toMatchObject({ lagSeconds: 0 });
+    // Back within the bound; a check that lands on the event being applied may still read 1 s (seen under load).
+    expect((await replicaBecomes({ ready: true, state: 'ok' })).lagSeconds).toBeLessThanOrEqual(1);
   }, 60_000);
 
   test('when the replica stops applying (SQL thread stopped), then it leaves the rotation as unboundedly behind, and rejoins when restarted', async () => {
