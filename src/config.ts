@@ -188,7 +188,7 @@ export const CONFIG_SPEC = Object.freeze({
   METRICS_PORT: port({
     default: undefined,
     desc:
-      'Port of the Prometheus endpoint /metrics, a listener of its own (README "Operations"); not PORT. ' +
+      'Port of the Prometheus endpoint /metrics, a listener of its own (docs/operations.md "Endpoints"); not PORT. ' +
       `Unset: PORT + ${METRICS_PORT_OFFSET} (9464 with the default PORT), so that each instance started with its own PORT gets its own metrics port.`,
   }),
   METRICS_HOST: host({ default: undefined, desc: 'Interface of the metrics listener; HOST when unset.' }),

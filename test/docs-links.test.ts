@@ -57,8 +57,10 @@ function problemOf(file: string, target: string): string | null {
 }
 
 describe('the links of the documentation', () => {
-  test('when the documentation is listed, then it has the entry, the changelog and docs/', () => {
-    expect(documentation()).toEqual(expect.arrayContaining(['README.md', 'CHANGELOG.md', path.join('docs', 'spec', 'pet-store-service.md')]));
+  test('when the documentation is listed, then it has the entry, the changelog, the contributing guide, the bench and docs/', () => {
+    expect(documentation()).toEqual(
+      expect.arrayContaining(['README.md', 'CHANGELOG.md', 'CONTRIBUTING.md', path.join('bench', 'README.md'), path.join('docs', 'README.md')]),
+    );
   });
 
   test('when every relative link and anchor is followed, then each reaches an existing file, and a heading of it', () => {

@@ -23,7 +23,7 @@ export async function listenOn(variable: string, where: { host: string; port: nu
     if (code === 'EADDRINUSE') {
       throw new PortUnavailableError(
         `${variable} is in use: ${address} is taken by another process (another instance of this server? ` +
-          `give each instance its own ${variable}; README "Two instances on one machine").`,
+          `give each instance its own ${variable}; docs/configuration.md "Two instances on one machine").`,
         { cause: error },
       );
     }
