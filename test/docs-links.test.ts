@@ -56,6 +56,32 @@ function problemOf(file: string, target: string): string | null {
   return anchorsIn(read(path.relative(ROOT, resolved))).has(decodeURIComponent(fragment)) ? null : 'no heading has this anchor';
 }
 
+/** The files of code that may cite the documentation: sources, the bench, the tests, the Dockerfile and CI. */
+function code(): string[] {
+  const skipped = new Set(['generated', 'output', 'results']);
+  const inFolder = (folder: string): string[] =>
+    readdirSync(path.join(ROOT, folder), { withFileTypes: true }).flatMap((entry) => {
+      const relative = path.join(folder, entry.name);
+      if (entry.isDirectory()) return skipped.has(entry.name) ? [] : inFolder(relative);
+      return entry.name.endsWith('.md') ? [] : [relative];
+    });
+  // This file's own examples of links aside.
+  const own = path.relative(ROOT, __filename);
+  return [...inFolder('src'), ...inFolder('bench'), ...inFolder('test'), 'Dockerfile', path.join('.ci', 'run')].filter((file) => file !== own);
+}
+
+/**
+ * A citation of the documentation in code, as comments and messages write it: a file, then maybe
+ * a section in quotes (`docs/security.md "Limits"`, `README "Two commands"`), across a comment's line break.
+ */
+const CITATION = /\b((?:docs\/[\w/.-]+|bench\/README|CONTRIBUTING)\.md|README)(?:\s*(?:\*|\/\/|#)?\s*\(?"([^"\n]+)")?/g;
+
+/** The headings of a Markdown text, as written (inline code keeps its backticks). */
+function headingsIn(text: string): string[] {
+  const tokens = markdown.parse(text, {});
+  return tokens.flatMap((token, index) => (token.type === 'heading_open' ? [tokens[index + 1].content] : []));
+}
+
 describe('the links of the documentation', () => {
   test('when the documentation is listed, then it has the entry, the changelog, the contributing guide, the bench and docs/', () => {
     expect(documentation()).toEqual(
@@ -68,6 +94,17 @@ describe('the links of the documentation', () => {
       relativeLinksIn(read(file)).flatMap((target) => {
         const problem = problemOf(file, target);
         return problem === null ? [] : [`${file}: ${target} (${problem})`];
+      }),
+    );
+    expect(broken).toEqual([]);
+  });
+
+  test('when code cites the documentation, then the file exists, and has a heading of the section it names', () => {
+    const broken = code().flatMap((file) =>
+      [...read(file).matchAll(CITATION)].flatMap(([, cited, heading]) => {
+        const target = cited === 'README' ? 'README.md' : cited;
+        if (!existsSync(path.join(ROOT, target))) return [`${file}: ${target} (no such file)`];
+        return heading === undefined || headingsIn(read(target)).includes(heading) ? [] : [`${file}: ${target} "${heading}" (no such heading)`];
       }),
     );
     expect(broken).toEqual([]);

@@ -11,7 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-describe('GET / (the landing page, README "Explore in a browser")', () => {
+describe('GET / (the landing page, docs/explorers.md)', () => {
   test.each([
     ['no Accept', undefined],
     ['a bare wildcard (curl, fetch)', '*/*'],

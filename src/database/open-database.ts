@@ -33,8 +33,8 @@ export class DatabaseRefusedError extends Error {
 }
 
 /**
- * The driver's error codes that are permanent, with what to do about each (README "Running on
- * MySQL"). Anything else (ECONNREFUSED, ETIMEDOUT, ER_CON_COUNT_ERROR "too many connections",
+ * The driver's error codes that are permanent, with what to do about each (docs/operations.md
+ * "Running on MySQL"). Anything else (ECONNREFUSED, ETIMEDOUT, ER_CON_COUNT_ERROR "too many connections",
  * EAI_AGAIN, a server still starting) is taken as transient and retried.
  */
 const PERMANENT_ERRORS: Readonly<Record<string, string>> = Object.freeze({
@@ -59,7 +59,7 @@ function describe(database: DatabaseConfig): string {
  * starting together apply each migration once. On MySQL it also learns whether the server is
  * a Galera node (its sessions then read causally), opens each read replica with a DataSource
  * of its own (one that cannot be reached yet is connected later, reads going to the primary
- * meanwhile) and checks the replicas every second (README "Scale-out"); destroying the
+ * meanwhile) and checks the replicas every second (docs/operations.md "Scale-out notes"); destroying the
  * returned DataSource stops those checks and closes the replicas too.
  *
  * @param database - which database to open.

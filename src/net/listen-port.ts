@@ -5,7 +5,7 @@ export class PortUnavailableError extends Error {
 
 /**
  * Binds a listener and, when its port cannot be had, says which setting to change instead of
- * Node's `listen EADDRINUSE: address already in use 127.0.0.1:9464` (README "Configuration",
+ * Node's `listen EADDRINUSE: address already in use 127.0.0.1:9464` (docs/configuration.md,
  * "Two instances on one machine").
  *
  * @param variable - the environment variable that chose the port, e.g. `PORT` or `METRICS_PORT`.
