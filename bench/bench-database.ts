@@ -77,7 +77,7 @@ export interface DeepPages {
 
 /**
  * Finds the start of page 5,000 (or of the middle page, in a smaller table) of two lists, so
- * that the bench can ask for a deep page as a client who walked there would (README "Pagination").
+ * that the bench can ask for a deep page as a client who walked there would (docs/pagination.md).
  * Uses one OFFSET query, here only, to find it; the service never does.
  *
  * @param url - the scale database, ids 1 to `rows` with no gaps ({@link growPets}).

@@ -27,7 +27,7 @@ export interface HalfRateRow {
 /** The scale curve: latency at one table size. */
 export interface ScalePoint {
   rows: number;
-  /** The page number of the `deep page` queries: 5,000 at 1,000,000 rows (README "Pagination"). */
+  /** The page number of the `deep page` queries: 5,000 at 1,000,000 rows (docs/pagination.md). */
   deepPage: number;
   plans: Record<string, ExplainRow>;
   /** Query label (`list limit=20`, `get`, …) → measurement with one connection. */
@@ -233,7 +233,7 @@ export function toMarkdown(results: BenchResults): string {
     const { reads, scenarios } = results.galera;
     lines.push('');
     lines.push(
-      `On node 1 of a 3-node Galera cluster on this machine (README "Scale-out notes"): the service's getPet statement, one at a time, takes ${fixed(reads.syncWaitOff.mean, 3)} ms (p99 ${fixed(reads.syncWaitOff.p99, 3)}) without the causality wait and ${fixed(reads.syncWaitOn.mean, 3)} ms (p99 ${fixed(reads.syncWaitOn.p99, 3)}) with \`wsrep_sync_wait = 1\`, which the service sets on a Galera node's sessions (${reads.syncWaitOn.reads} reads each). B1c reads without it:`,
+      `On node 1 of a 3-node Galera cluster on this machine (docs/operations.md "Scale-out notes"): the service's getPet statement, one at a time, takes ${fixed(reads.syncWaitOff.mean, 3)} ms (p99 ${fixed(reads.syncWaitOff.p99, 3)}) without the causality wait and ${fixed(reads.syncWaitOn.mean, 3)} ms (p99 ${fixed(reads.syncWaitOn.p99, 3)}) with \`wsrep_sync_wait = 1\`, which the service sets on a Galera node's sessions (${reads.syncWaitOn.reads} reads each). B1c reads without it:`,
     );
     lines.push('');
     lines.push('| Scenario | B1c req/s | Service req/s | × B1c on Galera | × B1c on one server |');

@@ -20,7 +20,7 @@ function latencyOf(samples: number[]): ReadLatency {
 }
 
 /**
- * The price of the service's causal reads on a Galera node (README "Scale-out notes"): the
+ * The price of the service's causal reads on a Galera node (docs/operations.md "Scale-out notes"): the
  * service's getPet statement, one connection, one read at a time, with `wsrep_sync_wait = 0`
  * and with `= 1` (what the service sets on a Galera node's sessions), in alternating rounds.
  *

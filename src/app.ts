@@ -67,7 +67,7 @@ export interface AppDependencies {
 
 /**
  * Builds the HTTP app (does not listen): GraphQL at `/graphql` (and its subscriptions over
- * WebSocket there, README "Subscriptions") and the REST contract at `/v1`, both over one PetService behind one guard (authentication, rate limit, caller), plus the OpenAPI document
+ * WebSocket there, docs/subscriptions.md) and the REST contract at `/v1`, both over one PetService behind one guard (authentication, rate limit, caller), plus the OpenAPI document
  * (`/v1/openapi.json`, `.yaml`), Swagger UI (`/docs`), `/healthz`, `/readyz` and the landing page `/`. Every request
  * gets an `X-Request-Id`, one log line and a metrics sample. Closing the app stops Apollo; the
  * DataSource belongs to the caller.
@@ -111,7 +111,7 @@ export async function buildApp({
     },
   });
 
-  // Every database call a request makes, together, within one deadline (README "Security").
+  // Every database call a request makes, together, within one deadline (docs/failures.md "The database").
   app.addHook('onRequest', (_request, _reply, done) => withOneBudget(done));
   await hardenResponses(app, config.corsOrigins);
   endJsonWithNewline(app);
@@ -140,7 +140,7 @@ export async function buildApp({
   const limiter = await createRateLimiter(app, config.rateLimit);
   // Every operation on both surfaces: who is calling, how much they (their key, else their
   // address) may, the key lookup if needed and the 401 if any; then a key found only by that
-  // lookup pays for the request too, the address having paid for the lookup (README "Security");
+  // lookup pays for the request too, the address having paid for the lookup (docs/security.md "Limits");
   // last, the caller the pet operations are given (API key id, checked Idempotency-Key).
   const guard = [identify, limiter.limit, requireApiKey, limiter.limit, readCaller];
   await describeWithOpenapi(app, config);

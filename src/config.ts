@@ -66,7 +66,7 @@ export const METRICS_PORT_OFFSET = 6464;
 /** Where the embedded database lives when DATABASE_URL is absent (relative to the working directory). */
 export const EMBEDDED_DATABASE_PATH = path.join('data', 'petstore.sqlite');
 
-/** Where the development key is kept outside production (relative to the working directory; README "Two commands"). */
+/** Where the development key is kept outside production (relative to the working directory; docs/api-keys.md "The development key"). */
 export const DEV_API_KEY_PATH = path.join('data', 'dev-api-key');
 
 function checkMysqlUrl(input: string): string {
@@ -111,7 +111,7 @@ const originList = makeValidator<string[]>((input) => {
 });
 
 /**
- * The environment the service reads (README "Configuration"), each variable described once: its
+ * The environment the service reads (docs/configuration.md), each variable described once: its
  * rule (the validator), its default, its meaning (`desc`). {@link loadConfig} reads it into a {@link Config}.
  */
 export const CONFIG_SPEC = Object.freeze({
@@ -188,7 +188,7 @@ export const CONFIG_SPEC = Object.freeze({
   METRICS_PORT: port({
     default: undefined,
     desc:
-      'Port of the Prometheus endpoint /metrics, a listener of its own (README "Operations"); not PORT. ' +
+      'Port of the Prometheus endpoint /metrics, a listener of its own (docs/operations.md "Endpoints"); not PORT. ' +
       `Unset: PORT + ${METRICS_PORT_OFFSET} (9464 with the default PORT), so that each instance started with its own PORT gets its own metrics port.`,
   }),
   METRICS_HOST: host({ default: undefined, desc: 'Interface of the metrics listener; HOST when unset.' }),
@@ -203,8 +203,8 @@ export const CONFIG_SPEC = Object.freeze({
 });
 
 /**
- * Reads and validates the configuration: the variables of {@link CONFIG_SPEC} (README
- * "Configuration"), then the rules between them (METRICS_PORT, PORT + 6464 when unset, differs
+ * Reads and validates the configuration: the variables of {@link CONFIG_SPEC}
+ * (docs/configuration.md), then the rules between them (METRICS_PORT, PORT + 6464 when unset, differs
  * from PORT and fits in 65535; replicas need a primary), grouped by the module that uses them.
  *
  * @param env - the environment to read, normally `process.env`; keys absent from it take the spec's defaults.

@@ -17,7 +17,7 @@ import { createMetrics } from './operations/metrics.registry';
 import { buildMetricsServer } from './operations/metrics.server';
 
 /**
- * What start-up prints about the development key (README "Two commands"), on standard output
+ * What start-up prints about the development key (docs/api-keys.md "The development key"), on standard output
  * beside the JSON log lines: the key itself only when it was just created; else where it is, or
  * that the file there belongs to another database.
  *
@@ -45,7 +45,7 @@ function devKeyNotice(devKey: DevApiKeyState | null, origin: string): string {
  * `npm start`: reads the configuration, opens the database (retrying a bounded number of
  * times) and migrates it under the migration lock, serves the API on PORT and `/metrics` on
  * METRICS_PORT, then (outside production) makes sure of the development key and says where it
- * is, and on SIGTERM/SIGINT drains and stops (README "Operations"): exit 0 when every request finished
+ * is, and on SIGTERM/SIGINT drains and stops (docs/operations.md "Signals"): exit 0 when every request finished
  * within the grace period, 1 otherwise.
  */
 async function main(): Promise<void> {

@@ -7,7 +7,7 @@ import { API_KEY_TABLE, type StatementCounter, countStatements } from './helpers
 import { createTestDatabase, testOnMysql } from './helpers/test-database';
 import { type TestApp, request, startTestApp } from './helpers/test-app';
 
-/** API_KEY_CACHE_SECONDS (README "Security"): found keys are trusted for a short time. */
+/** API_KEY_CACHE_SECONDS (docs/security.md "Limits"): found keys are trusted for a short time. */
 describe('the API key cache', () => {
   test('when a key in use is revoked in the same process, then its next request is 401 at once', async () => {
     const t = await startTestApp({ env: { API_KEY_CACHE_SECONDS: '60' } });

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { DEFAULT_CHROMIUM_PATH, requireChromium } from './helpers/browser';
 
-// The browser suites' one prerequisite beyond Node (README "Two commands"): a Chromium, found at
+// The browser suites' one prerequisite beyond Node (CONTRIBUTING.md "Prerequisites"): a Chromium, found at
 // CHROMIUM_PATH or /usr/bin/chromium. Without one they fail with one line, never skip.
 
 jest.setTimeout(120_000);

@@ -134,16 +134,39 @@ describe('loadConfig', () => {
   });
 });
 
-describe("the README's Configuration table", () => {
+describe('the table of docs/configuration.md', () => {
   /** Its rows: each variable and its Default cell. */
   function configurationTable(): Map<string, string> {
-    const readme = readFileSync(path.resolve(__dirname, '..', 'README.md'), 'utf8');
-    const section = readme.split(/^## /m).find((part) => part.startsWith('Configuration\n')) ?? '';
-    return new Map([...section.matchAll(/^\| `([A-Z0-9_]+)` \| ([^|]*) \|/gm)].map((row) => [row[1], row[2].trim()]));
+    const text = readFileSync(path.resolve(__dirname, '..', 'docs', 'configuration.md'), 'utf8');
+    return new Map([...text.matchAll(/^\| `([A-Z0-9_]+)` \| ([^|]*) \|/gm)].map((row) => [row[1], row[2].trim()]));
+  }
+
+  /** The names `loadConfig` asks the environment for, whatever their values. */
+  function variablesLoadConfigReads(): string[] {
+    const read = new Set<string>();
+    const env = new Proxy<NodeJS.ProcessEnv>(
+      {},
+      {
+        get: (_target, key) => {
+          if (typeof key === 'string') read.add(key);
+          return undefined;
+        },
+        has: (_target, key) => {
+          if (typeof key === 'string') read.add(key);
+          return false;
+        },
+      },
+    );
+    loadConfig(env);
+    return [...read];
   }
 
   test('when it is read, then it lists every variable of the spec, and no other', () => {
     expect([...configurationTable().keys()].sort()).toEqual(Object.keys(CONFIG_SPEC).sort());
+  });
+
+  test('when loadConfig reads an empty environment, then every variable it asks for is in the table, and every row is asked for', () => {
+    expect(variablesLoadConfigReads().sort()).toEqual([...configurationTable().keys()].sort());
   });
 
   test('when a variable has a plain default (a number, a string, true), then the table shows that default', () => {

@@ -232,7 +232,7 @@ describeOnMysql('when the database fails', () => {
 });
 
 /**
- * A stalled database, for real (README "Security"): a MariaDB of the test's own is paused with
+ * A stalled database, for real (docs/failures.md "Measured"): a MariaDB of the test's own is paused with
  * SIGSTOP for 10 s under a steady load of reads, creates with and without an Idempotency-Key,
  * GraphQL and `/readyz`, then resumed.
  */

@@ -389,7 +389,7 @@ async function heapLimitWith(options: string[]): Promise<number> {
   return Number(stdout.trim());
 }
 
-describe('the heap cap (README "Performance")', () => {
+describe('the heap cap (docs/configuration.md "Heap cap")', () => {
   test('when the start script and the Dockerfile are read, then both put the same cap, HEAP_LIMITS, first in NODE_OPTIONS', () => {
     for (const command of [startCommand(), dockerCommand()]) {
       expect(command.startsWith(`NODE_OPTIONS="${HEAP_CAP_NODE_OPTION} $NODE_OPTIONS" `)).toBe(true);

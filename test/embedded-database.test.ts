@@ -9,7 +9,7 @@ import { request, startTestApp } from './helpers/test-app';
 
 /**
  * The embedded database as `npm start` uses it: a file that sql.js rewrites after every write
- * (README "Configuration", DATABASE_URL unset). Runs in both passes: it needs no server.
+ * (docs/configuration.md, DATABASE_URL unset). Runs in both passes: it needs no server.
  */
 describe('the embedded database file', () => {
   test('when 60 creates are answered 201 at once, then all 60 are in the file when it is opened again', async () => {

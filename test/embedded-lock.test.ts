@@ -5,7 +5,7 @@ import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { lockEmbeddedDatabase } from '../src/database/embedded-lock';
 
-/** The embedded database's lock (src/database/embedded-lock.ts, README "API keys"). */
+/** The embedded database's lock (src/database/embedded-lock.ts, docs/api-keys.md). */
 describe('the embedded database lock', () => {
   const database = async () => ({ type: 'sqlite' as const, path: path.join(await mkdtemp(path.join(tmpdir(), 'lock-')), 'petstore.sqlite') });
   /** The id of a process that has exited. */

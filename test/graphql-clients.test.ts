@@ -5,7 +5,7 @@ import { CSRF_PREVENTION } from '../src/graphql/csrf-prevention';
 import { countPets, request, startTestApp, type TestApp } from './helpers/test-app';
 
 /*
- * README "GraphQL" (supported clients) and "Security" (CSRF): the common GraphQL clients work
+ * docs/graphql.md "Clients" and docs/security.md "CSRF": the common GraphQL clients work
  * against /graphql with their default settings and nothing but `Authorization: Bearer <key>`,
  * and what a cross-site page can make a browser send executes nothing.
  */

@@ -11,7 +11,7 @@ import * as httpRules from '../src/graphql/subscriptions-over-http.rule';
 import { type TestApp, graphql, request, startTestApp } from './helpers/test-app';
 
 /**
- * The caches keyed by GraphQL document are bounded in bytes (README "Security"): what each entry
+ * The caches keyed by GraphQL document are bounded in bytes (docs/security.md "Limits"): what each entry
  * is reckoned to keep, checked against V8's heap, and each cache forgetting its oldest entries
  * once distinct documents pass its budget. test/graphql-memory.test.ts floods a capped server.
  */

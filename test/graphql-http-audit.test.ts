@@ -84,7 +84,7 @@ describe('the graphql-http audit list', () => {
     for (const audit of audits) expect(LEVELS).toContain(levelOf(audit));
   });
 
-  test('when the audits are counted, then there are the 61 the README speaks of: 13 MUST, 23 SHOULD, 25 MAY', () => {
+  test('when the audits are counted, then there are the 61 docs/contract.md speaks of: 13 MUST, 23 SHOULD, 25 MAY', () => {
     const counts = Object.fromEntries(LEVELS.map((level) => [level, audits.filter((audit) => levelOf(audit) === level).length]));
     expect(counts).toEqual({ MUST: 13, SHOULD: 23, MAY: 25 });
   });

@@ -18,7 +18,7 @@ async function expectAccepted(query: string, variables?: Record<string, unknown>
   expect({ status: result.status, errors: result.body.errors }).toEqual({ status: 200, errors: undefined });
 }
 
-/** A limit rejection: 400 whatever the Accept (README "Security"), here with fetch's bare wildcard, answered in application/json. */
+/** A limit rejection: 400 whatever the Accept (docs/security.md "Limits"), here with fetch's bare wildcard, answered in application/json. */
 async function expectRejected(query: string, variables?: Record<string, unknown>) {
   const result = await graphql(t, query, variables);
   expect(result.headers.get('content-type')).toMatch(/^application\/json/);
@@ -116,7 +116,7 @@ describe('known attacks are refused', () => {
     ['application/graphql-response+json', 400],
   ])('when fragments refer to each other in a cycle (Accept %s), then graphql-js refuses it before running: HTTP %i', async (accept, status) => {
     const result = await graphql(t, 'query { ...A } fragment A on Query { ...B } fragment B on Query { ...A }', undefined, { accept });
-    // A spec validation error, not one of our limits: its status follows the Accept (README "GraphQL").
+    // A spec validation error, not one of our limits: its status follows the Accept (docs/graphql.md "Status codes").
     expect(result.status).toBe(status);
     expect(result.body.data).toBeUndefined();
     expect(result.body.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');

@@ -10,7 +10,7 @@ import { createProcessDatabase } from './helpers/test-database';
 
 /**
  * A flood of distinct GraphQL documents against the built server under the production heap cap
- * (README "Security", "Performance"): every document cache is bounded in bytes, so the server
+ * (docs/security.md "Memory: GraphQL documents", docs/configuration.md "Heap cap"): every document cache is bounded in bytes, so the server
  * keeps answering and the heap it keeps after full collections (V8's --trace-gc) stops growing.
  */
 

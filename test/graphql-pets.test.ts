@@ -17,7 +17,7 @@ const CREATE = `mutation Create($input: NewPetInput!) { createPet(input: $input)
 
 /**
  * The two response formats of GraphQL over HTTP and the status of a request error (parse,
- * validation, variables) in each: README "GraphQL".
+ * validation, variables) in each: docs/graphql.md.
  */
 const REQUEST_ERROR_STATUS_BY_ACCEPT = [
   ['application/json', 200],

@@ -4,7 +4,7 @@ import { HTTP_LIMITS } from '../src/http/http-limits';
 import { countPets, request, startTestApp, type HttpResult, type TestApp } from './helpers/test-app';
 
 /*
- * README "GraphQL": the HTTP status of each kind of GraphQL error, for both response formats of
+ * docs/graphql.md "Status codes": the HTTP status of each kind of GraphQL error, for both response formats of
  * GraphQL over HTTP. A request error (parse, validation, variables, no operation to run) is 200
  * in the legacy application/json format and 400 in application/graphql-response+json; every
  * other refusal keeps its status whatever the Accept.

@@ -4,8 +4,8 @@ import { countPets, startTestApp, type TestApp } from './helpers/test-app';
 
 /**
  * What a client sees of the answers Node's HTTP layer would write itself (before any route):
- * the spec's Error body on every one, no body on a HEAD answer, and the timeouts of README
- * "Security". Raw sockets, as such requests cannot be sent or read through fetch.
+ * the spec's Error body on every one, no body on a HEAD answer, and the timeouts of docs/security.md
+ * "Limits". Raw sockets, as such requests cannot be sent or read through fetch.
  */
 let t: TestApp;
 beforeAll(async () => {
@@ -87,7 +87,7 @@ describe('a HEAD request refused while Node parses it', () => {
   });
 });
 
-describe('timeouts (README "Security")', () => {
+describe('timeouts (docs/security.md "Limits")', () => {
   const requestTimeout = HTTP_LIMITS.requestTimeoutMs;
   // Concurrent: each waits for the server to close, about 10 s.
   test.concurrent.each([

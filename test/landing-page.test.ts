@@ -12,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-describe('GET / (the landing page, README "Explore in a browser")', () => {
+describe('GET / (the landing page, docs/explorers.md)', () => {
   test.each([
     ['no Accept', undefined],
     ['a bare wildcard (curl, fetch)', '*/*'],
@@ -99,7 +99,7 @@ describe('GET / (the landing page, README "Explore in a browser")', () => {
   });
 });
 
-describe('the playground\'s key hint (README "Explore in a browser")', () => {
+describe("the playground's key hint (docs/explorers.md)", () => {
   const page = async (target: TestApp) => (await request(target, 'GET', '/graphql', { apiKey: null, headers: { accept: BROWSER_ACCEPT } })).body as string;
 
   test('when the server runs on the embedded database, then the key form points at the development key file, which the server wrote', async () => {

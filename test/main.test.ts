@@ -105,7 +105,7 @@ describe('the server process (dist/src/main.js)', () => {
     [
       'an unknown database',
       () => siblingDatabaseUrl(TEST_DATABASE_URL!, `petstore_missing_${process.pid}`),
-      /^Cannot use the database at mysql:\/\/.*\/petstore_missing_\d+: Unknown database '.*'\. Create it and grant your user access to it \(CREATE DATABASE, GRANT: README "Running on MySQL"\)/,
+      /^Cannot use the database at mysql:\/\/.*\/petstore_missing_\d+: Unknown database '.*'\. Create it and grant your user access to it \(CREATE DATABASE, GRANT: docs\/operations\.md "Running on MySQL"\)/,
     ],
     [
       'a wrong password',

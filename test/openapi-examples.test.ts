@@ -4,8 +4,8 @@ import { ERROR_CATALOGUE, type ErrorCode } from '../src/errors/error-catalogue';
 import { OPENAPI_EXAMPLES } from '../src/rest/openapi.schemas';
 import { openapiSchemaErrors } from './helpers/openapi-validator';
 
-// The examples of contract/openapi.json, which Swagger UI shows and pre-fills (README "Explore in a
-// browser"): every request and response body has one, each fits its schema, and each error
+// The examples of contract/openapi.json, which Swagger UI shows and pre-fills (docs/explorers.md):
+// every request and response body has one, each fits its schema, and each error
 // example is the catalogue's own body for a code of that response's status.
 
 const DOCUMENT = JSON.parse(readFileSync(path.resolve(__dirname, '..', 'contract', 'openapi.json'), 'utf8'));

@@ -9,7 +9,7 @@ import { countStatements } from './helpers/statement-counter';
 import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
 import { createTestDatabase, testOnMysql } from './helpers/test-database';
 
-/** Observing the service (README "Operations"): request ids, log lines, metrics, health. */
+/** Observing the service (docs/operations.md): request ids, log lines, metrics, health. */
 describe('operations', () => {
   let t: TestApp;
   let metrics: Metrics;

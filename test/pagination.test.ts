@@ -6,7 +6,7 @@ import { EXPECTED_DRIVER } from './helpers/test-database';
 import { type TestApp, countPets, createPet, graphql, request, startTestApp } from './helpers/test-app';
 
 /**
- * README "Pagination": every pet is reachable, a page at a time, on both surfaces, with the
+ * docs/pagination.md: every pet is reachable, a page at a time, on both surfaces, with the
  * same opaque cursors; keyset pages stay exact while other clients create pets.
  */
 const SEEDED = 1050;

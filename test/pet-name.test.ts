@@ -3,7 +3,7 @@ import { PET_LIMITS } from '../src/pets/pet.limits';
 import { countPets, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 
 /**
- * The rules on a pet's `name` (README "Decisions where the spec is silent"), through both
+ * The rules on a pet's `name` (docs/decisions.md), through both
  * surfaces, down to what the database stores: at most 100 Unicode code points (the unit
  * MySQL's utf8mb4 VARCHAR(100) counts), and not blank, where characters that show nothing
  * (white space, control, format and default-ignorable characters) do not make a name.

@@ -5,47 +5,75 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { ERROR_CATALOGUE } from '../src/errors/error-catalogue';
 import { randomBytes } from 'node:crypto';
+import MarkdownIt from 'markdown-it';
 import { createConnection } from 'mysql2/promise';
 import { siblingDatabaseUrl } from '../src/database/mysql-admin';
 import { built, withServer } from './helpers/processes';
 import { TEST_DATABASE_URL, testOnMysql } from './helpers/test-database';
 
-const README = path.resolve(__dirname, '..', 'README.md');
+/** A Markdown file of the repository, e.g. `docs/errors.md`. */
+const read = (file: string) => readFile(path.resolve(__dirname, '..', file), 'utf8');
 
-/** The first ```bash block after `heading`. */
-async function bashBlockAfter(heading: string): Promise<string> {
-  const text = await readFile(README, 'utf8');
-  const start = text.indexOf(`\n${heading}\n`);
-  expect(start).toBeGreaterThan(-1);
-  const match = /```bash\n([\s\S]*?)```/.exec(text.slice(start));
+/** The section of Markdown `text` under `heading` (as written, e.g. `## Layout`), up to the next heading of its level or higher. */
+function section(text: string, heading: string): string {
+  const headings = new MarkdownIt()
+    .parse(text, {})
+    .flatMap((token, index, tokens) =>
+      token.type === 'heading_open' ? [{ line: token.map![0], written: `${token.markup} ${tokens[index + 1].content}` }] : [],
+    );
+  const at = headings.findIndex(({ written }) => written === heading);
+  expect(at).toBeGreaterThan(-1);
+  const level = heading.indexOf(' ');
+  const next = headings.slice(at + 1).find(({ written }) => written.indexOf(' ') <= level);
+  return text.split('\n').slice(headings[at].line, next?.line).join('\n');
+}
+
+/** The first ```bash block of `text`. */
+function firstBashBlock(text: string): string {
+  const match = /```bash\n([\s\S]*?)```/.exec(text);
+  expect(match).not.toBeNull();
   return match![1];
 }
 
+/** Runs `script` with bash against a fresh built server on the embedded database; its standard output. */
+async function runAgainstFreshServer(script: string): Promise<string> {
+  const cwd = await mkdtemp(path.join(tmpdir(), 'readme-'));
+  let output = '';
+  await withServer({ cwd, env: { NODE_ENV: 'development' } }, async (_server, base) => {
+    ({ stdout: output } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script.replaceAll('http://127.0.0.1:3000', base)], { cwd }));
+  });
+  return output;
+}
+
 describe('README', () => {
-  test('when the "Try it" examples are run verbatim against a fresh server, then each gives the documented answer', async () => {
-    const cwd = await mkdtemp(path.join(tmpdir(), 'readme-'));
-    await withServer({ cwd, env: { NODE_ENV: 'development' } }, async (_server, base) => {
-      const script = (await bashBlockAfter('## Try it')).replaceAll('http://127.0.0.1:3000', base);
-      const { stdout: output } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { cwd });
-      expect(output).toMatch(/HTTP\/1\.1 201 Created[\s\S]*location: \/v1\/pets\/1[\s\S]*\{"id":1,"name":"Rex","categoryId":1,"status":"available"\}/i);
-      expect(output).toContain('[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]');
-      expect(output).toMatch(/deprecation: @1795305600\r?\nsunset: Thu, 05 Dec 2030 00:00:00 GMT\r?\nlink: <\/v1\/pets>; rel="successor-version"/i);
-      expect(output).toContain('{"data":{"pets":[{"id":"1","name":"Rex","categoryId":1,"status":"available"}]}}');
-      expect(output).toContain('{"data":{"createPet":{"id":"2","status":"pending"}}}');
-      expect(output).toMatch(/^link: <\/v1\/pets\?limit=1&after=[A-Za-z0-9_-]+>; rel="next"\r?$/im);
-      expect(output).toContain('{"data":{"pets":[{"name":"Rex"}]}}'); // the GET with only the key
-      expect(output).toContain('"code":"BAD_USER_INPUT"');
-      expect(output).toMatch(/HTTP\/1\.1 401 Unauthorized[\s\S]*"code":"UNAUTHENTICATED"/);
-      expect(output).toContain('{"code":"NOT_FOUND","message":"No pet has id 999999.","status":404}');
-    });
+  test('when the "Try it" calls are run verbatim against a fresh server, then each gives the documented answer', async () => {
+    const output = await runAgainstFreshServer(firstBashBlock(section(await read('README.md'), '## Try it')));
+    expect(output).toMatch(/HTTP\/1\.1 201 Created[\s\S]*location: \/v1\/pets\/1[\s\S]*\{"id":1,"name":"Rex","categoryId":1,"status":"available"\}/i);
+    expect(output).toContain('[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]');
+    expect(output).toContain('{"data":{"pets":[{"id":"1","name":"Rex","categoryId":1,"status":"available"}]}}');
+  });
+});
+
+describe('the documentation', () => {
+  test('when the block of docs/examples.md is run verbatim against a fresh server, then each call gives the documented answer', async () => {
+    const output = await runAgainstFreshServer(firstBashBlock(await read('docs/examples.md')));
+    expect(output).toMatch(/HTTP\/1\.1 201 Created[\s\S]*location: \/v1\/pets\/1[\s\S]*\{"id":1,"name":"Rex","categoryId":1,"status":"available"\}/i);
+    expect(output).toContain('[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]');
+    expect(output).toMatch(/deprecation: @1795305600\r?\nsunset: Thu, 05 Dec 2030 00:00:00 GMT\r?\nlink: <\/v1\/pets>; rel="successor-version"/i);
+    expect(output).toContain('{"data":{"pets":[{"id":"1","name":"Rex","categoryId":1,"status":"available"}]}}');
+    expect(output).toContain('{"data":{"createPet":{"id":"2","status":"pending"}}}');
+    expect(output).toMatch(/^link: <\/v1\/pets\?limit=1&after=[A-Za-z0-9_-]+>; rel="next"\r?$/im);
+    expect(output).toContain('{"data":{"pets":[{"name":"Rex"}]}}'); // the GET with only the key
+    expect(output).toContain('"code":"BAD_USER_INPUT"');
+    expect(output).toMatch(/HTTP\/1\.1 401 Unauthorized[\s\S]*"code":"UNAUTHENTICATED"/);
+    expect(output).toContain('{"code":"NOT_FOUND","message":"No pet has id 999999.","status":404}');
   });
 
   testOnMysql(
     'when the "Running on MySQL" setup is run with names of its own, then the server starts on it and the second terminal\'s commands work',
     async () => {
-      const text = await readFile(README, 'utf8');
-      const section = text.slice(text.indexOf('\n## Running on MySQL\n'), text.indexOf('\n## Operations\n'));
-      const blocks = [...section.matchAll(/```(sql|bash)\n([\s\S]*?)```/g)].map(([, language, body]) => ({ language, body }));
+      const setup = section(await read('docs/operations.md'), '## Running on MySQL');
+      const blocks = [...setup.matchAll(/```(sql|bash)\n([\s\S]*?)```/g)].map(([, language, body]) => ({ language, body }));
       expect(blocks.map(({ language }) => language)).toEqual(['sql', 'bash', 'bash']);
       // Our own database, user and password instead of `petstore`, on the test server.
       const name = `petstore_readme_${randomBytes(4).toString('hex')}`;
@@ -73,23 +101,20 @@ describe('README', () => {
     },
   );
 
-  test('when the Layout section is read, then it names exactly the folders of src/, and the Architecture table the same ones', async () => {
-    const text = await readFile(README, 'utf8');
-    const layout = text.slice(text.indexOf('\n## Layout\n'));
+  test('when the Layout of docs/architecture.md is read, then it names exactly the folders of src/, and the Layers table the same ones', async () => {
+    const text = await read('docs/architecture.md');
+    const layout = section(text, '## Layout');
     const listed = [...layout.matchAll(/^ {2}([a-z-]+)\/ /gm)].map(([, folder]) => folder).sort();
     const folders = (await readdir(path.resolve(__dirname, '..', 'src'), { withFileTypes: true }))
       .filter((entry) => entry.isDirectory())
       .map((entry) => entry.name);
     expect(listed).toEqual(folders.sort());
-    const architecture = text.slice(text.indexOf('\n## Architecture\n'), text.indexOf('\n## Tests\n'));
-    const layered = [...architecture.matchAll(/`([a-z-]+)\/`/g)].map(([, folder]) => folder);
+    const layered = [...section(text, '## Layers').matchAll(/`([a-z-]+)\/`/g)].map(([, folder]) => folder);
     expect([...new Set(layered)].sort()).toEqual(folders.sort());
   });
 
-  test('when the Errors table is read, then it lists exactly the catalogue, with the same statuses', async () => {
-    const text = await readFile(README, 'utf8');
-    const section = text.slice(text.indexOf('\n## Errors\n'), text.indexOf('\n## API keys\n'));
-    const rows = [...section.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)].map(([, code, status]) => [code, Number(status)]);
+  test('when the table of docs/errors.md is read, then it lists exactly the catalogue, with the same statuses', async () => {
+    const rows = [...(await read('docs/errors.md')).matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)].map(([, code, status]) => [code, Number(status)]);
     expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(Object.entries(ERROR_CATALOGUE).map(([code, { status }]) => [code, status])));
   });
 });

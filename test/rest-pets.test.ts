@@ -129,7 +129,7 @@ describe('POST /v1/pets (createPet)', () => {
     expect(await countPets(t)).toBe(0);
   });
 
-  // Bytes that are not UTF-8 must not be decoded to U+FFFD and stored (README: "well-formed Unicode").
+  // Bytes that are not UTF-8 must not be decoded to U+FFFD and stored (docs/decisions.md: "well-formed Unicode").
   const notUtf8: Array<[string, number[]]> = [
     ['a byte that is never UTF-8 (0xFF)', [0xff]],
     ['an overlong encoding of "/" (0xC0 0xAF)', [0xc0, 0xaf]],
@@ -360,7 +360,7 @@ describe('HTTP semantics', () => {
   });
 });
 
-describe('JSON bodies end with a newline (README "REST contract")', () => {
+describe('JSON bodies end with a newline (docs/rest.md)', () => {
   test.each([
     ['listPets', 'GET', '/v1/pets?limit=20', undefined, 200],
     ['createPet', 'POST', '/v1/pets', '{"name":"Rex","categoryId":1}', 201],

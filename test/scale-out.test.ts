@@ -17,7 +17,7 @@ import { type TestApp, request, startTestApp, testConfig } from './helpers/test-
 import { createProcessDatabase, createTestDatabase, testOnMysql } from './helpers/test-database';
 
 /**
- * Several instances on one database (README "Operations"): concurrent migrations, migrating
+ * Several instances on one database (docs/operations.md "Scale-out notes"): concurrent migrations, migrating
  * outside start-up, read replicas, and two built servers sharing MySQL and Redis.
  */
 
@@ -73,7 +73,7 @@ describe('DATABASE_MIGRATE_ON_START=false', () => {
 const url = (database: DatabaseConfig) => (database as { url: string }).url;
 
 /**
- * DATABASE_REPLICA_URLS (README "Operations"). The "replica" here is a second database that
+ * DATABASE_REPLICA_URLS (docs/operations.md "Scale-out notes"). The "replica" here is a second database that
  * nothing copies into, so every answer shows where it was read from.
  */
 describe('read replicas', () => {
@@ -213,7 +213,7 @@ describe('a read replica that goes away', () => {
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const RATE_LIMIT_MAX = 8;
 
-/** Scale-out (README "Operations"): two built servers on one MySQL database and one Redis. */
+/** Scale-out (docs/operations.md "Scale-out notes"): two built servers on one MySQL database and one Redis. */
 describe('two instances', () => {
   testOnMysql(
     "when two instances start together on a fresh database, then each serves what the other wrote, shares the rate limit and replays the other's Idempotency-Key",

@@ -183,7 +183,7 @@ async function countPets(database: DatabaseConfig): Promise<number> {
 }
 
 /**
- * SIGTERM under load (README "Operations" → "Signals"): the built server on the test database,
+ * SIGTERM under load (docs/operations.md "Signals"): the built server on the test database,
  * clients looping on kept-alive connections. A client may see its connection refused once the
  * server stopped accepting, never reset, and every request the server read is answered 2xx.
  */

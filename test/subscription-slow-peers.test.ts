@@ -8,7 +8,7 @@ import { type TestApp, startTestApp } from './helpers/test-app';
 import { createProcessDatabase } from './helpers/test-database';
 
 /**
- * Subscribers that stop reading (README "Subscriptions": the keep-alive and the bytes that may
+ * Subscribers that stop reading (docs/subscriptions.md "Limits": the keep-alive and the bytes that may
  * wait for a peer), against the real server on a real database. The first test runs the built
  * server in a process of its own, its heap capped at 128 MB as a small container's would be.
  */

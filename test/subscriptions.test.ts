@@ -16,7 +16,7 @@ import { type TestApp, createPet, graphql, request, startTestApp } from './helpe
 import { createProcessDatabase } from './helpers/test-database';
 
 /**
- * `Subscription.petCreated` over WebSocket (README "Subscriptions"), with a real graphql-ws
+ * `Subscription.petCreated` over WebSocket (docs/subscriptions.md), with a real graphql-ws
  * client (`ws` as its WebSocket) against the real app on a real database.
  */
 

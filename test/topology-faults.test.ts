@@ -29,7 +29,7 @@ import {
 import { createProcessDatabase, describeOnMysql } from './helpers/test-database';
 
 /**
- * The promises of README "Operations" and "Scale-out notes", kept on the engines users scale to. Each
+ * The promises of docs/operations.md and its "Scale-out notes", kept on the engines users scale to. Each
  * topology (one server, a primary with an async replica, a 3-node Galera cluster) is started
  * here, on 127.0.0.1 (bench/mariadb-topology.ts), under two instances of the built
  * server; each fault (kill -9 and restart, SIGSTOP for 3 s and 20 s, replica loss, a stopped
@@ -177,7 +177,7 @@ interface FaultSpec {
   readAfterWrite?: boolean;
   /** Promise 9: no 404 for a just-created pet from REPLICA_DETECT_MS after the fault until the node is back. */
   staleReplicaBounded?: boolean;
-  /** On an async replica the README lets getPet answer 404 until the row has replicated: not counted by promise 4. */
+  /** On an async replica docs/operations.md ("Scale-out notes") lets getPet answer 404 until the row has replicated: not counted by promise 4. */
   allowStaleGetPet?: boolean;
 }
 
@@ -470,7 +470,7 @@ describeOnMysql('Galera: instance A on node 1, B on node 2, node 3 unused', () =
 });
 
 /**
- * README "Pagination": what a walk that follows the end of the list is promised while pets are
+ * docs/pagination.md: what a walk that follows the end of the list is promised while pets are
  * created concurrently. Ids are allocated at INSERT and visible at COMMIT, so a create that
  * commits after a larger id can land behind the walk: such misses are counted and printed, not
  * asserted; what is asserted is the guarantee that holds (every pet stored before the walk

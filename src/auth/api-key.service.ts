@@ -21,7 +21,7 @@ function hashKey(key: string): Buffer {
 
 /**
  * Makes a new key: `pst_`, 32 random bytes (256 bits) in base64url, then the CRC-32 checksum
- * of that secret in base64url (53 characters in all; README "API keys"). Nothing is stored.
+ * of that secret in base64url (53 characters in all; docs/api-keys.md). Nothing is stored.
  *
  * @returns the key.
  */
@@ -42,7 +42,7 @@ export function isWellFormedApiKey(key: string): boolean {
 }
 
 /**
- * The key caches (README "Security", "API key"): at most `maxEntries` keys in each; a key's
+ * The key caches (docs/security.md "Limits", "API key"): at most `maxEntries` keys in each; a key's
  * lookup answer, found active or not, is reused for `ttlMs` without asking the database
  * (API_KEY_CACHE_SECONDS); a key found active is remembered for `knownMs`, so that once its
  * answer has expired its requests are still counted against the key, not against its address.
@@ -169,7 +169,7 @@ export class ApiKeyService {
   /**
    * Which of these keys are still active, asked of the database in one query, without the
    * cache: how open WebSocket connections learn, every cache period, that their key was revoked
-   * by another process (README "Subscriptions").
+   * by another process (docs/subscriptions.md).
    *
    * @param ids - key ids (duplicates allowed; none: no query).
    * @returns the subset of `ids` that exist and are not revoked.
@@ -186,7 +186,7 @@ export class ApiKeyService {
 
   /**
    * Tells what this process knows of a key without asking the database, so that the caller
-   * can decide whose rate limit a lookup is charged to before making it (README "Security").
+   * can decide whose rate limit a lookup is charged to before making it (docs/security.md "Limits").
    *
    * @param key - the bearer token as sent.
    * @returns see {@link KeyRecognition}.
@@ -227,7 +227,7 @@ export class ApiKeyService {
 
   /**
    * The lookup of `key` under way, if one is: requests that arrive with a key while its first
-   * lookup runs wait for that one (README "Security": they are then charged to the key, not
+   * lookup runs wait for that one (docs/security.md "Limits": they are then charged to the key, not
    * to their address) instead of each looking it up.
    *
    * @returns a promise that settles when the lookup ends, or undefined when none runs.

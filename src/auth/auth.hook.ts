@@ -16,7 +16,7 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 
 /**
  * The token of an `Authorization` value, read as the HTTP guard reads it (RFC 6750 §2.1).
- * Also used for WebSocket `connection_init` payloads (README "Subscriptions").
+ * Also used for WebSocket `connection_init` payloads (docs/subscriptions.md).
  *
  * @param header - the value as sent, or anything else (then undefined).
  * @returns the bearer token, or undefined when the value is not `Bearer <token>`.
@@ -37,7 +37,7 @@ const toLookUp = new WeakMap<FastifyRequest, string>();
 /**
  * The one authentication decision for both surfaces (spec "Authentication"), as two Fastify
  * `onRequest` hooks that run before the body is read, with the rate limiter between them, so
- * that every request is counted before its key can cost a database lookup (README "Security"):
+ * that every request is counted before its key can cost a database lookup (docs/security.md "Limits"):
  * - `identify` decides what it can without the database: it sets `request.apiKeyId` for a key
  *   found active (trusted, or known from the last hour and to be looked up again: counted
  *   against the key), or `request.authFailure` for a missing or malformed key or one found

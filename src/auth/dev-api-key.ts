@@ -31,7 +31,7 @@ async function readKeyFile(file: string): Promise<string | null> {
 }
 
 /**
- * The development key (README "Two commands"), checked on every start outside production, once
+ * The development key (docs/api-keys.md "The development key"), checked on every start outside production, once
  * the server listens (so a start that fails never leaves a key nobody was shown):
  * - on the embedded database, `file` always ends up holding an active key of this database: the
  *   one it holds, or, when it is missing or holds a key this database does not know, a new key

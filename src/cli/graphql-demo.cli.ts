@@ -12,7 +12,7 @@ import { originOf } from '../http/landing-page.routes';
 const EVENT_TIMEOUT_MS = 10_000;
 
 /**
- * Subscribes to `petCreated(status: pending)` over WebSocket (README "Subscriptions") with
+ * Subscribes to `petCreated(status: pending)` over WebSocket (docs/subscriptions.md) with
  * graphql-ws's client, the key in `connection_init`; `ws` is its WebSocket (Node 20 has no global one).
  *
  * @returns the first event (rejects with the server's error or close reason, or after

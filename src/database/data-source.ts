@@ -59,7 +59,7 @@ export function createDataSource(database: DatabaseConfig, log?: Logger): DataSo
       connectTimeout: DATABASE_DEADLINES.connectMs,
       poolSize: 10,
       // trace: mysql2 would capture a stack trace for every query (about 5% of a request's CPU,
-      // README "Performance"), only to decorate error stacks; errors keep their own stack.
+      // bench/README.md "What makes it fast"), only to decorate error stacks; errors keep their own stack.
       extra: { enableKeepAlive: true, trace: false },
     });
   }

@@ -1,4 +1,4 @@
-/** Where the data lives: MySQL (production) or the embedded SQLite file (README "Configuration", DATABASE_URL). */
+/** Where the data lives: MySQL (production) or the embedded SQLite file (docs/configuration.md, DATABASE_URL). */
 export type DatabaseConfig =
   /**
    * `replicaUrls`: read replicas (SELECTs outside transactions go there); absent when none.

@@ -4,7 +4,7 @@ import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { DEADLINE_EXCEEDED, isConflict, isConnectionLost } from './database-errors';
 import { markUnreachable, nodeOf, readerOf } from './database-node';
 
-/** How long database work may take (README "Security"), defined once. */
+/** How long database work may take (docs/failures.md "The database"), defined once. */
 export const DATABASE_DEADLINES = Object.freeze({
   /** A new connection must be open within this time (ms); the driver's own connect timeout. */
   connectMs: 1000,

@@ -116,7 +116,7 @@ async function checkNode(node: DatabaseNode, maxLagSeconds: number): Promise<Nod
 const lastChecks = new WeakMap<object, { at: number; states: Promise<readonly NodeState[]> }>();
 
 /**
- * Checks the primary and every replica behind a primary DataSource (README "Scale-out"),
+ * Checks the primary and every replica behind a primary DataSource (docs/operations.md "Scale-out notes"),
  * at most once per {@link NODE_CHECK_INTERVAL_MS}: callers within that time share the result.
  * A replica is in the read rotation while reachable, Synced (a Galera node) and no more than
  * DATABASE_REPLICA_MAX_LAG_SECONDS behind its source (a stopped SQL thread counts as unbounded); the primary is

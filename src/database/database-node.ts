@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 /** How far behind its source a replica may be and stay in the read rotation (s), unless DATABASE_REPLICA_MAX_LAG_SECONDS says otherwise. */
 export const DEFAULT_REPLICA_MAX_LAG_SECONDS = 5;
 
-/** What `/readyz` and the metrics say of one database server (README "Scale-out"). */
+/** What `/readyz` and the metrics say of one database server (docs/operations.md "Scale-out notes"). */
 export interface NodeState {
   /** `primary`, or `replica1`, `replica2`… in the order of DATABASE_REPLICA_URLS. */
   readonly name: string;

@@ -33,14 +33,15 @@ export class DatabaseRefusedError extends Error {
 }
 
 /**
- * The driver's error codes that are permanent, with what to do about each (README "Running on
- * MySQL"). Anything else (ECONNREFUSED, ETIMEDOUT, ER_CON_COUNT_ERROR "too many connections",
+ * The driver's error codes that are permanent, with what to do about each (docs/operations.md
+ * "Running on MySQL"). Anything else (ECONNREFUSED, ETIMEDOUT, ER_CON_COUNT_ERROR "too many connections",
  * EAI_AGAIN, a server still starting) is taken as transient and retried.
  */
 const PERMANENT_ERRORS: Readonly<Record<string, string>> = Object.freeze({
-  ER_BAD_DB_ERROR: 'Create it and grant your user access to it (CREATE DATABASE, GRANT: README "Running on MySQL"), or fix its name in DATABASE_URL.',
-  ER_ACCESS_DENIED_ERROR: 'Check the user and password in DATABASE_URL, or create that user (CREATE USER: README "Running on MySQL").',
-  ER_DBACCESS_DENIED_ERROR: 'Grant the user access to this database (GRANT ALL PRIVILEGES ON <db>.* TO …: README "Running on MySQL").',
+  ER_BAD_DB_ERROR:
+    'Create it and grant your user access to it (CREATE DATABASE, GRANT: docs/operations.md "Running on MySQL"), or fix its name in DATABASE_URL.',
+  ER_ACCESS_DENIED_ERROR: 'Check the user and password in DATABASE_URL, or create that user (CREATE USER: docs/operations.md "Running on MySQL").',
+  ER_DBACCESS_DENIED_ERROR: 'Grant the user access to this database (GRANT ALL PRIVILEGES ON <db>.* TO …: docs/operations.md "Running on MySQL").',
   ER_HOST_NOT_PRIVILEGED: "The server accepts this user from other hosts only: create the user for this one ('user'@'%').",
   ER_NOT_SUPPORTED_AUTH_MODE: "The user's authentication plugin is not supported by the driver: use mysql_native_password or caching_sha2_password.",
   ENOTFOUND: 'No such host: check the host name in DATABASE_URL.',
@@ -58,7 +59,7 @@ function describe(database: DatabaseConfig): string {
  * starting together apply each migration once. On MySQL it also learns whether the server is
  * a Galera node (its sessions then read causally), opens each read replica with a DataSource
  * of its own (one that cannot be reached yet is connected later, reads going to the primary
- * meanwhile) and checks the replicas every second (README "Scale-out"); destroying the
+ * meanwhile) and checks the replicas every second (docs/operations.md "Scale-out notes"); destroying the
  * returned DataSource stops those checks and closes the replicas too.
  *
  * @param database - which database to open.

@@ -2,7 +2,7 @@ import type { Logger as PinoLogger } from 'pino';
 import type { Logger } from 'typeorm';
 
 /**
- * TypeORM's logger, writing to the service's pino logger (README "Operations": JSON lines
+ * TypeORM's logger, writing to the service's pino logger (docs/operations.md "Logs": JSON lines
  * only) instead of plain text on standard output. Slow statements (over
  * `DATABASE_DEADLINES.slowQueryMs`) are logged at `warn` with their duration and SQL, never
  * their parameters (pet names, key hashes); driver warnings at `warn`; migrations at `info`.

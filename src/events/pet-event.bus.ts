@@ -16,7 +16,7 @@ export type PetPubSub = PubSub<{ [PET_CREATED_TOPIC]: [PetCreatedPayload] }>;
 /** How long the Redis of the events may take to connect (ms); as the rate limiter's. */
 const REDIS_CONNECT_TIMEOUT_MS = 1000;
 
-/** Where pet events travel (README "Subscriptions", `REDIS_URL`, `PET_EVENTS_CHANNEL`). */
+/** Where pet events travel (docs/subscriptions.md, `REDIS_URL`, `PET_EVENTS_CHANNEL`). */
 export interface PetEventBusOptions {
   /** Redis for events between instances; in this process only when absent. */
   readonly redisUrl?: string;
@@ -37,7 +37,7 @@ export interface PetEventBus extends PetEvents {
 }
 
 /**
- * Pet events, in memory or through Redis pub/sub (README "Subscriptions"):
+ * Pet events, in memory or through Redis pub/sub (docs/subscriptions.md):
  * - without `redisUrl`, `created(pet)` publishes straight to the in-process pub/sub
  *   (`@graphql-yoga/subscription`), so only this instance's subscribers hear of it;
  * - with it, `created(pet)` PUBLISHes `{"id","name","categoryId","status"}` (JSON) on `channel`

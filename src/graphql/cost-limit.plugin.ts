@@ -76,7 +76,7 @@ const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, Grap
 export function costLimitPlugin(spend: (request: FastifyRequest, units: number) => Promise<void>): ApolloServerPlugin<GraphqlContext> {
   const rejected = () => raisedByPlugin(new AppError('GRAPHQL_VALIDATION_FAILED', QUERY_REJECTED_MESSAGE));
   // The price of an operation depends on its document, its name and its variables only: each
-  // combination is priced once (README "Performance"), `unpriceable` included. An entry keeps its
+  // combination is priced once (bench/README.md "What makes it fast"), `unpriceable` included. An entry keeps its
   // key (the variables' JSON can be most of a 64 KiB body) and two numbers, no document.
   const prices = byteBoundedLru<{ cost: number; mutations: number } | { unpriceable: true }>(DOCUMENT_CACHE_LIMITS.priceBytes, () => 0);
   return {

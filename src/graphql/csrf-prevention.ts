@@ -1,7 +1,7 @@
 import type { CSRFPreventionOptions } from '@apollo/server';
 
 /**
- * Apollo Server's CSRF prevention for `/graphql` (README "Security", "CSRF"). Apollo runs an
+ * Apollo Server's CSRF prevention for `/graphql` (docs/security.md "CSRF"). Apollo runs an
  * operation sent without a `Content-Type`, or with one a plain HTML form can send
  * (`text/plain`, `application/x-www-form-urlencoded`, `multipart/form-data`), only when one of
  * these headers is present and not empty: headers a browser attaches only from a script, and

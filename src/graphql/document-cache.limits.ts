@@ -4,7 +4,7 @@ import { LRUCache } from 'lru-cache';
 const MiB = 1024 * 1024;
 
 /**
- * Byte budgets of the caches keyed by GraphQL document (README "Security"), defined once. Each
+ * Byte budgets of the caches keyed by GraphQL document (docs/security.md "Limits"), defined once. Each
  * entry weighs what it keeps alive, its source text included (see {@link documentBytes}), so a
  * flood of distinct documents, however large, evicts older entries instead of growing the heap.
  * Together 27 MiB: a fifth of the 128 MiB heap cap (operations/heap.limits.ts), beside the
@@ -112,7 +112,7 @@ export function compiledOperationBytes(document: DocumentNode, operation: Operat
 }
 
 /**
- * An LRU bounded in bytes (README "Security"): each entry weighs its key, its bookkeeping and
+ * An LRU bounded in bytes (docs/security.md "Limits"): each entry weighs its key, its bookkeeping and
  * `bytesOf(value)`; the least recently used go first, and an entry heavier than the whole
  * budget is not kept.
  *
@@ -129,7 +129,7 @@ export function byteBoundedLru<V extends object | string>(maxBytes: number, byte
 
 /**
  * Apollo Server's cache interface (`KeyValueCache`, for its `documentStore` and `cache`
- * options) over {@link byteBoundedLru} (README "Security"), instead of Apollo's default, which
+ * options) over {@link byteBoundedLru} (docs/security.md "Limits"), instead of Apollo's default, which
  * allows 30 MiB per cache and weighs a document by its JSON, leaving out the source text it
  * keeps (a 50 KiB comment weighed about 300 bytes).
  *

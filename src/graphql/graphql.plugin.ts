@@ -43,7 +43,7 @@ export interface GraphqlPluginOptions {
   production: boolean;
   /** The shell command that gets a key on this set-up (the development key file, or the apikey CLI), for the playground's hints. */
   keyCommand: string;
-  /** Subscriptions over WebSocket on `/graphql` (README "Subscriptions"). */
+  /** Subscriptions over WebSocket on `/graphql` (docs/subscriptions.md). */
   subscriptions: {
     /** Where `petCreated` listens: the pet event bus. */
     pubSub: PetPubSub;
@@ -73,7 +73,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
   const armor = armorSettings(production);
   const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
   const apollo = new ApolloServer<GraphqlContext>({
-    // Operations run compiled by graphql-jit (README "Performance"), through Apollo's gateway interface.
+    // Operations run compiled by graphql-jit (bench/README.md "What makes it fast"), through Apollo's gateway interface.
     gateway: jitExecutorGateway(schema, {
       maxBytes: DOCUMENT_CACHE_LIMITS.compiledOperationBytes,
       onFallback: ({ operationName, reason }) => app.log.warn({ operationName, reason }, 'GraphQL operation runs uncompiled'),
@@ -86,11 +86,11 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     parseOptions: PARSE_OPTIONS,
     includeStacktraceInErrorResponses: false,
     allowBatchedHttpRequests: false,
-    // README "Security" (CSRF): the bearer key every operation needs proves a preflight too.
+    // docs/security.md "CSRF": the bearer key every operation needs proves a preflight too.
     csrfPrevention: { requestHeaders: [...CSRF_PREVENTION.requestHeaders] },
     // main.ts owns SIGTERM/SIGINT: Apollo stops when the Fastify app closes, after the requests in flight.
     stopOnTerminationSignals: false,
-    // Each distinct query is parsed and validated once, kept in a store bounded in bytes, source text included (README "Security").
+    // Each distinct query is parsed and validated once, kept in a store bounded in bytes, source text included (docs/security.md "Limits").
     documentStore: apolloCache(DOCUMENT_CACHE_LIMITS.documentStoreBytes, documentBytes),
     // Apollo's shared cache: here only automatic persisted queries use it (query texts by hash).
     cache: apolloCache(DOCUMENT_CACHE_LIMITS.persistedQueryBytes, textBytes),

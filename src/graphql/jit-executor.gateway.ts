@@ -58,8 +58,8 @@ function asBadUserInput(error: GraphQLError): GraphQLError {
 
 /**
  * Apollo Server 5 executes through a gateway's executor when it is given one: this gateway
- * serves one fixed schema and runs each operation compiled by graphql-jit (README
- * "Performance"). Everything before execution stays Apollo's: parsing, the document cache,
+ * serves one fixed schema and runs each operation compiled by graphql-jit (bench/README.md
+ * "What makes it fast"). Everything before execution stays Apollo's: parsing, the document cache,
  * validation (Armor's rules included) and the plugin hooks; only execution changes.
  * - Each (document, operation name) is compiled once, kept in an LRU of `maxBytes`, each
  *   weighed with the document it keeps and its generated code (compiledOperationBytes).

@@ -64,7 +64,7 @@ function isSpecRequestError(error: GraphQLError): boolean {
 
 /**
  * Apollo plugin for the GraphQL over HTTP spec's status codes of the legacy `application/json`
- * format (README "GraphQL", "Errors"): a request whose parse, validation or variable coercion
+ * format (docs/graphql.md "Status codes", docs/errors.md): a request whose parse, validation or variable coercion
  * fails, or whose operation cannot be chosen, gets HTTP 200 (with only `errors` in the body)
  * when it is answered in `application/json`, where Apollo Server sends 400 whatever the
  * `Accept`. It stays 400 for `application/graphql-response+json`, as that format requires.

@@ -5,7 +5,7 @@ import type { GraphqlContext } from './graphql-context';
 /**
  * Apollo plugin: once the operation is known, notes on the HTTP request what it is (the
  * client's operation name, and its type with its root fields) for the request's log line and
- * metrics (README "Operations").
+ * metrics (docs/operations.md "Logs", "Metrics").
  */
 export function operationSummaryPlugin(): ApolloServerPlugin<GraphqlContext> {
   return {

@@ -27,7 +27,7 @@ export class PageInfo {
   endCursor!: string | null;
 }
 
-/** A page of listPets as a Relay connection (README "Pagination"). */
+/** A page of listPets as a Relay connection (docs/pagination.md). */
 @ObjectType({ description: 'A page of animals in ascending id order (Relay cursor connection).' })
 export class PetConnection {
   @Field(() => [PetEdge])

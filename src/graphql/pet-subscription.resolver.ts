@@ -5,7 +5,7 @@ import { Pet } from '../pets/pet.entity';
 import { databaseFieldCost } from './query-limits';
 
 /**
- * The GraphQL subscriptions (README "Subscriptions"): `petCreated(status)`, served over
+ * The GraphQL subscriptions (docs/subscriptions.md): `petCreated(status)`, served over
  * WebSocket only (graphql-ws, see subscription.server.ts). Events come from the pet event bus
  * (events/pet-event.bus.ts), which PetService feeds after each committed create, on either
  * surface and, with Redis, on any instance.
@@ -25,7 +25,7 @@ export class PetSubscriptionResolver {
       'Over WebSocket (graphql-transport-ws) only.',
     topics: PET_CREATED_TOPIC,
     filter: ({ payload, args }: { payload: PetCreatedPayload; args: { status?: PetStatus | null } }) => args.status == null || payload.status === args.status,
-    // A subscription costs one request's worth, as opening it is one call (README "Subscriptions").
+    // A subscription costs one request's worth, as opening it is one call (docs/subscriptions.md).
     complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
   petCreated(

@@ -60,13 +60,13 @@ const DEFAULT_QUERY = `# Pet Store GraphQL playground
 const KEY_ITEM = 'pet-store:api-key';
 
 // Runs in the browser, after React, ReactDOM, GraphiQL and graphql-ws have set their globals
-// (README "Explore in a browser"). A first visit shows a key form, not GraphiQL: GraphiQL fetches
+// (docs/explorers.md). A first visit shows a key form, not GraphiQL: GraphiQL fetches
 // the schema as soon as it mounts, which without a key is a 401 and "Error fetching schema". The
 // key typed there is tried once (`{ __typename }`); a refused key is said so on the page; an
 // accepted one is kept in sessionStorage (this tab only) and GraphiQL mounts with it in the Headers
 // tab, so the schema loads at once, without a reload. GraphiQL's own state (tabs, queries) is kept
 // in sessionStorage too: nothing goes to localStorage.
-// Subscriptions go over a WebSocket on the same /graphql (README "Subscriptions"): each run gets a
+// Subscriptions go over a WebSocket on the same /graphql (docs/subscriptions.md): each run gets a
 // lazy graphql-ws client whose connection_init payload is the headers in the Headers tab, so the
 // key there authenticates the socket as it does an HTTP request. Queries and mutations never open
 // it (the client connects on its first subscription only).

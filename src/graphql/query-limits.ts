@@ -1,8 +1,8 @@
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 
 /**
- * Limits on one GraphQL operation (OWASP GraphQL cheat sheet; issue "hard to break"; README
- * "Security"). Armor's defaults, tuned to this schema:
+ * Limits on one GraphQL operation (OWASP GraphQL cheat sheet; issue "hard to break"; docs/security.md
+ * "Limits"). Armor's defaults, tuned to this schema:
  * - depth 6, counted in fields: fragments, spread or inline, add no level, so Relay-style
  *   colocated fragments cost nothing; introspection's `__schema`, which GraphiQL needs, is
  *   exempt. Real queries here are 2 to 4 deep;
@@ -30,7 +30,7 @@ export const QUERY_LIMITS = Object.freeze({
 /**
  * The price of a field that reads or writes the database (`pets`, `pet`, `createPet`): its
  * selection once per pet it can return, and at least one request's worth, so that N such
- * fields in one operation cost at least N requests, what N REST calls cost (README "Security").
+ * fields in one operation cost at least N requests, what N REST calls cost (docs/security.md "Limits").
  *
  * @param pets - how many pets the field can return: 1 for `pet` and `createPet`, `limit` for `pets`.
  * @param selection - the cost of its selection (type-graphql's `childComplexity`), 1 per field.
@@ -41,7 +41,7 @@ export function databaseFieldCost(pets: number, selection: number): number {
 }
 
 /**
- * What an operation costs against the rate limit (README "Security"): one request per started
+ * What an operation costs against the rate limit (docs/security.md "Limits"): one request per started
  * {@link QUERY_LIMITS}.costPerRequestUnit of its price, at least one. The same for an HTTP
  * operation (cost-limit.plugin.ts) and a subscription (subscription.server.ts).
  *

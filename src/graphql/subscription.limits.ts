@@ -1,7 +1,7 @@
 import { HTTP_LIMITS } from '../http/http-limits';
 
 /**
- * Limits of GraphQL subscriptions over WebSocket (README "Subscriptions"), defined once. The
+ * Limits of GraphQL subscriptions over WebSocket (docs/subscriptions.md "Limits"), defined once. The
  * document limits (depth, aliases, directives, tokens, cost) are the HTTP ones (query-limits.ts).
  */
 export const SUBSCRIPTION_LIMITS = Object.freeze({
@@ -41,7 +41,7 @@ export const SUBSCRIPTION_LIMITS = Object.freeze({
 });
 
 /**
- * WebSocket close codes the server sends (README "Subscriptions"). graphql-ws's own: 4400 bad
+ * WebSocket close codes the server sends (docs/subscriptions.md "Close codes"). graphql-ws's own: 4400 bad
  * message, 4403 Forbidden, 4408 `connection_init` timeout, 4409 duplicate subscription id,
  * 4429 a second `connection_init`.
  */

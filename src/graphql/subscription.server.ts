@@ -30,7 +30,7 @@ import { PARSE_OPTIONS, QUERY_LIMITS, QUERY_REJECTED_MESSAGE, requestUnitsOf, wi
 import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from './subscription.limits';
 import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
 
-/** What the WebSocket endpoint needs (README "Subscriptions"). */
+/** What the WebSocket endpoint needs (docs/subscriptions.md). */
 export interface SubscriptionServerOptions {
   /** The executable schema, with its Subscription type (schema.ts). */
   schema: GraphQLSchema;
@@ -111,7 +111,7 @@ function authorizationOf(params: Record<string, unknown> | undefined): unknown {
 
 /**
  * GraphQL subscriptions over WebSocket on `/graphql`, the port and path of HTTP GraphQL
- * (README "Subscriptions"): the `graphql-transport-ws` protocol (graphql-ws over ws, in
+ * (docs/subscriptions.md): the `graphql-transport-ws` protocol (graphql-ws over ws, in
  * `noServer` mode on Fastify's HTTP server's `upgrade` event; an upgrade to any other path is
  * answered 404, and 503 once shutting down). Every refused upgrade is answered in the Error shape.
  * - An invalid handshake is 400 (405 with `Allow: GET` for another method than GET). Past
@@ -220,7 +220,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     const openedAt = performance.now();
     socket.once('close', (code: number) => {
       metrics.countOpenSocket(-1);
-      // One log line per WebSocket, as per HTTP request (README "Logs").
+      // One log line per WebSocket, as per HTTP request (docs/operations.md "Logs").
       const durationMs = Math.round((performance.now() - openedAt) * 1000) / 1000;
       log.info(
         { route: '/graphql', surface: 'websocket', apiKeyId: connections.get(socket)?.apiKeyId ?? null, closeCode: code, durationMs },
@@ -244,7 +244,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     const recognised = key === undefined ? undefined : apiKeys.recognise(key);
     let reserved: number | undefined;
     try {
-      // Without a key this process trusts, the address pays for the attempt (and the lookup), as on HTTP (README "Security").
+      // Without a key this process trusts, the address pays for the attempt (and the lookup), as on HTTP (docs/security.md "Limits").
       if (recognised?.state !== 'trusted' && recognised?.state !== 'known') await spendFor({ ip }, 1);
       if (key === undefined || recognised === undefined || recognised.state === 'malformed' || recognised.state === 'refused') {
         return refuse(socket, SUBSCRIPTION_CLOSE.forbidden);

@@ -16,8 +16,8 @@ const PING_PAYLOAD_BYTES = 16;
 
 /**
  * Pings `socket` every {@link SUBSCRIPTION_LIMITS}.keepAliveMs with a fresh random payload and
- * terminates it when the previous ping's payload has not been echoed by then (README
- * "Subscriptions"). Only a pong that echoes the payload counts: RFC 6455 §5.5.3 allows unsolicited
+ * terminates it when the previous ping's payload has not been echoed by then (docs/subscriptions.md
+ * "Limits"). Only a pong that echoes the payload counts: RFC 6455 §5.5.3 allows unsolicited
  * pongs, and a peer that sends them without reading would otherwise never be dropped.
  * The timer stops when the socket closes (shutdown closes every socket).
  *
@@ -43,7 +43,7 @@ function keepAlive(socket: WebSocket, log: FastifyBaseLogger): void {
 
 /**
  * Runs graphql-ws's protocol (`server`, from its `makeServer`) on one accepted socket, as
- * graphql-ws/use/ws does, except for two things (README "Subscriptions"):
+ * graphql-ws/use/ws does, except for two things (docs/subscriptions.md):
  * - A send is queued on the socket without waiting for it to drain. Waiting, as graphql-ws/use/ws
  *   does, leaves the events of a peer that stops reading in the pub/sub's queues, without bound
  *   and uncounted; here they wait in ws's buffer, counted by `bufferedAmount`, and a message that

@@ -5,8 +5,8 @@ import { GraphQLError, OperationTypeNode, type ValidationRule } from 'graphql';
  * holding a `subscription` operation is refused with HTTP 400 GRAPHQL_VALIDATION_FAILED.
  * Subscriptions (`petCreated`) belong on a streaming transport: the WebSocket on the same
  * `/graphql` (subscription.server.ts), which does not use this rule; over plain HTTP, where an
- * answer is one result, they stay refused, with a message that points there. README "GraphQL"
- * and "Subscriptions".
+ * answer is one result, they stay refused, with a message that points there. docs/graphql.md
+ * "Requests" and docs/subscriptions.md.
  *
  * @returns (per document) a visitor that reports one error per subscription operation.
  */

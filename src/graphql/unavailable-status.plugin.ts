@@ -2,12 +2,12 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import { AppError, type ErrorCode } from '../errors/error-catalogue';
 import type { GraphqlContext } from './graphql-context';
 
-/** The codes of a database that could not serve the operation (README "Errors"). */
+/** The codes of a database that could not serve the operation (docs/errors.md). */
 const UNAVAILABLE: ReadonlySet<unknown> = new Set<ErrorCode>(['SERVICE_UNAVAILABLE', 'GATEWAY_TIMEOUT']);
 
 /**
  * Apollo plugin: an operation of which no root field resolved because the database could not
- * answer gets the HTTP answer REST gives (README "Errors"), in both response formats: 503 with
+ * answer gets the HTTP answer REST gives (docs/errors.md), in both response formats: 503 with
  * `Retry-After`, or 504 when a create among them never had its COMMIT confirmed. That is, every
  * error is SERVICE_UNAVAILABLE or GATEWAY_TIMEOUT, and `data` is null or each of its root
  * fields is null with such an error at its path. Otherwise the answer stays 200 with `data`;

@@ -1,5 +1,5 @@
 /**
- * HTTP limits of the service (README "Security"), defined once. Body limits answer 413
+ * HTTP limits of the service (docs/security.md "Limits"), defined once. Body limits answer 413
  * PAYLOAD_TOO_LARGE; the timeouts close connections that hold a request open.
  */
 export const HTTP_LIMITS = Object.freeze({

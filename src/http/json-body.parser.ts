@@ -20,7 +20,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  *
  * The body is decoded as strict UTF-8 (RFC 8259 section 8.1): bytes that are not UTF-8 (an
  * invalid byte, an overlong or truncated sequence, an encoded surrogate) answer 400
- * BAD_REQUEST instead of being replaced with U+FFFD and stored (README "Decisions": well-formed
+ * BAD_REQUEST instead of being replaced with U+FFFD and stored (docs/decisions.md: well-formed
  * Unicode). Malformed JSON and an empty body answer 400 BAD_REQUEST, as before. Each surface's
  * error handler renders the error (REST: the Error body; GraphQL: a GraphQL error).
  */

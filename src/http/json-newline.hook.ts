@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
 
 /**
- * Ends every JSON response body with a newline (README "REST contract"), so that the outputs of
+ * Ends every JSON response body with a newline (docs/rest.md), so that the outputs of
  * consecutive `curl` commands do not run together. An `onSend` hook on the serialised string,
  * so the routes keep Fastify's fast-json-stringify serialisers; Fastify sets `Content-Length`
  * after `onSend`, so it counts the newline (HEAD included). Bodies that already end with one

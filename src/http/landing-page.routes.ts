@@ -11,7 +11,7 @@ interface Surface {
 }
 
 /**
- * What `GET /` lists, in this order (README "Explore in a browser"). Paths are origin-relative,
+ * What `GET /` lists, in this order (docs/explorers.md). Paths are origin-relative,
  * so the page is right behind any proxy; `main.ts` logs the same list as absolute URLs.
  */
 export const SURFACES: readonly Surface[] = Object.freeze([
@@ -61,8 +61,7 @@ ${SURFACES.map(({ path, title }) => `<li><a href="${path}"><code>${path}</code><
 const LINKS = Object.fromEntries(SURFACES.map(({ rel, path }) => [rel, path]));
 
 /**
- * `GET /` (and HEAD): a small landing page listing where the surfaces are (README "Explore in
- * a browser"). The representation is negotiated on `Accept` (RFC 9110 §12.5.1, `negotiator`):
+ * `GET /` (and HEAD): a small landing page listing where the surfaces are (docs/explorers.md). The representation is negotiated on `Accept` (RFC 9110 §12.5.1, `negotiator`):
  * `text/html` when the caller prefers it to JSON (browsers), else JSON (curl, fetch, no
  * `Accept`; a tie goes to JSON): `{"name": "Pet Store gateway", "links": {…}}`, the paths of
  * {@link SURFACES} by relation, plus `subscriptions`, the absolute `ws://` (or `wss://`) URL. Public: no API key, no rate limit (registered

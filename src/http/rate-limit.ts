@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookH
 import { Redis } from 'ioredis';
 import { AppError } from '../errors/error-catalogue';
 
-/** What one rate-limited client may spend (README "Security" and "Configuration", RATE_LIMIT_* and REDIS_URL). */
+/** What one rate-limited client may spend (docs/security.md "Limits" and docs/configuration.md, RATE_LIMIT_* and REDIS_URL). */
 export interface RateLimitConfig {
   /** Requests per window for one API key. */
   readonly max: number;
@@ -39,7 +39,7 @@ interface RateLimitState {
  * Rate limiting with @fastify/rate-limit: per API key, or per IP address for requests without
  * a valid key. Counters are in memory, or in Redis when `redisUrl` is set, so that several
  * instances share them. One counter per client serves both the request itself and the extra
- * units GraphQL charges (README "Security"). A refused request is 429 TOO_MANY_REQUESTS with
+ * units GraphQL charges (docs/security.md "Limits"). A refused request is 429 TOO_MANY_REQUESTS with
  * `Retry-After`; every limited answer carries `RateLimit-Policy` and `RateLimit`, which tell
  * what is left after everything the request was charged.
  *
@@ -49,7 +49,7 @@ interface RateLimitState {
  *   `spend`, which charges a request `units` more (GraphQL, by operation cost): when fewer
  *   are left it charges none and throws the AppError TOO_MANY_REQUESTS, so that the operation
  *   does not run; and `spendFor`, the same charge for a client outside an HTTP request (a
- *   WebSocket connection or subscription, README "Subscriptions").
+ *   WebSocket connection or subscription, docs/subscriptions.md).
  */
 export async function createRateLimiter(
   app: FastifyInstance,
@@ -136,7 +136,7 @@ export async function createRateLimiter(
     spend,
     /**
      * `spend` for a client outside an HTTP request (a WebSocket connection or subscription,
-     * README "Subscriptions"): the same counters, the same errors (TOO_MANY_REQUESTS, or
+     * docs/subscriptions.md): the same counters, the same errors (TOO_MANY_REQUESTS, or
      * SERVICE_UNAVAILABLE when they cannot be read). The counter reads only the key id, the
      * address and the route's (absent) rate-limit settings of the request it is given.
      */

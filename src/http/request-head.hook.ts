@@ -17,7 +17,7 @@ function hasBadHost(request: IncomingMessage): boolean {
 
 /**
  * Refuses, in the spec's Error body, two kinds of request heads that Node's HTTP server would
- * otherwise refuse itself with an empty body (README "Errors"):
+ * otherwise refuse itself with an empty body (docs/errors.md):
  * - a Host header missing from an HTTP/1.1 request, or repeated: 400 BAD_REQUEST (RFC 9112
  *   section 3.2). Node's own check (`requireHostHeader`) must be off for this one to run, and
  *   it never counted repeated Host headers;

@@ -2,12 +2,12 @@ import fastifyCors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
 
 /**
- * Response hardening for every route (README "Security"): API answers are never cached
+ * Response hardening for every route (docs/security.md "Response headers and CORS"): API answers are never cached
  * (`Cache-Control: no-store`, unless a route set its own caching, as static assets do) and
  * never sniffed (`X-Content-Type-Options: nosniff`). CORS is closed unless `corsOrigins`
  * names the browser origins allowed to call the API; a listed origin may send the request headers
  * the API reads (`Authorization`, `Content-Type`, `Idempotency-Key`) and those GraphQL's CSRF
- * prevention accepts as proof of a preflight (README "Security", "CSRF").
+ * prevention accepts as proof of a preflight (docs/security.md "CSRF").
  *
  * @param corsOrigins - allowed origins such as `https://app.example.com`; none closes CORS.
  */

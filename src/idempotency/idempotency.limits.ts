@@ -1,5 +1,5 @@
 /**
- * Limits of idempotent creates, defined once (README "Idempotent creates", "Security"): how
+ * Limits of idempotent creates, defined once (docs/idempotency.md, docs/security.md "Limits"): how
  * long keys are kept, when an unfinished request counts as abandoned, and what a key may be.
  */
 export const IDEMPOTENCY_LIMITS = Object.freeze({

@@ -5,7 +5,7 @@ export class PortUnavailableError extends Error {
 
 /**
  * Binds a listener and, when its port cannot be had, says which setting to change instead of
- * Node's `listen EADDRINUSE: address already in use 127.0.0.1:9464` (README "Configuration",
+ * Node's `listen EADDRINUSE: address already in use 127.0.0.1:9464` (docs/configuration.md,
  * "Two instances on one machine").
  *
  * @param variable - the environment variable that chose the port, e.g. `PORT` or `METRICS_PORT`.
@@ -23,7 +23,7 @@ export async function listenOn(variable: string, where: { host: string; port: nu
     if (code === 'EADDRINUSE') {
       throw new PortUnavailableError(
         `${variable} is in use: ${address} is taken by another process (another instance of this server? ` +
-          `give each instance its own ${variable}; README "Two instances on one machine").`,
+          `give each instance its own ${variable}; docs/configuration.md "Two instances on one machine").`,
         { cause: error },
       );
     }

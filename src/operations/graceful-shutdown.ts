@@ -33,7 +33,7 @@ export function onStopAccepting(app: FastifyInstance, close: () => Promise<void>
 }
 
 /**
- * Stops the app without resetting a connection it accepted (README "Operations" → "Signals"):
+ * Stops the app without resetting a connection it accepted (docs/operations.md "Signals"):
  * 1. `state.draining`: `/readyz` answers 503 for `drainMs` while the server still serves as
  *    before, so load balancers move new traffic away;
  * 2. the server stops accepting; each open connection closes after its next response (with

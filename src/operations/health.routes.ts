@@ -47,7 +47,7 @@ function migrationsApplied(dataSource: DataSource): () => Promise<boolean> {
  * Both are public and outside the rate limits. A ready answer is `200 {"status":"ok","nodes":[…]}`,
  * an unready one the Error body with 503 SERVICE_UNAVAILABLE, a message saying why, and the
  * same `nodes`: each server's NodeState (database-node.ts; a replica out of the read rotation does not
- * make the instance unready: reads go to the primary meanwhile). README "Operations".
+ * make the instance unready: reads go to the primary meanwhile). docs/operations.md "Endpoints".
  */
 export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app, { dataSource, state }) => {
   const migrated = migrationsApplied(dataSource);

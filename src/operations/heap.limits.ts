@@ -1,5 +1,5 @@
 /**
- * The V8 heap cap the service runs with (README "Performance"), defined once: `npm start` and
+ * The V8 heap cap the service runs with (docs/configuration.md "Heap cap"), defined once: `npm start` and
  * the Docker image put {@link HEAP_CAP_NODE_OPTION} first in NODE_OPTIONS, so that an
  * operator's own `--max-old-space-size` in NODE_OPTIONS comes later and wins. Tests check that
  * both carry this value, and the bench starts the service with it. The document caches' budgets

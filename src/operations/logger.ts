@@ -1,13 +1,13 @@
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 
-/** The pino level names, most severe first; `silent` logs nothing (README "Configuration", LOG_LEVEL). */
+/** The pino level names, most severe first; `silent` logs nothing (docs/configuration.md, LOG_LEVEL). */
 export const LOG_LEVELS = Object.freeze(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const);
 
 /** One of {@link LOG_LEVELS}. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
- * The one logger configuration (README "Operations"): JSON lines (pino) at `level`, with the
+ * The one logger configuration (docs/operations.md "Logs"): JSON lines (pino) at `level`, with the
  * `Authorization` header redacted wherever a request is logged.
  *
  * @param level - the configured level.

@@ -12,7 +12,7 @@ export interface RequestLabels {
   status: number;
 }
 
-/** The service's Prometheus metrics (README "Operations"), in a registry of their own. */
+/** The service's Prometheus metrics (docs/operations.md "Metrics"), in a registry of their own. */
 export interface Metrics {
   registry: Registry;
   /** Records one finished request; `seconds` is its duration. */
@@ -21,7 +21,7 @@ export interface Metrics {
   countDeprecatedCall: (operation: string, apiKeyId: number) => void;
   /** Reports the connection pools of `dataSource` (MySQL only) from now on. */
   watchDatabasePool: (dataSource: DataSource) => void;
-  /** A WebSocket on `/graphql` opened (+1) or closed (-1) (README "Subscriptions"). */
+  /** A WebSocket on `/graphql` opened (+1) or closed (-1) (docs/subscriptions.md). */
   countOpenSocket: (delta: 1 | -1) => void;
   /** A subscription started (+1) or ended (-1). */
   countActiveSubscription: (delta: 1 | -1) => void;

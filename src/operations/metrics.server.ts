@@ -2,7 +2,7 @@ import fastify, { type FastifyInstance } from 'fastify';
 import type { Metrics } from './metrics.registry';
 
 /**
- * The Prometheus endpoint, on a listener of its own (`METRICS_PORT`, README "Operations") so
+ * The Prometheus endpoint, on a listener of its own (`METRICS_PORT`, docs/operations.md "Endpoints") so
  * that it is never exposed through the public port or the load balancer: `GET /metrics` in the
  * text exposition format. Nothing else is served there.
  *

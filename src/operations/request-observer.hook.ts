@@ -37,7 +37,7 @@ function labelsOf(request: FastifyRequest, status: number): RequestLabels {
 }
 
 /**
- * Fastify's request log lines, one per request (README "Operations"): nothing when a request
+ * Fastify's request log lines, one per request (docs/operations.md "Logs"): nothing when a request
  * comes in, and when its response has been sent a line `request completed` with method,
  * route, status, durationMs, requestId, apiKeyId and, for GraphQL, the operation
  * (info; error for 5xx or a failed response).

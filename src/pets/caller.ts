@@ -1,6 +1,6 @@
 /**
- * Who calls a pet operation, as the guard established it for either surface (README
- * "Architecture"): free of any transport, so the operations never read a header.
+ * Who calls a pet operation, as the guard established it for either surface (docs/architecture.md
+ * "Layers"): free of any transport, so the operations never read a header.
  */
 export interface Caller {
   /** Id of the API key that authenticated the request. */

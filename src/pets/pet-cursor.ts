@@ -25,7 +25,7 @@ function checksum(payload: string): Buffer {
 }
 
 /**
- * Writes a cursor (README "Pagination"): opaque to clients, the same on both surfaces (REST
+ * Writes a cursor (docs/pagination.md): opaque to clients, the same on both surfaces (REST
  * `after` and the `Link` header, GraphQL `after`, `cursor` and `endCursor`). It is base64url of
  * `1.<status>.<afterId>` and a checksum, so a cursor that was edited, cut or made up is
  * recognised and refused. It is not a secret or a capability: it names nothing a client could

@@ -1,7 +1,7 @@
 import type { Pet } from './pet.entity';
 
 /**
- * The port through which the pet operations announce what happened (README "Subscriptions"):
+ * The port through which the pet operations announce what happened (docs/subscriptions.md):
  * PetService calls it, transport-free; the in-memory or Redis transport behind it lives in
  * `events/`, and the GraphQL subscription `petCreated` listens to it.
  */
@@ -22,6 +22,6 @@ export const NO_PET_EVENTS: PetEvents = Object.freeze({ created: () => undefined
 /**
  * How a create answered 504 (its COMMIT never confirmed) is settled: its row is looked up on the
  * primary every `intervalMs` while the database cannot answer, for at most `maxMs`; found, the
- * pet is announced then (README "Subscriptions").
+ * pet is announced then (docs/subscriptions.md).
  */
 export const UNCONFIRMED_CREATE_CHECKS = Object.freeze({ intervalMs: 1_000, maxMs: 10 * 60_000 });

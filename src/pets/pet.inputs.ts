@@ -38,7 +38,7 @@ function IsIdentifier(): PropertyDecorator {
  * `VARCHAR(max)` column, so what passes always fits, on every database. (class-validator's
  * `@MaxLength` counts validator.js's way, which skips variation selectors: `"x" * 99 + "❤️"`
  * is 101 code points yet passed as 100, and MySQL refused it.) Documented in OpenAPI as
- * `maxLength`, which JSON Schema also counts in code points. README "Decisions": `name` bounds.
+ * `maxLength`, which JSON Schema also counts in code points. docs/decisions.md: `name` bounds.
  *
  * @param max - the largest number of code points accepted.
  */
@@ -60,7 +60,7 @@ function MaxCodePoints(max: number): PropertyDecorator {
 }
 
 /**
- * A cursor this service wrote (README "Pagination"), for the same filter as the list it is
+ * A cursor this service wrote (docs/pagination.md), for the same filter as the list it is
  * used with: the `status` property of the same input. Documented in OpenAPI as a base64url
  * string of at most `cursorMaxLength` characters.
  */
@@ -151,7 +151,7 @@ const StatusFilter = () =>
     IsEnum(PetStatus, STATUS_MESSAGE),
   );
 
-/** listPets' optional cursor (README "Pagination"); the property is typed string so that the OpenAPI schema, read from the design type, says string. */
+/** listPets' optional cursor (docs/pagination.md); the property is typed string so that the OpenAPI schema, read from the design type, says string. */
 const AfterCursor = () =>
   stacked(
     Field(() => String, { nullable: true, description: AFTER_DESCRIPTION }),
@@ -173,7 +173,7 @@ export class ListPetsArgs {
   after?: string;
 }
 
-/** Arguments of the GraphQL connection over listPets (README "Pagination"): `first` is listPets' `limit`. */
+/** Arguments of the GraphQL connection over listPets (docs/pagination.md): `first` is listPets' `limit`. */
 @ArgsType()
 export class PetsConnectionArgs {
   @PageSize()

@@ -38,8 +38,8 @@ const STATUS_ID_INDEX = 'idx_pet_status_id';
  * Turns TypeORM's `USE INDEX` (MySQL family only; other dialects get no hint) into `FORCE
  * INDEX`. MariaDB plans `status = ? AND id > ? ORDER BY id` as a lookup of every row with
  * that status, the id test applied to each in turn, even with USE INDEX: page 5,000 of a
- * filtered list took 22 times as long as page 1 at 1,000,000 rows (bench, README
- * "Pagination"). FORCE INDEX makes it a range on `(status, id)` that starts at the cursor.
+ * filtered list took 22 times as long as page 1 at 1,000,000 rows (bench/README.md
+ * "Deep pages"). FORCE INDEX makes it a range on `(status, id)` that starts at the cursor.
  */
 function forceIndex(sql: string): string {
   return sql.replace(' USE INDEX (', ' FORCE INDEX (');
@@ -53,15 +53,15 @@ function toPet(row: PetRow): Pet {
 /**
  * The pet table (spec "listPets", "createPet", "getPet"): the queries and the insert. Knows neither
  * GraphQL nor HTTP; inputs arrive validated by PetService. Each method is one database call
- * within the deadline of `withinDeadline` (README "Security"), unless it is given the
+ * within the deadline of `withinDeadline` (docs/failures.md "The database"), unless it is given the
  * EntityManager of a call its caller runs.
  */
 export class PetRepository {
   /**
    * The SQL of each read, built by TypeORM's QueryBuilder once, in the DataSource's dialect,
-   * instead of on every call (README "Performance"); the `?` parameters are bound per call:
+   * instead of on every call (bench/README.md "What makes it fast"); the `?` parameters are bound per call:
    * `list` (afterId, limit), `listByStatus` (status, afterId, limit), `byId` (id). The lists
-   * are keyset pages (README "Pagination"): a range on the primary key, or on the
+   * are keyset pages (docs/pagination.md): a range on the primary key, or on the
    * `(status, id)` index, never an OFFSET, so page 5,000 costs what page 1 does. The bench
    * EXPLAINs these.
    */

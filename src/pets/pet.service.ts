@@ -18,7 +18,7 @@ export interface CreatedPet {
   replayed: boolean;
 }
 
-/** One page of listPets (README "Pagination"). */
+/** One page of listPets (docs/pagination.md). */
 export interface PetPage {
   /** Up to `limit` pets, in ascending id order. */
   pets: Pet[];
@@ -46,7 +46,7 @@ export class PetService {
    * @param pets - the pet table.
    * @param idempotency - runs a create once per Idempotency-Key.
    * @param deprecations - counts calls of deprecated operations per API key.
-   * @param events - told of each pet stored, after its commit (README "Subscriptions").
+   * @param events - told of each pet stored, after its commit (docs/subscriptions.md).
    */
   constructor(
     private readonly pets: PetRepository,
@@ -56,7 +56,7 @@ export class PetService {
   ) {}
 
   /**
-   * listPets (spec "listPets"), a page at a time (README "Pagination").
+   * listPets (spec "listPets"), a page at a time (docs/pagination.md).
    *
    * @param input - `{ limit?, status?, after? }` as the client sent them: `limit` an integer
    *   from 1 to 100 (default 20), `status` a PetStatus, `after` a cursor from a previous page
@@ -72,7 +72,7 @@ export class PetService {
   }
 
   /**
-   * listPets with GraphQL connection names (README "Pagination"): `first` for `limit`.
+   * listPets with GraphQL connection names (docs/pagination.md): `first` for `limit`.
    *
    * @param input - `{ first?, after?, status? }` as the client sent them; the rules of {@link listPets}.
    * @returns the page, as {@link listPets}.
@@ -104,7 +104,7 @@ export class PetService {
 
   /**
    * getPet (spec "getPet", deprecated): each call is counted against the caller's key
-   * (README "Operations").
+   * (docs/operations.md "Metrics").
    *
    * @param input - `{ id }`, a positive integer written as a decimal string.
    * @param caller - who is calling.
@@ -119,8 +119,8 @@ export class PetService {
   }
 
   /**
-   * createPet (spec "createPet"): with an Idempotency-Key, once per key (README "Idempotent creates").
-   * Once the pet is committed, `events.created` announces it (README "Subscriptions"); a replay
+   * createPet (spec "createPet"): with an Idempotency-Key, once per key (docs/idempotency.md).
+   * Once the pet is committed, `events.created` announces it (docs/subscriptions.md); a replay
    * of an Idempotency-Key announces nothing, as it stores nothing. A create answered 504 (its
    * COMMIT never confirmed) is announced once the database shows it stored
    * ({@link UNCONFIRMED_CREATE_CHECKS}), and never if it was not.

@@ -43,7 +43,7 @@ function fromQueryValue(value: unknown): unknown {
 }
 
 /**
- * The `Link` header of a page that has a next one (RFC 8288, README "Pagination"): an
+ * The `Link` header of a page that has a next one (RFC 8288, docs/pagination.md): an
  * origin-relative URL with the page's `limit` and `status` and the next cursor.
  *
  * @param path - the list's path, e.g. `/v1/pets`.

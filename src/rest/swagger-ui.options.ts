@@ -10,7 +10,7 @@ const FAVICON_SVG =
   '<circle cx="19.5" cy="7" r="3"/><circle cx="25.5" cy="13" r="3"/></g></svg>';
 
 /**
- * How Swagger UI presents the REST contract at /docs (README "Explore in a browser"): titled for
+ * How Swagger UI presents the REST contract at /docs (docs/explorers.md): titled for
  * this service, with its own icon, and without the top bar of Swagger UI's standalone layout
  * (the Fastify logo and an "Explore" box that loads any URL, prefilled with /docs/json): the
  * base layout shows the document's info, servers, Authorize and the operations only.

@@ -9,7 +9,7 @@ import { startTestApp, type TestApp } from '../helpers/test-app';
 
 jest.setTimeout(60_000);
 
-// Without a browser, the suite stops here with one line that says what to install (README "Two commands").
+// Without a browser, the suite stops here with one line that says what to install (CONTRIBUTING.md "Prerequisites").
 requireChromium();
 
 const SCREENSHOT = screenshotPath('landing-page.png');

@@ -11,7 +11,7 @@ import { createPet, request, startTestApp, type TestApp } from '../helpers/test-
 
 jest.setTimeout(90_000);
 
-// Without a browser, the suite stops here with one line that says what to install (README "Two commands").
+// Without a browser, the suite stops here with one line that says what to install (CONTRIBUTING.md "Prerequisites").
 requireChromium();
 
 const SCREENSHOT = screenshotPath('swagger-ui.png');

@@ -8,7 +8,7 @@ export const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q
 /**
  * Where a browser test writes a screenshot: `test/output/screenshots/`, which git ignores, so
  * that `npm test` never rewrites a tracked file. `npm run docs:screenshots` runs the browser
- * suites and copies these over the README's, in `docs/screenshots/` (README "Explore in a browser").
+ * suites and copies these over the documentation's, in `docs/screenshots/` (docs/explorers.md).
  *
  * @param file - the file name, e.g. `swagger-ui.png`.
  * @returns its absolute path (the folder may not exist yet).
@@ -21,7 +21,7 @@ export function screenshotPath(file: string): string {
 export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
 
 /**
- * The Chromium or Chrome executable the browser tests drive (README "Two commands"): the
+ * The Chromium or Chrome executable the browser tests drive (CONTRIBUTING.md "Prerequisites"): the
  * `CHROMIUM_PATH` environment variable, or Debian's {@link DEFAULT_CHROMIUM_PATH}. Browser suites
  * call it at load time, so that without a browser each fails once, with this one line, instead
  * of a page of Playwright call logs per test; nothing is skipped.

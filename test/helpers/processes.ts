@@ -113,7 +113,7 @@ export async function withServer(
  * An API key to call a built server started with {@link startNode} in `cwd` on `database` (see
  * `createProcessDatabase`): on MySQL a new key, created through ApiKeyService (no development
  * key is made there); on the embedded database the development key, read once the server has
- * printed its line (it writes the file just after it listens, README "Two commands").
+ * printed its line (it writes the file just after it listens, docs/api-keys.md "The development key").
  *
  * @param name - the new key's name, on MySQL.
  * @returns the key, as sent after `Bearer `.

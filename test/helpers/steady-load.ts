@@ -270,7 +270,7 @@ export function processesAlive(targets: readonly LoadTarget[]): Violations {
  * (getPet: 200).
  *
  * @param backAt - when the failed node was back (ms).
- * @param allowStaleGetPet - true on an async replica, where the README lets getPet answer 404 until the row has replicated.
+ * @param allowStaleGetPet - true on an async replica, where docs/operations.md ("Scale-out notes") lets getPet answer 404 until the row has replicated.
  */
 export function recoveredAfter(answers: readonly Answer[], backAt: number, graceMs: number, allowStaleGetPet = false): Violations {
   return answers

@@ -29,7 +29,7 @@ export interface TestApp {
 }
 
 /**
- * A whole configuration for a test app, read by `loadConfig` (README "Configuration") from the
+ * A whole configuration for a test app, read by `loadConfig` (docs/configuration.md) from the
  * test defaults (silent logs; rate limits out of the way, with a namespace of their own) and
  * `env` over them; nothing is read from the process environment.
  *
@@ -146,7 +146,7 @@ export async function request(
  * POSTs a GraphQL operation to /graphql.
  *
  * @param init.accept - the `Accept` header; fetch's default is a bare wildcard, which Apollo
- *   answers in `application/json` (README "GraphQL": request errors are then 200).
+ *   answers in `application/json` (docs/graphql.md "Status codes": request errors are then 200).
  */
 export function graphql(
   target: TestApp,
