@@ -1,5 +1,5 @@
 /**
- * The folder rules of src/, checked by `npm run lint` and proved by test/dependency-rules.test.ts.
+ * The folder rules of src/ (and of the client examples), checked by `npm run lint` and proved by test/dependency-rules.test.ts.
  * Layers, top to bottom; a module imports its own layer or lower ones, never a higher one:
  * composition, surfaces (rest, graphql), shared HTTP plumbing, features, platform, base.
  */
@@ -22,6 +22,13 @@ module.exports = {
     forbid('no-circular', 'An import circle: the modules on it cannot be understood, tested or loaded one without the other.', {}, { circular: true }),
     forbid('not-to-test', 'Tests are not part of the product or the benchmark.', { path: '^(src|bench)/' }, { path: '^test/' }),
     forbid('src-not-to-bench', 'The product does not depend on its benchmark.', { path: '^src/' }, { path: '^bench/' }),
+    forbid('not-to-examples', 'The client examples are not part of the product or the benchmark.', { path: '^(src|bench)/' }, { path: '^examples/' }),
+    forbid(
+      'examples-only-clients',
+      'An example is a client of the API: it imports packages and examples/, never the server, its tests or the benchmark.',
+      { path: '^examples/' },
+      { path: '^(src|test|bench)/' },
+    ),
     forbid('in-a-layer', 'Every folder of src/ belongs to a layer: add a new one to the layers of this file.', { path: '^src/', pathNot: LAYERS }, {}),
     forbid('surfaces-not-up', 'The REST and GraphQL adapters are composed by app.ts, not the other way.', { path: SURFACES }, { path: ABOVE_ALL_BUT_CONFIG }),
     forbid('rest-not-to-graphql', 'The two surfaces are independent adapters over the same operations.', { path: '^src/rest/' }, { path: '^src/graphql/' }),

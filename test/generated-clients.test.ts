@@ -1,7 +1,6 @@
-import { execFile } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { runNode, startBuiltServer } from './helpers/processes';
+import { runBin, runNode, startBuiltServer } from './helpers/processes';
 import { compileStrict } from './helpers/typescript';
 
 /*
@@ -14,15 +13,6 @@ import { compileStrict } from './helpers/typescript';
 const ROOT = path.resolve(__dirname, '..');
 const DOCUMENT = path.join(ROOT, 'contract', 'openapi.json');
 const OUTPUT = path.join(ROOT, 'test', 'output', 'generated-clients');
-
-/** Runs a CLI of node_modules/.bin in the repository's root; rejects with its output when it fails. */
-function npxBin(bin: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(path.join(ROOT, 'node_modules', '.bin', bin), args, { cwd: ROOT }, (error, stdout, stderr) =>
-      error ? reject(new Error(`${bin} ${args.join(' ')} failed:\n${stdout}\n${stderr}`)) : resolve(stdout),
-    );
-  });
-}
 
 /** A generator: how it is run on a document with its defaults, and the client calls of the program. */
 interface Generator {
@@ -39,7 +29,7 @@ interface Generator {
 const GENERATORS: Generator[] = [
   {
     name: 'openapi-typescript + openapi-fetch',
-    generate: (document, folder) => npxBin('openapi-typescript', [document, '-o', path.join(folder, 'openapi.d.ts')]),
+    generate: (document, folder) => runBin('openapi-typescript', [document, '-o', path.join(folder, 'openapi.d.ts')]),
     program: `
 import createClient from 'openapi-fetch';
 import type { paths } from './openapi';
@@ -57,7 +47,7 @@ export async function listAndCreate() {
     name: '@hey-api/openapi-ts',
     // Its fetch client names DOM's BodyInit: a browser project has DOM in `lib`; a Node one adds it.
     lib: ['ES2022', 'DOM'],
-    generate: (document, folder) => npxBin('openapi-ts', ['-i', document, '-o', path.join(folder, 'hey-api')]),
+    generate: (document, folder) => runBin('openapi-ts', ['-i', document, '-o', path.join(folder, 'hey-api')]),
     program: `
 import { client } from './hey-api/client.gen';
 import { createPet, listPets } from './hey-api';
@@ -75,7 +65,7 @@ export async function listAndCreate() {
     name: 'orval',
     // orval's default client: functions over axios's default instance. They return `axios.get(…)` as `Promise<TData>`,
     // which axios 1.19's new return type (AxiosResponseResult) no longer fits: package.json pins axios 1.18.1.
-    generate: (document, folder) => npxBin('orval', ['-i', document, '-o', path.join(folder, 'orval', 'pet-store.ts')]),
+    generate: (document, folder) => runBin('orval', ['-i', document, '-o', path.join(folder, 'orval', 'pet-store.ts')]),
     program: `
 import axios from 'axios';
 import { createPet, listPets } from './orval/pet-store';

@@ -36,6 +36,15 @@ export function runNode(script: string, args: string[], options: { cwd: string; 
   });
 }
 
+/** Runs a command of node_modules/.bin (a generator's CLI) in the repository's root; rejects with its output when it fails. */
+export function runBin(bin: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(path.join(ROOT, 'node_modules', '.bin', bin), args, { cwd: ROOT }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${bin} ${args.join(' ')} failed:\n${stdout}\n${stderr}`)) : resolve(stdout),
+    );
+  });
+}
+
 /** Starts a built script in the background, with `execArgv` before it on node's command line; collects its output. */
 export function startNode(script: string, options: { cwd: string; env?: Record<string, string>; execArgv?: string[] }) {
   const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [...(options.execArgv ?? []), script], {

@@ -43,5 +43,6 @@ export function compileProject(tsconfig: string): string[] {
   if (error) return [ts.formatDiagnostic(error, FORMAT_HOST).trim()];
   const { options, fileNames, errors } = ts.parseJsonConfigFileContent(config, ts.sys, path.dirname(tsconfig));
   if (errors.length > 0) return errors.map((diagnostic) => ts.formatDiagnostic(diagnostic, FORMAT_HOST).trim());
-  return emitted(ts.createProgram(fileNames, { ...options, noEmitOnError: true }));
+  // incremental (the root's setting) is for tsc's own builds; a program of the API reads no build info.
+  return emitted(ts.createProgram(fileNames, { ...options, incremental: false, noEmitOnError: true }));
 }
