@@ -3,11 +3,23 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'test/generated/', 'bench/results/'] },
+  // Generated: by the build, npm, openapi-typescript and graphql-codegen (`npm run examples:codegen`), the tests (test/output/) and the benchmark.
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      'coverage/',
+      'test/generated/',
+      'test/output/',
+      'bench/results/',
+      'examples/frontend/gql/',
+      'examples/rest-client/openapi.d.ts',
+    ],
+  },
   eslint.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   {
-    // One program over src, test, bench and ormconfig.ts: tsconfig.json builds only src, and test has no tsconfig of its own.
+    // One program over src, test, bench, examples and ormconfig.ts: tsconfig.json builds only src, and test has no tsconfig of its own.
     languageOptions: { parserOptions: { project: './tsconfig.eslint.json', tsconfigRootDir: import.meta.dirname } },
     rules: {
       // Off: Fastify hooks and plugins and Apollo plugin hooks are async by contract; an async function without await is their interface.

@@ -30,7 +30,7 @@ function cruise(cwd: string, ...args: string[]): Promise<Violation[]> {
 
 describe('the dependency rules (.dependency-cruiser.cjs)', () => {
   test('when the real tree is cruised as `npm run lint` does, then no rule is broken', async () => {
-    expect(await cruise(ROOT, 'src', 'bench', 'test')).toEqual([]);
+    expect(await cruise(ROOT, 'src', 'bench', 'test', 'examples')).toEqual([]);
   });
 
   describe('on a copy of src/ with forbidden imports added', () => {
@@ -53,6 +53,9 @@ describe('the dependency rules (.dependency-cruiser.cjs)', () => {
       ['not-to-test', 'bench/test-probe.ts', "import '../test/helpers/probe';", 'test/helpers/probe.ts'],
       ['src-not-to-bench', 'src/cli/bench-probe.ts', "import '../../bench/bench-probe';", 'bench/bench-probe.ts'],
       ['in-a-layer', 'src/unlayered/probe.ts', "import '../errors/error-catalogue';", 'src/errors/error-catalogue.ts'],
+      ['not-to-examples', 'src/cli/examples-probe.ts', "import '../../examples/examples-probe';", 'examples/examples-probe.ts'],
+      ['examples-only-clients', 'examples/src-probe.ts', "import '../src/errors/error-catalogue';", 'src/errors/error-catalogue.ts'],
+      ['examples-only-clients', 'examples/test-probe.ts', "import '../test/helpers/probe';", 'test/helpers/probe.ts'],
     ];
     let tree: string;
     let violations: Violation[];
@@ -68,12 +71,13 @@ describe('the dependency rules (.dependency-cruiser.cjs)', () => {
           ['src/errors/circle-probe-b.ts', "import './circle-probe-a';"],
           ['test/helpers/probe.ts', 'export {};'],
           ['bench/bench-probe.ts', 'export {};'],
+          ['examples/examples-probe.ts', 'export {};'],
         ];
         for (const [file, code] of [...probes.map(([, file, code]): [string, string] => [file, code]), ...extra]) {
           mkdirSync(path.dirname(path.join(tree, file)), { recursive: true });
           writeFileSync(path.join(tree, file), `${code}\n`, { flag: 'a' });
         }
-        violations = await cruise(tree, 'src', 'bench', 'test');
+        violations = await cruise(tree, 'src', 'bench', 'test', 'examples');
       } catch (error) {
         rmSync(tree, { recursive: true, force: true });
         throw error;

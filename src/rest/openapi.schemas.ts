@@ -40,7 +40,27 @@ function inputSchema(type: new () => object): Schema {
   return schema;
 }
 
-const newPet = inputSchema(NewPetInput);
+/**
+ * The schema of a request body's component: as {@link inputSchema}, but each default is stated in its property's
+ * description instead of as `default`. openapi-typescript, with its default options, reads a `default` on a property
+ * of a component schema as "always present" and makes the property required, so a create without `status` would not
+ * compile in its clients; @hey-api/openapi-ts and orval keep it optional either way. Parameters keep `default`: every
+ * generator reads that one as meant.
+ */
+function requestBodySchema(type: new () => object): Schema {
+  const schema = inputSchema(type);
+  for (const [name, { default: value, ...property }] of Object.entries(schema.properties ?? {})) {
+    if (value === undefined) continue;
+    const shown = typeof value === 'string' ? value : JSON.stringify(value);
+    const description = [property.description, `Defaults to \`${shown}\` when omitted.`].filter(Boolean).join(' ');
+    schema.properties![name] = { ...property, description };
+  }
+  return schema;
+}
+
+const newPet = requestBodySchema(NewPetInput);
+/** NewPet's properties as a response sends them: always present, so no default to state. */
+const petProperties = inputSchema(NewPetInput).properties ?? {};
 
 /**
  * The examples of the OpenAPI document (Swagger UI pre-fills "Try it out" with `newPet` and
@@ -71,9 +91,9 @@ export const SHARED_SCHEMAS: Schema[] = [
     type: 'object',
     properties: {
       id: { ...IDENTIFIER_SCHEMA, description: 'Assigned by the service on creation.' },
-      ...Object.fromEntries(Object.entries(newPet.properties ?? {}).map(([name, { default: _, ...rest }]) => [name, rest])),
+      ...Object.fromEntries(Object.entries(petProperties).map(([name, { default: _, ...rest }]) => [name, rest])),
     },
-    required: ['id', ...Object.keys(newPet.properties ?? {})],
+    required: ['id', ...Object.keys(petProperties)],
     additionalProperties: false,
     examples: [OPENAPI_EXAMPLES.pet],
   },

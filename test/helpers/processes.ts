@@ -7,6 +7,7 @@ import { ApiKeyService } from '../../src/auth/api-key.service';
 import type { DatabaseConfig } from '../../src/database/database-config';
 import { openDatabase } from '../../src/database/open-database';
 import { freePort } from '../../src/net/free-port';
+import { createProcessDatabase } from './test-database';
 
 // Defined in src/, where the bench finds it too (src/ and bench/ never import test/).
 export { freePort };
@@ -32,6 +33,15 @@ export function runNode(script: string, args: string[], options: { cwd: string; 
     execFile(process.execPath, [script, ...args], { cwd: options.cwd, env: childEnv(options.env ?? {}) }, (error, stdout, stderr) => {
       resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
     });
+  });
+}
+
+/** Runs a command of node_modules/.bin (a generator's CLI) in the repository's root; rejects with its output when it fails. */
+export function runBin(bin: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(path.join(ROOT, 'node_modules', '.bin', bin), args, { cwd: ROOT }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${bin} ${args.join(' ')} failed:\n${stdout}\n${stderr}`)) : resolve(stdout),
+    );
   });
 }
 
@@ -134,4 +144,36 @@ export async function apiKeyFor(
   }
   await waitForOutput(server, 'dev-api-key');
   return (await readFile(path.join(cwd, 'data', 'dev-api-key'), 'utf8')).trim();
+}
+
+/**
+ * The built server (`dist/src/main.js`) on a test database of its own ({@link createProcessDatabase}), as a client
+ * meets it: listening on a free port, with an API key ({@link apiKeyFor}).
+ *
+ * @param prefix - the start of its working directory's name, e.g. `examples-`.
+ * @returns its base URL (no trailing slash), the key, its working directory, the process, and `stop()`, which ends
+ *   it with SIGTERM and drops its database.
+ */
+export async function startBuiltServer(prefix: string) {
+  const setup = await createProcessDatabase(prefix);
+  const port = await freePort();
+  const server = startNode(built('src/main.js'), {
+    cwd: setup.cwd,
+    env: { ...setup.env, PORT: String(port), METRICS_PORT: String(await freePort()) },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHttp(`${url}/healthz`);
+    const apiKey = await apiKeyFor(server, setup, prefix);
+    const stop = async () => {
+      server.child.kill('SIGTERM');
+      await server.exited;
+      await setup.drop();
+    };
+    return { url, apiKey, cwd: setup.cwd, server, stop };
+  } catch (error) {
+    server.child.kill('SIGKILL');
+    await setup.drop();
+    throw error;
+  }
 }
