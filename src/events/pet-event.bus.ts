@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { type PubSub, createPubSub } from '@graphql-yoga/subscription';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -50,7 +51,11 @@ export interface PetEventBus extends PetEvents {
  * @returns the bus; close it when the app closes.
  */
 export function createPetEventBus({ redisUrl, channel, log }: PetEventBusOptions): PetEventBus {
-  const pubSub: PetPubSub = createPubSub();
+  // One listener per running subscription, which the subscription limits bound: Node's default
+  // of 10 per EventTarget would warn of a leak at the 11th.
+  const eventTarget = new EventTarget();
+  setMaxListeners(0, eventTarget);
+  const pubSub: PetPubSub = createPubSub({ eventTarget });
   const payloadOf = (pet: Pet): PetCreatedPayload => ({ id: pet.id, name: pet.name, categoryId: pet.categoryId, status: pet.status });
   if (!redisUrl) {
     return {
