@@ -1,5 +1,5 @@
 import { answersLegacyJson } from '../src/graphql/legacy-json-status.plugin';
-import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE } from '../src/graphql/query-limits';
+import { QUERY_LIMITS } from '../src/graphql/query-limits';
 import { HTTP_LIMITS } from '../src/http/http-limits';
 import { countPets, request, startTestApp, type HttpResult, type TestApp } from './helpers/test-app';
 
@@ -105,16 +105,16 @@ describe('every other refusal keeps its status whatever the Accept', () => {
 
   test.each(
     [
-      ['the depth limit', deep, 'GRAPHQL_VALIDATION_FAILED'],
-      ['the cost limit', costly, 'GRAPHQL_VALIDATION_FAILED'],
-      ['the token limit', manyTokens, 'GRAPHQL_PARSE_FAILED'],
-      ['the one-create limit', twoCreates, 'GRAPHQL_VALIDATION_FAILED'],
-    ].flatMap(([label, query, code]) => BOTH.map((accept) => [label, code, accept, query] as const)),
-  )('when an operation is over %s, then 400 %s "Query validation error." with Accept %s, and nothing runs', async (_label, code, accept, query) => {
+      ['the depth limit', deep, 'GRAPHQL_VALIDATION_FAILED', `Query depth limit of ${QUERY_LIMITS.maxDepth} exceeded, found ${QUERY_LIMITS.maxDepth + 1}.`],
+      ['the cost limit', costly, 'GRAPHQL_VALIDATION_FAILED', 'Query cost 1,200 exceeds the maximum of 1,000.'],
+      ['the token limit', manyTokens, 'GRAPHQL_PARSE_FAILED', `Syntax Error: Document contains more that ${QUERY_LIMITS.maxTokens} tokens. Parsing aborted.`],
+      ['the one-create limit', twoCreates, 'GRAPHQL_VALIDATION_FAILED', 'The operation runs 2 mutation fields; the maximum is 1.'],
+    ].flatMap(([label, query, code, message]) => BOTH.map((accept) => [label, code, accept, query, message] as const)),
+  )('when an operation is over %s, then 400 %s naming the limit with Accept %s, and nothing runs', async (_label, code, accept, query, message) => {
     const before = await countPets(t);
     const result = await post({ query }, accept);
     expect(result.status).toBe(400);
-    expect(requestError(result)).toEqual({ code, message: QUERY_REJECTED_MESSAGE });
+    expect(requestError(result)).toEqual({ code, message });
     expect(await countPets(t)).toBe(before);
   });
 

@@ -1,5 +1,5 @@
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import {
   type DocumentNode,
   GraphQLIncludeDirective,
@@ -15,13 +15,13 @@ import { AppError } from '../errors/error-catalogue';
 import { DOCUMENT_CACHE_LIMITS, byteBoundedLru } from './document-cache.limits';
 import type { GraphqlContext } from './graphql-context';
 import { raisedByPlugin } from './graphql-error.formatter';
-import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE, requestUnitsOf } from './query-limits';
+import { QUERY_LIMITS, priceRefusal, queryLimitOf, requestUnitsOf } from './query-limits';
 
 /**
  * The cost of an operation (schema `complexity` extensions, 1 per other field) and its number of
- * Mutation root fields, or `unpriceable` when graphql-query-complexity gives up (past 10,000
- * selections with fragments expanded, beyond what an operation within the depth and cost
- * limits holds). A `@skip`/`@include` whose condition cannot be read (`if: $v` with `$v` null)
+ * Mutation root fields, or `unpriceable` when graphql-query-complexity gives up (past
+ * QUERY_LIMITS.maxPricedSelections selections with fragments expanded, beyond what an operation
+ * within the depth and cost limits holds). A `@skip`/`@include` whose condition cannot be read (`if: $v` with `$v` null)
  * counts its selection: execution then answers the error graphql-js gives. Used for HTTP operations (below) and subscriptions (subscription.server.ts).
  *
  * @returns `{ cost, mutations }` in the units of QUERY_LIMITS.maxCost, or `{ unpriceable: true }`.
@@ -34,7 +34,8 @@ export function priceOf(
   variables: Record<string, unknown>,
 ): { cost: number; mutations: number } | { unpriceable: true } {
   const price = (query: DocumentNode) => {
-    const measure = (estimators: ComplexityEstimator[]) => getComplexity({ schema, query, operationName, variables, estimators });
+    const measure = (estimators: ComplexityEstimator[]) =>
+      getComplexity({ schema, query, operationName, variables, estimators, maxQueryNodes: QUERY_LIMITS.maxPricedSelections });
     const cost = measure([fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
     if (operation.operation !== OperationTypeNode.MUTATION) return { cost, mutations: 0 };
     const mutationType = schema.getMutationType();
@@ -57,24 +58,45 @@ export function priceOf(
 const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, GraphQLIncludeDirective.name]);
 
 /**
+ * Logs, at info, that one of the query limits refused an operation (README "Logs"): the limit,
+ * its maximum, what the operation held when measured (its cost, its creates) and the message the
+ * client got. For HTTP operations (below) and subscriptions (subscription.server.ts).
+ *
+ * @param log - the request's (or the server's) logger.
+ * @param errors - the request errors of one operation; the first that a limit raised is logged,
+ *   and nothing when none was (see queryLimitOf in query-limits.ts).
+ */
+export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Error[]): void {
+  for (const error of errors) {
+    const refusal = queryLimitOf(error);
+    if (!refusal) continue;
+    const { limit, maximum, found } = refusal;
+    log.info({ queryLimit: { limit, maximum, ...(found !== undefined && { found }) }, reason: error.message }, 'GraphQL operation refused by a query limit');
+    return;
+  }
+}
+
+/**
  * Rejects an operation that creates more than {@link QUERY_LIMITS}.maxMutations times or costs
  * more than {@link QUERY_LIMITS}.maxCost, once its variables are known (so `pets(limit: $n)` is
  * priced with the real `$n`, and `@skip`/`@include` are applied), and charges the rate limit for
  * the whole operation: one request per started {@link QUERY_LIMITS}.costPerRequestUnit of cost,
  * of which the request already paid 1 when it came in. This runs in `didResolveOperation`, before
  * anything executes, so a refused operation reads and writes nothing. An operation that cannot be
- * priced (fragments that expand past 10,000 selections) is refused too. Each (document, operation
- * name, variables) is priced once and remembered (an LRU of DOCUMENT_CACHE_LIMITS.priceBytes).
- * Costs come from the schema's `complexity` extensions (type-graphql's `complexity` option, see
- * databaseFieldCost in query-limits.ts), 1 per field otherwise.
+ * priced (fragments that expand past {@link QUERY_LIMITS}.maxPricedSelections selections) is
+ * refused too. Each (document, operation name, variables) is priced once and remembered (an LRU
+ * of DOCUMENT_CACHE_LIMITS.priceBytes). Costs come from the schema's `complexity` extensions
+ * (type-graphql's `complexity` option, see databaseFieldCost in query-limits.ts), 1 per field
+ * otherwise. Every refusal by a query limit, these and the document limits (depth, aliases,
+ * directives, tokens), is logged at info with {@link logQueryLimitRefusal}.
  *
  * @param spend - charges the caller's rate limit that many more requests, or throws the AppError
  *   TOO_MANY_REQUESTS without charging when fewer are left (see http/rate-limit.ts).
- * @returns an Apollo plugin; a rejection is HTTP 400 GRAPHQL_VALIDATION_FAILED, an exhausted
- *   rate limit HTTP 429 TOO_MANY_REQUESTS.
+ * @returns an Apollo plugin; a rejection is HTTP 400 GRAPHQL_VALIDATION_FAILED whose message names
+ *   the limit, its maximum and the operation's figure (priceRefusal in query-limits.ts), an
+ *   exhausted rate limit HTTP 429 TOO_MANY_REQUESTS.
  */
 export function costLimitPlugin(spend: (request: FastifyRequest, units: number) => Promise<void>): ApolloServerPlugin<GraphqlContext> {
-  const rejected = () => raisedByPlugin(new AppError('GRAPHQL_VALIDATION_FAILED', QUERY_REJECTED_MESSAGE));
   // The price of an operation depends on its document, its name and its variables only: each
   // combination is priced once (README "Performance"), `unpriceable` included. An entry keeps its
   // key (the variables' JSON can be most of a 64 KiB body) and two numbers, no document.
@@ -92,14 +114,17 @@ export function costLimitPlugin(spend: (request: FastifyRequest, units: number) 
             price = priceOf(schema, document, operation, request.operationName ?? undefined, request.variables ?? {});
             prices.set(key, price);
           }
-          if ('unpriceable' in price) throw rejected();
-          const { cost, mutations } = price;
-          if (mutations > QUERY_LIMITS.maxMutations || cost > QUERY_LIMITS.maxCost) throw rejected();
+          const refusal = priceRefusal(price);
+          if (refusal) throw raisedByPlugin(refusal);
+          const { cost } = price as { cost: number }; // priced: priceRefusal refuses what is not
           try {
             await spend(contextValue.request, requestUnitsOf(cost) - 1);
           } catch (error) {
             throw error instanceof AppError ? raisedByPlugin(error) : error;
           }
+        },
+        async didEncounterErrors({ errors, contextValue }) {
+          logQueryLimitRefusal(contextValue.request.log, errors);
         },
       };
     },

@@ -3,7 +3,6 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { AppError, ERROR_CATALOGUE, type ErrorCode, codeForStatus, toAppError } from '../errors/error-catalogue';
 import { graphqlResponseTypeFor } from './legacy-json-status.plugin';
-import { withoutLimits } from './query-limits';
 
 function isCatalogued(code: unknown): code is ErrorCode {
   return typeof code === 'string' && code !== 'INTERNAL_SERVER_ERROR' && Object.hasOwn(ERROR_CATALOGUE, code);
@@ -64,7 +63,7 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
     const code = formatted.extensions?.code;
     const status = httpStatusOf(error);
     if (isCatalogued(code) && (status === undefined || ERROR_CATALOGUE[code].status === status)) {
-      return graphqlError(new AppError(code, withoutLimits(formatted.message)), formatted);
+      return graphqlError(new AppError(code, formatted.message), formatted);
     }
     const byStatus = status === undefined ? undefined : codeForStatus(status);
     if (byStatus && byStatus !== 'INTERNAL_SERVER_ERROR') return graphqlError(new AppError(byStatus, formatted.message), formatted);

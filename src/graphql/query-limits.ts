@@ -1,4 +1,6 @@
 import { ApolloArmor } from '@escape.tech/graphql-armor';
+import { GraphQLError, type ValidationContext } from 'graphql';
+import { AppError } from '../errors/error-catalogue';
 
 /**
  * Limits on one GraphQL operation (OWASP GraphQL cheat sheet; issue "hard to break"; README
@@ -13,7 +15,7 @@ import { ApolloArmor } from '@escape.tech/graphql-armor';
  *   pages per operation), and one operation reads or writes the database at most 10 times;
  * - 1 mutation field (`createPet`) per operation: one create per operation, as on REST, and
  *   one Idempotency-Key never covers several creates.
- * The values are never shown to clients; every rejection says "Query validation error.".
+ * A refusal names the limit and its maximum ({@link QueryLimitError}).
  */
 export const QUERY_LIMITS = Object.freeze({
   maxDepth: 6,
@@ -25,6 +27,11 @@ export const QUERY_LIMITS = Object.freeze({
   costPerRequestUnit: 100,
   /** Root fields of the Mutation type per operation, counted as written (aliases and fragments included, `@skip`/`@include` applied). */
   maxMutations: 1,
+  /**
+   * Selections (fields and fragments, fragments expanded) the pricing walks at most: past them an
+   * operation cannot be priced and is refused. graphql-query-complexity's own default, made explicit.
+   */
+  maxPricedSelections: 10_000,
 });
 
 /**
@@ -52,8 +59,104 @@ export function requestUnitsOf(cost: number): number {
   return Math.max(1, Math.ceil(cost / QUERY_LIMITS.costPerRequestUnit));
 }
 
-/** The one message for every rejected operation: limits are not revealed. */
-export const QUERY_REJECTED_MESSAGE = 'Query validation error.';
+/** The query limits, as a refusal names them in logs (README "Security"). */
+export type QueryLimit = 'depth' | 'aliases' | 'directives' | 'tokens' | 'cost' | 'mutations' | 'selections';
+
+/**
+ * An operation refused by one of the query limits (README "Security"): GRAPHQL_VALIDATION_FAILED,
+ * HTTP 400 in both response formats (legacy-json-status.plugin.ts), its message naming the limit
+ * and its maximum (`Query cost 1,240 exceeds the maximum of 1,000.`), and for the log line the
+ * limit, its maximum and, when known, what the operation holds.
+ *
+ * @param limit - the limit that refused it.
+ * @param message - what the client reads.
+ * @param maximum - the limit's value, in its own unit (fields of depth, aliases, cost units, …).
+ * @param found - what the operation holds, when the refusal measured it (cost, mutations).
+ */
+export class QueryLimitError extends AppError {
+  constructor(
+    readonly limit: QueryLimit,
+    message: string,
+    readonly maximum: number,
+    readonly found?: number,
+  ) {
+    super('GRAPHQL_VALIDATION_FAILED', message);
+  }
+}
+
+/** A figure as messages show it: `1,240`. */
+const figure = (n: number) => n.toLocaleString('en-US');
+
+/**
+ * The refusal of an operation over the cost limit or the mutation limit, or that cannot be priced
+ * (README "Security"), as the HTTP plugin (cost-limit.plugin.ts) and subscriptions
+ * (subscription.server.ts) both give it.
+ *
+ * @param price - the operation's cost in units of {@link QUERY_LIMITS}.maxCost and its number of
+ *   Mutation root fields, or `unpriceable` (past {@link QUERY_LIMITS}.maxPricedSelections).
+ * @returns the QueryLimitError to answer, or undefined when the operation is within the limits.
+ *   The mutation limit is checked first: a second create is refused as such whatever it costs.
+ */
+export function priceRefusal(price: { cost: number; mutations: number } | { unpriceable: true }): QueryLimitError | undefined {
+  if ('unpriceable' in price) {
+    const most = QUERY_LIMITS.maxPricedSelections;
+    return new QueryLimitError('selections', `Query cannot be priced: with its fragments expanded it holds more than ${figure(most)} selections.`, most);
+  }
+  if (price.mutations > QUERY_LIMITS.maxMutations) {
+    const most = QUERY_LIMITS.maxMutations;
+    return new QueryLimitError(
+      'mutations',
+      `The operation runs ${figure(price.mutations)} mutation fields; the maximum is ${figure(most)}.`,
+      most,
+      price.mutations,
+    );
+  }
+  if (price.cost > QUERY_LIMITS.maxCost) {
+    const most = QUERY_LIMITS.maxCost;
+    return new QueryLimitError('cost', `Query cost ${figure(price.cost)} exceeds the maximum of ${figure(most)}.`, most, price.cost);
+  }
+  return undefined;
+}
+
+/**
+ * graphql-js's parse error past the token limit (`PARSE_OPTIONS`), which names the limit itself:
+ * "Syntax Error: Document contains more that 1000 tokens. Parsing aborted." ("that" is its spelling).
+ */
+const TOKEN_LIMIT_MESSAGE = /^Syntax Error: Document contains more tha[nt] \d+ tokens\. Parsing aborted\.$/;
+
+/**
+ * Which query limit refused an operation, if one did: the one test of "is this one of our limits"
+ * for the response status (legacy-json-status.plugin.ts), the log line (cost-limit.plugin.ts) and
+ * subscriptions.
+ *
+ * @param error - a request error as Apollo or graphql-js raised it: a {@link QueryLimitError} (cost,
+ *   mutations, pricing) or one wrapping it (Armor's depth, aliases, directives through
+ *   {@link armorSettings}), or graphql-js's parse error past the token limit.
+ * @returns the limit, its maximum and, when measured, what the operation holds; undefined for any
+ *   other error. Throws nothing.
+ */
+export function queryLimitOf(error: Error): Pick<QueryLimitError, 'limit' | 'maximum' | 'found'> | undefined {
+  if (error instanceof QueryLimitError) return error;
+  const original = error instanceof GraphQLError ? error.originalError : undefined;
+  if (original instanceof QueryLimitError) return original;
+  if (TOKEN_LIMIT_MESSAGE.test(error.message)) return { limit: 'tokens', maximum: QUERY_LIMITS.maxTokens };
+  return undefined;
+}
+
+/**
+ * One of Armor's document limits, set to report its refusal as a validation error (graphql-js
+ * then returns it with any other, over HTTP and WebSocket alike) rather than throw it, and as a
+ * {@link QueryLimitError}, so that it keeps 400 and is logged like the others. The message is
+ * Armor's (`Query depth limit of 6 exceeded, found 7.`) without the "Syntax Error: " prefix Armor
+ * puts on every refusal: the document did parse.
+ */
+function armorLimit(limit: QueryLimit, maximum: number) {
+  const reject = (context: ValidationContext | null, error: GraphQLError) => {
+    const message = error.message.replace(/^Syntax Error: /, '');
+    context?.reportError(new GraphQLError(message, { originalError: new QueryLimitError(limit, message, maximum) }));
+  };
+  return { n: maximum, exposeLimits: true, propagateOnRejection: false, onReject: [reject] };
+}
 
 /**
  * Apollo Server settings from GraphQL Armor: depth, alias and directive limits as
@@ -64,15 +167,14 @@ export const QUERY_REJECTED_MESSAGE = 'Query validation error.';
  * @param production - true hides field suggestions ("Did you mean …?").
  */
 export function armorSettings(production: boolean) {
-  const hidden = { exposeLimits: false, errorMessage: QUERY_REJECTED_MESSAGE } as const;
   return new ApolloArmor({
-    maxDepth: { n: QUERY_LIMITS.maxDepth, ignoreIntrospection: true, flattenFragments: true, ...hidden },
+    maxDepth: { ...armorLimit('depth', QUERY_LIMITS.maxDepth), ignoreIntrospection: true, flattenFragments: true },
     // Armor leaves `__typename` aliases out by default: they are counted like any other.
-    maxAliases: { n: QUERY_LIMITS.maxAliases, allowList: [], ...hidden },
+    maxAliases: { ...armorLimit('aliases', QUERY_LIMITS.maxAliases), allowList: [] },
     // Armor's token check re-parses in a hook and turns syntax errors into 500s: graphql-js's
     // own `maxTokens` parse option does it instead (see `parseOptions` below).
     maxTokens: { enabled: false },
-    maxDirectives: { n: QUERY_LIMITS.maxDirectives, ...hidden },
+    maxDirectives: armorLimit('directives', QUERY_LIMITS.maxDirectives),
     costLimit: { enabled: false },
     blockFieldSuggestion: { enabled: production },
   }).protect();
@@ -80,14 +182,3 @@ export function armorSettings(production: boolean) {
 
 /** graphql-js parse options for Apollo: the token limit, enforced while parsing. */
 export const PARSE_OPTIONS = Object.freeze({ maxTokens: QUERY_LIMITS.maxTokens });
-
-/**
- * Gives every limit rejection the same message: hides the token limit that graphql-js writes
- * into its parse error, and Armor's misleading "Syntax Error:" prefix.
- *
- * @returns the client-facing message for a parse error.
- */
-export function withoutLimits(message: string): string {
-  // graphql-js says "more that N tokens"; Armor prefixes its own message with "Syntax Error: ".
-  return /contains more tha[nt] \d+ tokens|^Syntax Error: Query validation error\.$/.test(message) ? QUERY_REJECTED_MESSAGE : message;
-}
