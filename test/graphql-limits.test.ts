@@ -108,7 +108,7 @@ describe('the cost limit (a list costs its limit times its selection)', () => {
 });
 
 /** The most fields that read or write the database one operation may hold: each costs at least one request's worth. */
-const MAX_DATABASE_FIELDS = QUERY_LIMITS.maxCost / QUERY_LIMITS.costPerRequestUnit;
+const MAX_DATABASE_FIELDS = QUERY_LIMITS.maxCost / QUERY_LIMITS.databaseFieldMinCost;
 
 describe.each([
   ['lookups by id', (i: number) => `p${i}: pet(id: "1") { id name categoryId status }`],
@@ -117,7 +117,7 @@ describe.each([
   const operation = (n: number) => `{ ${Array.from({ length: n }, (_, i) => field(i)).join(' ')} }`;
   test(`when an operation holds ${MAX_DATABASE_FIELDS} of them (the maximum cost), then it runs`, () => expectAccepted(operation(MAX_DATABASE_FIELDS)));
   test('when it holds one more, then it is refused', () =>
-    expectRejected(overCost((MAX_DATABASE_FIELDS + 1) * QUERY_LIMITS.costPerRequestUnit), operation(MAX_DATABASE_FIELDS + 1)));
+    expectRejected(overCost((MAX_DATABASE_FIELDS + 1) * QUERY_LIMITS.databaseFieldMinCost), operation(MAX_DATABASE_FIELDS + 1)));
 });
 
 const newPet = (alias: string) => `${alias}createPet(input: { name: "Rex", categoryId: 1 }) { id }`;

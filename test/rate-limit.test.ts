@@ -4,6 +4,7 @@ import { API_KEY_TABLE, PET_TABLE, type StatementCounter, countStatements } from
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import { openDatabase } from '../src/database/open-database';
+import { seedPets } from '../src/pets/pet.seed';
 import { graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 import { createTestDatabase, testOnMysql } from './helpers/test-database';
 
@@ -86,13 +87,22 @@ describe.each([
     expect(remainingAfter(next)).toBe(String(BUDGET - 2));
   });
 
-  test('when a list of 100 pets with 4 fields costs 400, then it spends 4 requests', async () => {
+  test('when a list of 100 pets is read, then it spends one request, as GET /v1/pets?limit=100 does, whatever its selection', async () => {
     const apiKey = await freshKey();
     const result = await graphql(t, '{ pets(limit: 100) { id name categoryId status } }', undefined, { apiKey });
     expect(result.status).toBe(200);
-    expect(remainingAfter(result)).toBe(String(BUDGET - 4));
-    expect((await graphql(t, '{ __typename }', undefined, { apiKey })).status).toBe(200);
+    expect(remainingAfter(result)).toBe(String(BUDGET - 1));
+    for (let left = BUDGET - 1; left > 0; left--) expect((await graphql(t, '{ __typename }', undefined, { apiKey })).status).toBe(200);
     expectLimited(await graphql(t, '{ __typename }', undefined, { apiKey }), true);
+  });
+
+  test('when one operation reads three pages through aliases, then it spends three requests, as three REST pages do', async () => {
+    const apiKey = await freshKey();
+    const page = 'pets(limit: 100) { id name }';
+    const pages = `{ a: ${page} b: ${page} c: ${page} d: ${page.replace('{', '@skip(if: true) {')} }`;
+    const result = await graphql(t, pages, undefined, { apiKey });
+    expect({ status: result.status, errors: result.body.errors }).toEqual({ status: 200, errors: undefined });
+    expect(remainingAfter(result)).toBe(String(BUDGET - 3));
   });
 
   test('when a pet is created, then it spends one request, as POST /v1/pets does', async () => {
@@ -100,6 +110,62 @@ describe.each([
     const result = await graphql(t, 'mutation { createPet(input: { name: "Rex", categoryId: 1 }) { id name categoryId status } }', undefined, { apiKey });
     expect(result.status).toBe(200);
     expect(remainingAfter(result)).toBe(String(BUDGET - 1));
+  });
+});
+
+describe('walking the whole list costs the same on both surfaces', () => {
+  const PETS = 250;
+  const QUOTA = 100;
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { RATE_LIMIT_MAX: String(QUOTA) } });
+    await seedPets(t.dataSource, PETS);
+  });
+  afterAll(() => t.close());
+
+  /** What is left of the key's quota, from the `RateLimit` header: `"default";r=<remaining>;t=<s>`. */
+  const remainingOf = (result: { headers: Headers }) => Number(/;r=(\d+);/.exec(result.headers.get('ratelimit') ?? '')?.[1]);
+
+  /** Follows REST `Link` headers in pages of `limit`; returns the pets seen and what the last answer says is left. */
+  async function walkRest(apiKey: string, limit: number): Promise<{ pets: number; remaining: number }> {
+    let pets = 0;
+    let remaining = QUOTA;
+    for (let path: string | undefined = `/v1/pets?limit=${limit}`; path !== undefined;) {
+      const page = await request(t, 'GET', path, { apiKey });
+      expect(page.status).toBe(200);
+      pets += page.body.length;
+      remaining = remainingOf(page);
+      path = /^<([^>]+)>; rel="next"$/.exec(page.headers.get('link') ?? '')?.[1];
+    }
+    return { pets, remaining };
+  }
+
+  /** Follows `petsConnection`'s `endCursor` in pages of `first`, with a full selection. */
+  async function walkGraphql(apiKey: string, first: number): Promise<{ pets: number; remaining: number }> {
+    const query = `query Page($first: Int, $after: String) {
+      petsConnection(first: $first, after: $after) { edges { cursor node { id name categoryId status } } pageInfo { hasNextPage endCursor } }
+    }`;
+    let pets = 0;
+    let remaining = QUOTA;
+    for (let after: string | undefined, more = true; more;) {
+      const page = await graphql(t, query, { first, after }, { apiKey });
+      expect({ status: page.status, errors: page.body.errors }).toEqual({ status: 200, errors: undefined });
+      const { edges, pageInfo } = page.body.data.petsConnection;
+      pets += edges.length;
+      remaining = remainingOf(page);
+      [after, more] = [pageInfo.endCursor, pageInfo.hasNextPage];
+    }
+    return { pets, remaining };
+  }
+
+  test.each([100, 50])(`when ${PETS} pets are walked in pages of %i over REST and over GraphQL, then both spend one unit per page`, async (size) => {
+    const rest = await walkRest((await t.apiKeys.create('rest walker')).key, size);
+    const gql = await walkGraphql((await t.apiKeys.create('graphql walker')).key, size);
+    const pages = Math.ceil(PETS / size);
+    expect({ rest, graphql: gql }).toEqual({
+      rest: { pets: PETS, remaining: QUOTA - pages },
+      graphql: { pets: PETS, remaining: QUOTA - pages },
+    });
   });
 });
 

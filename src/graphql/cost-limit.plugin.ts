@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import {
   type DocumentNode,
   GraphQLIncludeDirective,
+  type GraphQLObjectType,
   type GraphQLSchema,
   GraphQLSkipDirective,
   type OperationDefinitionNode,
@@ -15,16 +16,23 @@ import { AppError } from '../errors/error-catalogue';
 import { DOCUMENT_CACHE_LIMITS, byteBoundedLru } from './document-cache.limits';
 import type { GraphqlContext } from './graphql-context';
 import { raisedByPlugin } from './graphql-error.formatter';
-import { QUERY_LIMITS, priceRefusal, queryLimitOf, requestUnitsOf } from './query-limits';
+import { rateLimitUnits } from '../http/rate-limit';
+import { QUERY_LIMITS, priceRefusal, queryLimitOf } from './query-limits';
+
+/** What an operation costs: its cost (limit QUERY_LIMITS.maxCost), its creates (limit QUERY_LIMITS.maxMutations) and its calls to the pet store (what the rate limit charges). */
+export type OperationPrice = { cost: number; mutations: number; calls: number } | { unpriceable: true };
 
 /**
- * The cost of an operation (schema `complexity` extensions, 1 per other field) and its number of
- * Mutation root fields, or `unpriceable` when graphql-query-complexity gives up (past
+ * The price of an operation: its cost (schema `complexity` extensions, `__typename` and the other
+ * meta fields 0 of their own, 1 per other field), its number of root fields that run, which are
+ * its calls to the pet store (each a page, a lookup, a create or a subscription; aliases and
+ * fragments included, `@skip`/`@include` applied, meta fields left out), and of those its
+ * Mutation root fields; or `unpriceable` when graphql-query-complexity gives up (past
  * QUERY_LIMITS.maxPricedSelections selections with fragments expanded, beyond what an operation
  * within the depth and cost limits holds). A `@skip`/`@include` whose condition cannot be read (`if: $v` with `$v` null)
  * counts its selection: execution then answers the error graphql-js gives. Used for HTTP operations (below) and subscriptions (subscription.server.ts).
  *
- * @returns `{ cost, mutations }` in the units of QUERY_LIMITS.maxCost, or `{ unpriceable: true }`.
+ * @returns `{ cost, mutations, calls }`, cost in the units of QUERY_LIMITS.maxCost, or `{ unpriceable: true }`.
  */
 export function priceOf(
   schema: GraphQLSchema,
@@ -32,14 +40,15 @@ export function priceOf(
   operation: OperationDefinitionNode,
   operationName: string | undefined,
   variables: Record<string, unknown>,
-): { cost: number; mutations: number } | { unpriceable: true } {
+): OperationPrice {
+  const roots = new Set([schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()]);
   const price = (query: DocumentNode) => {
     const measure = (estimators: ComplexityEstimator[]) =>
       getComplexity({ schema, query, operationName, variables, estimators, maxQueryNodes: QUERY_LIMITS.maxPricedSelections });
     const cost = measure([fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
-    if (operation.operation !== OperationTypeNode.MUTATION) return { cost, mutations: 0 };
-    const mutationType = schema.getMutationType();
-    return { cost, mutations: measure([({ type, field }) => (type === mutationType && !field.name.startsWith('__') ? 1 : 0)]) };
+    // Each root field counts 1 whatever it selects; nothing below a root field is a call.
+    const calls = measure([({ type, field }) => (roots.has(type as GraphQLObjectType) && !field.name.startsWith('__') ? 1 : 0)]);
+    return { cost, calls, mutations: operation.operation === OperationTypeNode.MUTATION ? calls : 0 };
   };
   try {
     return price(document);
@@ -80,8 +89,8 @@ export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Er
  * Rejects an operation that creates more than {@link QUERY_LIMITS}.maxMutations times or costs
  * more than {@link QUERY_LIMITS}.maxCost, once its variables are known (so `pets(limit: $n)` is
  * priced with the real `$n`, and `@skip`/`@include` are applied), and charges the rate limit for
- * the whole operation: one request per started {@link QUERY_LIMITS}.costPerRequestUnit of cost,
- * of which the request already paid 1 when it came in. This runs in `didResolveOperation`, before
+ * the whole operation: `rateLimitUnits` of its calls (http/rate-limit.ts), one per root field as
+ * REST charges one per request, of which the request already paid 1 when it came in. This runs in `didResolveOperation`, before
  * anything executes, so a refused operation reads and writes nothing. An operation that cannot be
  * priced (fragments that expand past {@link QUERY_LIMITS}.maxPricedSelections selections) is
  * refused too. Each (document, operation name, variables) is priced once and remembered (an LRU
@@ -99,8 +108,8 @@ export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Er
 export function costLimitPlugin(spend: (request: FastifyRequest, units: number) => Promise<void>): ApolloServerPlugin<GraphqlContext> {
   // The price of an operation depends on its document, its name and its variables only: each
   // combination is priced once (README "Performance"), `unpriceable` included. An entry keeps its
-  // key (the variables' JSON can be most of a 64 KiB body) and two numbers, no document.
-  const prices = byteBoundedLru<{ cost: number; mutations: number } | { unpriceable: true }>(DOCUMENT_CACHE_LIMITS.priceBytes, () => 0);
+  // key (the variables' JSON can be most of a 64 KiB body) and three numbers, no document.
+  const prices = byteBoundedLru<OperationPrice>(DOCUMENT_CACHE_LIMITS.priceBytes, () => 0);
   return {
     async requestDidStart() {
       return {
@@ -116,9 +125,9 @@ export function costLimitPlugin(spend: (request: FastifyRequest, units: number) 
           }
           const refusal = priceRefusal(price);
           if (refusal) throw raisedByPlugin(refusal);
-          const { cost } = price as { cost: number }; // priced: priceRefusal refuses what is not
+          const { calls } = price as { calls: number }; // priced: priceRefusal refuses what is not
           try {
-            await spend(contextValue.request, requestUnitsOf(cost) - 1);
+            await spend(contextValue.request, rateLimitUnits(calls) - 1);
           } catch (error) {
             throw error instanceof AppError ? raisedByPlugin(error) : error;
           }

@@ -10,9 +10,9 @@ import { AppError } from '../errors/error-catalogue';
  *   exempt. Real queries here are 2 to 4 deep;
  * - 15 aliases, `__typename` aliases included (each is a field to answer);
  * - cost 1000, priced by {@link databaseFieldCost}: a field that reads or writes the database
- *   costs at least one request's worth (100), a list its `limit` times its selection, any
- *   other field 1. So `pets(limit: 100) { id name categoryId status }` costs 400 (two full
- *   pages per operation), and one operation reads or writes the database at most 10 times;
+ *   costs at least 100, a list its `limit` times its selection, any other field 1. So
+ *   `pets(limit: 100) { id name categoryId status }` costs 400 (two full pages per operation),
+ *   and one operation reads or writes the database at most 10 times;
  * - 1 mutation field (`createPet`) per operation: one create per operation, as on REST, and
  *   one Idempotency-Key never covers several creates.
  * A refusal names the limit and its maximum ({@link QueryLimitError}).
@@ -23,8 +23,8 @@ export const QUERY_LIMITS = Object.freeze({
   maxTokens: 1000,
   maxDirectives: 50,
   maxCost: 1000,
-  /** One request's worth of cost: the rate limit charges 1 request per started 100 of cost. */
-  costPerRequestUnit: 100,
+  /** The least a field that reads or writes the database costs: one operation holds at most maxCost / 100 = 10 of them. */
+  databaseFieldMinCost: 100,
   /** Root fields of the Mutation type per operation, counted as written (aliases and fragments included, `@skip`/`@include` applied). */
   maxMutations: 1,
   /**
@@ -35,28 +35,18 @@ export const QUERY_LIMITS = Object.freeze({
 });
 
 /**
- * The price of a field that reads or writes the database (`pets`, `pet`, `createPet`): its
- * selection once per pet it can return, and at least one request's worth, so that N such
- * fields in one operation cost at least N requests, what N REST calls cost (README "Security").
+ * The cost of a field that reads or writes the database (`pets`, `petsConnection`, `pet`,
+ * `createPet`, `petCreated`): its selection once per pet it can return, and at least
+ * {@link QUERY_LIMITS}.databaseFieldMinCost, so that one operation holds at most 10 of them
+ * (README "Security"). The rate limit charges each such root field one unit, whatever it costs
+ * here (rateLimitUnits in http/rate-limit.ts).
  *
  * @param pets - how many pets the field can return: 1 for `pet` and `createPet`, `limit` for `pets`.
  * @param selection - the cost of its selection (type-graphql's `childComplexity`), 1 per field.
  * @returns its cost, in the units of {@link QUERY_LIMITS}.maxCost.
  */
 export function databaseFieldCost(pets: number, selection: number): number {
-  return Math.max(QUERY_LIMITS.costPerRequestUnit, pets * selection);
-}
-
-/**
- * What an operation costs against the rate limit (README "Security"): one request per started
- * {@link QUERY_LIMITS}.costPerRequestUnit of its price, at least one. The same for an HTTP
- * operation (cost-limit.plugin.ts) and a subscription (subscription.server.ts).
- *
- * @param cost - the operation's price, in the units of {@link QUERY_LIMITS}.maxCost.
- * @returns a whole number of requests, at least 1.
- */
-export function requestUnitsOf(cost: number): number {
-  return Math.max(1, Math.ceil(cost / QUERY_LIMITS.costPerRequestUnit));
+  return Math.max(QUERY_LIMITS.databaseFieldMinCost, pets * selection);
 }
 
 /** The query limits, as a refusal names them in logs (README "Security"). */

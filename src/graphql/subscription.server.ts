@@ -21,12 +21,12 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import type { ApiKeyService } from '../auth/api-key.service';
 import { bearerTokenOf } from '../auth/auth.hook';
 import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue';
-import type { RateLimitedClient } from '../http/rate-limit';
+import { type RateLimitedClient, rateLimitUnits } from '../http/rate-limit';
 import { onStopAccepting } from '../operations/graceful-shutdown';
 import type { Metrics } from '../operations/metrics.registry';
 import { logQueryLimitRefusal, priceOf } from './cost-limit.plugin';
 import { createGraphqlErrorFormatter } from './graphql-error.formatter';
-import { PARSE_OPTIONS, priceRefusal, requestUnitsOf } from './query-limits';
+import { PARSE_OPTIONS, priceRefusal } from './query-limits';
 import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from './subscription.limits';
 import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
 
@@ -132,7 +132,7 @@ function authorizationOf(params: Record<string, unknown> | undefined): unknown {
  *   rules plus the HTTP ones (depth, aliases, directives), priced like HTTP operations
  *   (cost-limit.plugin.ts) and must be subscriptions (queries and mutations go over HTTP); a
  *   refusal by one of these limits names it and its maximum, as on HTTP, and is logged at info. Each
- *   costs its key its price in requests (at least 1); past the rate limit, or past
+ *   costs its key `rateLimitUnits` of its calls (its one root field: 1); past the rate limit, or past
  *   {@link SUBSCRIPTION_LIMITS}.maxSubscriptionsPerConnection at once, it is refused with an
  *   `error` message whose `extensions.code` is TOO_MANY_REQUESTS. Every error carries a
  *   catalogue code, never a stack trace.
@@ -303,7 +303,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       logRefusal([refusal]);
       return [catalogued(refusal.code, refusal.message)];
     }
-    const { cost } = price as { cost: number }; // priced: priceRefusal refuses what is not
+    const { calls } = price as { calls: number }; // priced: priceRefusal refuses what is not
     // graphql-ws lists this subscription among the connection's before running this hook.
     if (Object.keys(ctx.subscriptions).length > SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection) {
       return [
@@ -314,7 +314,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       ];
     }
     try {
-      await spendFor(connection, requestUnitsOf(cost));
+      await spendFor(connection, rateLimitUnits(calls));
     } catch (error) {
       const { appError, unexpected } = toAppError(error);
       if (unexpected) log.error({ err: error }, 'unexpected error charging a subscription');

@@ -25,6 +25,25 @@ export interface RateLimitedClient {
 /** How long the Redis of the counters may take (ms): to connect, and to answer one command. */
 export const REDIS_TIMEOUTS = Object.freeze({ connectMs: 1000, commandMs: 1000 });
 
+/**
+ * The rate limit's price of a request, one definition for both surfaces (README "Security"): one
+ * unit per call it makes to the pet store, at least one. A call is a page of up to 100 pets, a
+ * lookup, a create or a subscription; how much a page holds or selects is the GraphQL cost
+ * limit's concern, not the rate limit's. So walking the list in pages of the same size costs the
+ * same units over REST and GraphQL.
+ * - REST: every operation is one call, charged by `limit` (below) as the request comes in;
+ * - GraphQL over HTTP: one call per root field that runs, aliases and fragments included,
+ *   `@skip`/`@include` applied, `__typename`, `__schema` and `__type` left out (cost-limit.plugin.ts
+ *   `priceOf`); `limit` charged the first unit, `spend` charges the rest before it runs;
+ * - a subscription: its one root field, charged by `spendFor` (subscription.server.ts).
+ *
+ * @param calls - the calls the request makes: 1 for REST, the root fields of a GraphQL operation.
+ * @returns whole units, at least 1 (an operation of meta fields only, `{ __typename }`, is still a request).
+ */
+export function rateLimitUnits(calls: number): number {
+  return Math.max(1, calls);
+}
+
 /** The policy name in the RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10). */
 const POLICY = 'default';
 
@@ -39,14 +58,14 @@ interface RateLimitState {
  * Rate limiting with @fastify/rate-limit: per API key, or per IP address for requests without
  * a valid key. Counters are in memory, or in Redis when `redisUrl` is set, so that several
  * instances share them. One counter per client serves both the request itself and the extra
- * units GraphQL charges (README "Security"). A refused request is 429 TOO_MANY_REQUESTS with
+ * units a GraphQL operation of several calls is charged ({@link rateLimitUnits}, README "Security"). A refused request is 429 TOO_MANY_REQUESTS with
  * `Retry-After`; every limited answer carries `RateLimit-Policy` and `RateLimit`, which tell
  * what is left after everything the request was charged.
  *
  * @returns `limit`, the onRequest hook to run after `identify`, which charges the request 1 unit
  *   on its client's counter (the API key's, else the address's), once per client: run again
  *   after a key has been looked up, it charges the key too; and
- *   `spend`, which charges a request `units` more (GraphQL, by operation cost): when fewer
+ *   `spend`, which charges a request `units` more (GraphQL, by its calls): when fewer
  *   are left it charges none and throws the AppError TOO_MANY_REQUESTS, so that the operation
  *   does not run; and `spendFor`, the same charge for a client outside an HTTP request (a
  *   WebSocket connection or subscription, README "Subscriptions").
