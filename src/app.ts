@@ -148,7 +148,7 @@ export async function buildApp({
   await app.register(graphqlPlugin, {
     petService,
     guard,
-    spend: limiter.spend,
+    rateLimiter: limiter,
     production: config.nodeEnv === 'production',
     subscriptions: {
       pubSub: petEvents.pubSub,

@@ -169,6 +169,81 @@ describe('walking the whole list costs the same on both surfaces', () => {
   });
 });
 
+describe('every GraphQL answer tells its price and where the rate limit stands, as its RateLimit header does', () => {
+  const QUOTA = 5;
+  const ACCEPTS = ['application/json', 'application/graphql-response+json'];
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { RATE_LIMIT_MAX: String(QUOTA), RATE_LIMIT_UNAUTHENTICATED_MAX: '7', RATE_LIMIT_WINDOW_SECONDS: '60' } });
+  });
+  afterAll(() => t.close());
+
+  const freshKey = async () => (await t.apiKeys.create('priced')).key;
+  /** What the `RateLimit-Policy` and `RateLimit` header fields say, in the words of `extensions.rateLimit`. */
+  const headerStatus = (result: { headers: Headers }) => {
+    const [, quota, windowSeconds] = /^"default";q=(\d+);w=(\d+)$/.exec(result.headers.get('ratelimit-policy') ?? '') ?? [];
+    const [, remaining, resetSeconds] = /^"default";r=(\d+);t=(\d+)$/.exec(result.headers.get('ratelimit') ?? '') ?? [];
+    return { quota: Number(quota), remaining: Number(remaining), resetSeconds: Number(resetSeconds), windowSeconds: Number(windowSeconds) };
+  };
+  const status = (remaining: number, quota = QUOTA) => ({ quota, remaining, resetSeconds: expect.any(Number), windowSeconds: 60 });
+  const page = 'pets(limit: 100) { id name categoryId status }';
+
+  test.each(ACCEPTS)('when an operation runs (Accept %s), then `extensions` gives its price and what is left', async (accept) => {
+    const result = await graphql(t, `{ ${page} }`, undefined, { apiKey: await freshKey(), accept });
+    expect(result.status).toBe(200);
+    expect(result.body.extensions).toEqual({
+      cost: { requestedQueryCost: 400, maximumQueryCost: 1000, rateLimitUnits: 1 },
+      rateLimit: status(QUOTA - 1),
+    });
+    expect(result.body.extensions.rateLimit).toEqual(headerStatus(result));
+  });
+
+  test.each(ACCEPTS)('when an operation is over the cost limit (Accept %s), then 400 with its price, and only its request spent', async (accept) => {
+    const result = await graphql(t, `{ a: ${page} b: ${page} c: ${page} }`, undefined, { apiKey: await freshKey(), accept });
+    expect(result.status).toBe(400);
+    expect(result.body.errors[0].message).toBe('Query cost 1,200 exceeds the maximum of 1,000.');
+    expect(result.body.extensions).toEqual({
+      cost: { requestedQueryCost: 1200, maximumQueryCost: 1000, rateLimitUnits: 3 },
+      rateLimit: status(QUOTA - 1),
+    });
+    expect(result.body.extensions.rateLimit).toEqual(headerStatus(result));
+  });
+
+  test.each(ACCEPTS)('when an operation costs more units than are left (Accept %s), then 429 with its price and what is left', async (accept) => {
+    const result = await graphql(t, lookups(QUOTA + 1), undefined, { apiKey: await freshKey(), accept });
+    expectLimited(result, true);
+    expect(result.body.extensions).toEqual({
+      cost: { requestedQueryCost: (QUOTA + 1) * 100, maximumQueryCost: 1000, rateLimitUnits: QUOTA + 1 },
+      rateLimit: status(QUOTA - 1),
+    });
+    expect(result.body.extensions.rateLimit).toEqual(headerStatus(result));
+  });
+
+  test('when the key has nothing left, then the 429 the guard sends says so too, without a price', async () => {
+    const apiKey = await freshKey();
+    const spent = await graphql(t, lookups(QUOTA), undefined, { apiKey });
+    expect(spent.status).toBe(200);
+    expect(spent.body.extensions).toEqual({ cost: { requestedQueryCost: QUOTA * 100, maximumQueryCost: 1000, rateLimitUnits: QUOTA }, rateLimit: status(0) });
+    const refused = await graphql(t, `{ ${page} }`, undefined, { apiKey });
+    expectLimited(refused, true);
+    expect(refused.body.extensions).toEqual({ rateLimit: status(0) });
+    expect(refused.body.extensions.rateLimit).toEqual(headerStatus(refused));
+  });
+
+  test('when a document does not validate, then the answer tells what is left but no price', async () => {
+    const result = await graphql(t, '{ petz { id } }', undefined, { apiKey: await freshKey(), accept: ACCEPTS[1] });
+    expect(result.status).toBe(400);
+    expect(result.body.extensions).toEqual({ rateLimit: status(QUOTA - 1) });
+  });
+
+  test('when the key is unknown, then the 401 tells what is left of its address', async () => {
+    const result = await graphql(t, `{ ${page} }`, undefined, { apiKey: null });
+    expect(result.status).toBe(401);
+    expect(result.body.extensions).toEqual({ rateLimit: status(6, 7) });
+    expect(result.body.extensions.rateLimit).toEqual(headerStatus(result));
+  });
+});
+
 describe("a key's first burst after a start", () => {
   // MySQL only: the key is made by another process (its own DataSource), so the app has never looked it up.
   testOnMysql(

@@ -16,8 +16,8 @@ import { AppError } from '../errors/error-catalogue';
 import { DOCUMENT_CACHE_LIMITS, byteBoundedLru } from './document-cache.limits';
 import type { GraphqlContext } from './graphql-context';
 import { raisedByPlugin } from './graphql-error.formatter';
-import { rateLimitUnits } from '../http/rate-limit';
-import { QUERY_LIMITS, priceRefusal, queryLimitOf } from './query-limits';
+import { type RateLimitStatus, rateLimitUnits } from '../http/rate-limit';
+import { QUERY_LIMITS, priceRefusal, queryLimitOf, unpriceableRefusal } from './query-limits';
 
 /** What an operation costs: its cost (limit QUERY_LIMITS.maxCost), its creates (limit QUERY_LIMITS.maxMutations) and its calls to the pet store (what the rate limit charges). */
 export type OperationPrice = { cost: number; mutations: number; calls: number } | { unpriceable: true };
@@ -86,6 +86,35 @@ export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Er
 }
 
 /**
+ * What every GraphQL answer over HTTP tells of its price (README "Security"), in its top-level
+ * `extensions`, success and errors alike, in both response formats.
+ */
+export interface PriceExtensions {
+  /** The operation's price, once it has been priced (not for a document that does not parse or validate). */
+  cost?: {
+    /** Its cost against the query cost limit: 400 for `pets(limit: 100) { id name categoryId status }`. */
+    requestedQueryCost: number;
+    /** The query cost limit, {@link QUERY_LIMITS}.maxCost. */
+    maximumQueryCost: number;
+    /** What it costs against the rate limit (`rateLimitUnits` of its calls), charged in full when it runs; a refused one spends only its request's 1. */
+    rateLimitUnits: number;
+  };
+  /** Where the client's rate limit stands after this request: the numbers of its `RateLimit` header fields, when it has them. */
+  rateLimit?: RateLimitStatus;
+}
+
+/** What the price plugin needs from the rate limiter (http/rate-limit.ts). */
+export interface RateLimiterAccess {
+  /**
+   * Charges the caller's rate limit that many more units, or throws the AppError
+   * TOO_MANY_REQUESTS without charging when fewer are left.
+   */
+  spend: (request: FastifyRequest, units: number) => Promise<void>;
+  /** Where the caller's rate limit stands, as the answer's RateLimit header fields say it. */
+  statusOf: (request: FastifyRequest) => RateLimitStatus | undefined;
+}
+
+/**
  * Rejects an operation that creates more than {@link QUERY_LIMITS}.maxMutations times or costs
  * more than {@link QUERY_LIMITS}.maxCost, once its variables are known (so `pets(limit: $n)` is
  * priced with the real `$n`, and `@skip`/`@include` are applied), and charges the rate limit for
@@ -97,21 +126,22 @@ export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Er
  * of DOCUMENT_CACHE_LIMITS.priceBytes). Costs come from the schema's `complexity` extensions
  * (type-graphql's `complexity` option, see databaseFieldCost in query-limits.ts), 1 per field
  * otherwise. Every refusal by a query limit, these and the document limits (depth, aliases,
- * directives, tokens), is logged at info with {@link logQueryLimitRefusal}.
+ * directives, tokens), is logged at info with {@link logQueryLimitRefusal}. Every answer gets
+ * {@link PriceExtensions} in its `extensions`: the price once known, and the rate limit's status.
  *
- * @param spend - charges the caller's rate limit that many more requests, or throws the AppError
- *   TOO_MANY_REQUESTS without charging when fewer are left (see http/rate-limit.ts).
+ * @param rateLimiter - the rate limiter's `spend` and `statusOf` (see http/rate-limit.ts).
  * @returns an Apollo plugin; a rejection is HTTP 400 GRAPHQL_VALIDATION_FAILED whose message names
  *   the limit, its maximum and the operation's figure (priceRefusal in query-limits.ts), an
  *   exhausted rate limit HTTP 429 TOO_MANY_REQUESTS.
  */
-export function costLimitPlugin(spend: (request: FastifyRequest, units: number) => Promise<void>): ApolloServerPlugin<GraphqlContext> {
+export function costLimitPlugin({ spend, statusOf }: RateLimiterAccess): ApolloServerPlugin<GraphqlContext> {
   // The price of an operation depends on its document, its name and its variables only: each
   // combination is priced once (README "Performance"), `unpriceable` included. An entry keeps its
   // key (the variables' JSON can be most of a 64 KiB body) and three numbers, no document.
   const prices = byteBoundedLru<OperationPrice>(DOCUMENT_CACHE_LIMITS.priceBytes, () => 0);
   return {
     async requestDidStart() {
+      let cost: PriceExtensions['cost'];
       return {
         async didResolveOperation({ request, document, schema, operation, contextValue, queryHash }) {
           if (!operation) return; // Apollo answers OPERATION_RESOLUTION_FAILURE
@@ -123,17 +153,24 @@ export function costLimitPlugin(spend: (request: FastifyRequest, units: number) 
             price = priceOf(schema, document, operation, request.operationName ?? undefined, request.variables ?? {});
             prices.set(key, price);
           }
+          if ('unpriceable' in price) throw raisedByPlugin(unpriceableRefusal());
+          cost = { requestedQueryCost: price.cost, maximumQueryCost: QUERY_LIMITS.maxCost, rateLimitUnits: rateLimitUnits(price.calls) };
           const refusal = priceRefusal(price);
           if (refusal) throw raisedByPlugin(refusal);
-          const { calls } = price as { calls: number }; // priced: priceRefusal refuses what is not
           try {
-            await spend(contextValue.request, rateLimitUnits(calls) - 1);
+            await spend(contextValue.request, cost.rateLimitUnits - 1);
           } catch (error) {
             throw error instanceof AppError ? raisedByPlugin(error) : error;
           }
         },
         async didEncounterErrors({ errors, contextValue }) {
           logQueryLimitRefusal(contextValue.request.log, errors);
+        },
+        async willSendResponse({ response, contextValue }) {
+          if (response.body.kind !== 'single') return;
+          const rateLimit = statusOf(contextValue.request);
+          const extensions: PriceExtensions = { ...(cost && { cost }), ...(rateLimit && { rateLimit }) };
+          if (extensions.cost || extensions.rateLimit) response.body.singleResult.extensions = { ...response.body.singleResult.extensions, ...extensions };
         },
       };
     },

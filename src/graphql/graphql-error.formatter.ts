@@ -78,13 +78,16 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
  * hook, an unreadable body): the HTTP status and headers from the catalogue, and a GraphQL
  * response body `{ errors: [{ message, extensions: { code } }] }` in the media type Apollo would
  * answer this `Accept` with (`application/json` when it allows neither).
+ *
+ * @param extensions - the body's top-level `extensions`, if any (the rate limit's status: see
+ *   PriceExtensions in cost-limit.plugin.ts).
  */
-export function sendGraphqlError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
+export function sendGraphqlError(error: unknown, request: FastifyRequest, reply: FastifyReply, extensions?: Readonly<Record<string, unknown>>): void {
   const { appError, unexpected } = toAppError(error);
   if (unexpected) request.log.error({ err: error }, 'unexpected error');
   reply
     .code(appError.status)
     .headers(appError.headers)
     .type(graphqlResponseTypeFor(request.headers.accept) ?? 'application/json; charset=utf-8')
-    .send({ errors: [graphqlError(appError)] });
+    .send({ errors: [graphqlError(appError)], ...(extensions && { extensions }) });
 }

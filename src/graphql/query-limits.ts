@@ -78,20 +78,24 @@ export class QueryLimitError extends AppError {
 const figure = (n: number) => n.toLocaleString('en-US');
 
 /**
- * The refusal of an operation over the cost limit or the mutation limit, or that cannot be priced
- * (README "Security"), as the HTTP plugin (cost-limit.plugin.ts) and subscriptions
- * (subscription.server.ts) both give it.
+ * The refusal of an operation that cannot be priced: its fragments expand past
+ * {@link QUERY_LIMITS}.maxPricedSelections selections (README "Security"). For HTTP operations
+ * (cost-limit.plugin.ts) and subscriptions (subscription.server.ts).
+ */
+export function unpriceableRefusal(): QueryLimitError {
+  const most = QUERY_LIMITS.maxPricedSelections;
+  return new QueryLimitError('selections', `Query cannot be priced: with its fragments expanded it holds more than ${figure(most)} selections.`, most);
+}
+
+/**
+ * The refusal of an operation over the mutation limit or the cost limit (README "Security"), as
+ * the HTTP plugin (cost-limit.plugin.ts) and subscriptions (subscription.server.ts) both give it.
  *
- * @param price - the operation's cost in units of {@link QUERY_LIMITS}.maxCost and its number of
- *   Mutation root fields, or `unpriceable` (past {@link QUERY_LIMITS}.maxPricedSelections).
- * @returns the QueryLimitError to answer, or undefined when the operation is within the limits.
+ * @param price - the operation's cost in units of {@link QUERY_LIMITS}.maxCost and its number of Mutation root fields.
+ * @returns the QueryLimitError to answer, or undefined when the operation is within both limits.
  *   The mutation limit is checked first: a second create is refused as such whatever it costs.
  */
-export function priceRefusal(price: { cost: number; mutations: number } | { unpriceable: true }): QueryLimitError | undefined {
-  if ('unpriceable' in price) {
-    const most = QUERY_LIMITS.maxPricedSelections;
-    return new QueryLimitError('selections', `Query cannot be priced: with its fragments expanded it holds more than ${figure(most)} selections.`, most);
-  }
+export function priceRefusal(price: { cost: number; mutations: number }): QueryLimitError | undefined {
   if (price.mutations > QUERY_LIMITS.maxMutations) {
     const most = QUERY_LIMITS.maxMutations;
     return new QueryLimitError(

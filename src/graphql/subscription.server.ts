@@ -26,7 +26,7 @@ import { onStopAccepting } from '../operations/graceful-shutdown';
 import type { Metrics } from '../operations/metrics.registry';
 import { logQueryLimitRefusal, priceOf } from './cost-limit.plugin';
 import { createGraphqlErrorFormatter } from './graphql-error.formatter';
-import { PARSE_OPTIONS, priceRefusal } from './query-limits';
+import { PARSE_OPTIONS, type QueryLimitError, priceRefusal, unpriceableRefusal } from './query-limits';
 import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from './subscription.limits';
 import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
 
@@ -298,12 +298,13 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables);
     if (coerced.errors) return coerced.errors.map((error) => catalogued('BAD_USER_INPUT', error.message));
     const price = priceOf(schema, document, operation, operationName, variables);
-    const refusal = priceRefusal(price);
-    if (refusal) {
+    const refuse = (refusal: QueryLimitError) => {
       logRefusal([refusal]);
       return [catalogued(refusal.code, refusal.message)];
-    }
-    const { calls } = price as { calls: number }; // priced: priceRefusal refuses what is not
+    };
+    if ('unpriceable' in price) return refuse(unpriceableRefusal());
+    const refusal = priceRefusal(price);
+    if (refusal) return refuse(refusal);
     // graphql-ws lists this subscription among the connection's before running this hook.
     if (Object.keys(ctx.subscriptions).length > SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection) {
       return [
@@ -314,7 +315,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       ];
     }
     try {
-      await spendFor(connection, rateLimitUnits(calls));
+      await spendFor(connection, rateLimitUnits(price.calls));
     } catch (error) {
       const { appError, unexpected } = toAppError(error);
       if (unexpected) log.error({ err: error }, 'unexpected error charging a subscription');

@@ -47,11 +47,20 @@ export function rateLimitUnits(calls: number): number {
 /** The policy name in the RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10). */
 const POLICY = 'default';
 
-/** What the RateLimit header fields of one answer say: the policy's quota, what is left, seconds to the reset. */
-interface RateLimitState {
-  quota: number;
-  remaining: number;
-  resetSeconds: number;
+/**
+ * Where a client's rate limit stands after everything a request was charged: what its
+ * `RateLimit-Policy` and `RateLimit` header fields say (`"default";q=<quota>;w=<window>`,
+ * `"default";r=<remaining>;t=<reset>`), and a GraphQL answer's `extensions.rateLimit`.
+ */
+export interface RateLimitStatus {
+  /** Units per window (RATE_LIMIT_MAX for a key, RATE_LIMIT_UNAUTHENTICATED_MAX for an address). */
+  readonly quota: number;
+  /** Units left in the current window. */
+  readonly remaining: number;
+  /** Seconds until the window resets and `remaining` is `quota` again. */
+  readonly resetSeconds: number;
+  /** The window, in seconds (RATE_LIMIT_WINDOW_SECONDS). */
+  readonly windowSeconds: number;
 }
 
 /**
@@ -68,7 +77,9 @@ interface RateLimitState {
  *   `spend`, which charges a request `units` more (GraphQL, by its calls): when fewer
  *   are left it charges none and throws the AppError TOO_MANY_REQUESTS, so that the operation
  *   does not run; and `spendFor`, the same charge for a client outside an HTTP request (a
- *   WebSocket connection or subscription, README "Subscriptions").
+ *   WebSocket connection or subscription, README "Subscriptions"); and `statusOf`, the
+ *   {@link RateLimitStatus} the answer's header fields are written from, for GraphQL's
+ *   `extensions.rateLimit`.
  */
 export async function createRateLimiter(
   app: FastifyInstance,
@@ -77,6 +88,7 @@ export async function createRateLimiter(
   limit: onRequestAsyncHookHandler;
   spend: (request: FastifyRequest, units: number) => Promise<void>;
   spendFor: (client: RateLimitedClient, units: number) => Promise<void>;
+  statusOf: (request: FastifyRequest) => RateLimitStatus | undefined;
 }> {
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: REDIS_TIMEOUTS.connectMs, commandTimeout: REDIS_TIMEOUTS.commandMs })
@@ -99,7 +111,8 @@ export async function createRateLimiter(
   });
   // The plugin's own store: the door and GraphQL's extra units count on the same counters.
   const counter = app.createRateLimit();
-  const states = new WeakMap<FastifyRequest, RateLimitState>();
+  const states = new WeakMap<FastifyRequest, RateLimitStatus>();
+  const windowSeconds = config.windowSeconds;
 
   const tooMany = (seconds: number) => {
     const retryAfter = String(Math.max(1, seconds));
@@ -118,14 +131,14 @@ export async function createRateLimiter(
       throw new AppError('SERVICE_UNAVAILABLE', 'The rate limit cannot be checked now: retry shortly.');
     }
     if (result.isAllowed) throw new Error('rate limit allow lists are not used'); // narrows the type
-    states.set(request, { quota: result.max, remaining: result.remaining, resetSeconds: result.ttlInSeconds });
+    states.set(request, { quota: result.max, remaining: result.remaining, resetSeconds: result.ttlInSeconds, windowSeconds });
     return result;
   };
 
   app.addHook('onSend', async (request, reply: FastifyReply) => {
     const state = states.get(request);
     if (!state) return;
-    reply.header('RateLimit-Policy', `"${POLICY}";q=${state.quota};w=${config.windowSeconds}`);
+    reply.header('RateLimit-Policy', `"${POLICY}";q=${state.quota};w=${state.windowSeconds}`);
     reply.header('RateLimit', `"${POLICY}";r=${state.remaining};t=${state.resetSeconds}`);
   });
 
@@ -139,7 +152,7 @@ export async function createRateLimiter(
     // Both stores add 1 at a time; a concurrent request of the same client may still win the last units.
     const after = await Promise.all(Array.from({ length: units }, () => count(request)));
     const last = after.reduce((highest, result) => (result.remaining < highest.remaining ? result : highest));
-    states.set(request, { quota: last.max, remaining: last.remaining, resetSeconds: last.ttlInSeconds });
+    states.set(request, { quota: last.max, remaining: last.remaining, resetSeconds: last.ttlInSeconds, windowSeconds });
     if (last.isExceeded) throw tooMany(last.ttlInSeconds);
   };
 
@@ -163,5 +176,10 @@ export async function createRateLimiter(
       const standIn = { apiKeyId: client.apiKeyId, ip: client.ip, routeOptions: { config: {} } } as unknown as FastifyRequest;
       return spend(standIn, units);
     },
+    /**
+     * Where the request's client stands now, as its RateLimit header fields will say, or
+     * undefined when it was not counted (a route without a limit, counters that could not be read).
+     */
+    statusOf: (request) => states.get(request),
   };
 }
