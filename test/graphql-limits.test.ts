@@ -105,6 +105,24 @@ describe('the cost limit (a list costs its limit times its selection)', () => {
   });
 
   test('when the standard introspection query is sent, then it runs (GraphiQL needs it)', () => expectAccepted(getIntrospectionQuery()));
+
+  /** The price an answer states. */
+  const priceOf = async (query: string) => (await graphql(t, query)).body.extensions.cost.requestedQueryCost;
+  const connection = (typename: string) =>
+    `{ petsConnection(first: 100) { ${typename} edges { ${typename} cursor node { ${typename} id name categoryId status } } pageInfo { ${typename} hasNextPage endCursor } } }`;
+
+  test('when `__typename` is selected at every level, as caching clients add it, then it costs nothing and a full page still fits', async () => {
+    expect(await priceOf('{ __typename }')).toBe(0);
+    expect(await priceOf(connection(''))).toBe(QUERY_LIMITS.maxCost);
+    expect(await priceOf(connection('__typename'))).toBe(QUERY_LIMITS.maxCost);
+    await expectAccepted(connection('__typename'));
+  });
+
+  test('when introspection is sent, then `__schema` and `__type` cost nothing of their own and their selection 1 per field', async () => {
+    expect(await priceOf('{ __schema { queryType { name } } }')).toBe(2);
+    expect(await priceOf('{ __type(name: "Pet") { name fields { name } } }')).toBe(3);
+    expect(await priceOf(getIntrospectionQuery())).toBe(219);
+  });
 });
 
 /** The most fields that read or write the database one operation may hold: each costs at least one request's worth. */

@@ -3,11 +3,15 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import {
   type DocumentNode,
   GraphQLIncludeDirective,
+  type GraphQLField,
   type GraphQLObjectType,
   type GraphQLSchema,
   GraphQLSkipDirective,
   type OperationDefinitionNode,
   OperationTypeNode,
+  SchemaMetaFieldDef,
+  TypeMetaFieldDef,
+  TypeNameMetaFieldDef,
   getVariableValues,
   visit,
 } from 'graphql';
@@ -45,9 +49,9 @@ export function priceOf(
   const price = (query: DocumentNode) => {
     const measure = (estimators: ComplexityEstimator[]) =>
       getComplexity({ schema, query, operationName, variables, estimators, maxQueryNodes: QUERY_LIMITS.maxPricedSelections });
-    const cost = measure([fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
+    const cost = measure([metaFieldEstimator, fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
     // Each root field counts 1 whatever it selects; nothing below a root field is a call.
-    const calls = measure([({ type, field }) => (roots.has(type as GraphQLObjectType) && !field.name.startsWith('__') ? 1 : 0)]);
+    const calls = measure([({ type, field }) => (roots.has(type as GraphQLObjectType) && !META_FIELDS.has(field) ? 1 : 0)]);
     return { cost, calls, mutations: operation.operation === OperationTypeNode.MUTATION ? calls : 0 };
   };
   try {
@@ -62,6 +66,18 @@ export function priceOf(
     return { unpriceable: true };
   }
 }
+
+/** The meta fields every type or the Query type answers from the schema itself: `__typename`, `__schema`, `__type`. */
+const META_FIELDS: ReadonlySet<GraphQLField<unknown, unknown>> = new Set([TypeNameMetaFieldDef, SchemaMetaFieldDef, TypeMetaFieldDef]);
+
+/**
+ * The price of a meta field: nothing of its own, its selection as usual. So `__typename`, which
+ * Apollo Client's cache adds to every selection set and which is answered from the type without a
+ * resolver, costs 0; `__schema` and `__type` cost what they select, 1 per field as any field
+ * answered from memory (the standard introspection query 219), which keeps hand-written
+ * introspection documents (exempt from the depth limit) bounded by the cost limit too.
+ */
+const metaFieldEstimator: ComplexityEstimator = ({ field, childComplexity }) => (META_FIELDS.has(field) ? childComplexity : undefined);
 
 /** The directives that may leave a selection out: `@skip` and `@include`. */
 const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, GraphQLIncludeDirective.name]);

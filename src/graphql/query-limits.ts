@@ -10,9 +10,10 @@ import { AppError } from '../errors/error-catalogue';
  *   exempt. Real queries here are 2 to 4 deep;
  * - 15 aliases, `__typename` aliases included (each is a field to answer);
  * - cost 1000, priced by {@link databaseFieldCost}: a field that reads or writes the database
- *   costs at least 100, a list its `limit` times its selection, any other field 1. So
+ *   costs at least 100, a list its `limit` times its selection, any other field 1, and the meta
+ *   fields `__typename`, `__schema`, `__type` nothing of their own (cost-limit.plugin.ts). So
  *   `pets(limit: 100) { id name categoryId status }` costs 400 (two full pages per operation),
- *   and one operation reads or writes the database at most 10 times;
+ *   with or without `__typename`, and one operation reads or writes the database at most 10 times;
  * - 1 mutation field (`createPet`) per operation: one create per operation, as on REST, and
  *   one Idempotency-Key never covers several creates.
  * A refusal names the limit and its maximum ({@link QueryLimitError}).
