@@ -93,15 +93,19 @@ describe('the cost limit (a list costs its limit times its selection)', () => {
     logLines.length = 0;
     await expectRejected(overCost(QUERY_LIMITS.maxCost + 4), pricedLists([100, 100, QUERY_LIMITS.maxCost / 4 - 199]));
     await expectRejected(DEPTH(QUERY_LIMITS.maxDepth + 1), depth(QUERY_LIMITS.maxDepth + 1));
+    await expectRejected(overMutations(2), creates(2));
     const refusals = logLines.filter((line) => line.msg === 'GraphQL operation refused by a query limit');
     expect(refusals).toEqual([
       expect.objectContaining({
         level: 30,
         queryLimit: { limit: 'cost', maximum: QUERY_LIMITS.maxCost, found: QUERY_LIMITS.maxCost + 4 },
+        cost: QUERY_LIMITS.maxCost + 4,
         reason: overCost(QUERY_LIMITS.maxCost + 4),
       }),
       expect.objectContaining({ level: 30, queryLimit: { limit: 'depth', maximum: QUERY_LIMITS.maxDepth }, reason: DEPTH(QUERY_LIMITS.maxDepth + 1) }),
+      expect.objectContaining({ level: 30, queryLimit: { limit: 'mutations', maximum: 1, found: 2 }, cost: 200, reason: overMutations(2) }),
     ]);
+    expect(refusals[1].cost).toBeUndefined();
   });
 
   test('when the standard introspection query is sent, then it runs (GraphiQL needs it)', () => expectAccepted(getIntrospectionQuery()));

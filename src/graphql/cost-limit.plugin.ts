@@ -17,10 +17,10 @@ import {
 } from 'graphql';
 import { type ComplexityEstimator, fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
 import { AppError } from '../errors/error-catalogue';
+import { type RateLimitStatus, rateLimitUnits } from '../http/rate-limit';
 import { DOCUMENT_CACHE_LIMITS, byteBoundedLru } from './document-cache.limits';
 import type { GraphqlContext } from './graphql-context';
 import { raisedByPlugin } from './graphql-error.formatter';
-import { type RateLimitStatus, rateLimitUnits } from '../http/rate-limit';
 import { QUERY_LIMITS, priceRefusal, queryLimitOf, unpriceableRefusal } from './query-limits';
 
 /** What an operation costs: its cost (limit QUERY_LIMITS.maxCost), its creates (limit QUERY_LIMITS.maxMutations) and its calls to the pet store (what the rate limit charges). */
@@ -84,19 +84,23 @@ const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, Grap
 
 /**
  * Logs, at info, that one of the query limits refused an operation (README "Logs"): the limit,
- * its maximum, what the operation held when measured (its cost, its creates) and the message the
- * client got. For HTTP operations (below) and subscriptions (subscription.server.ts).
+ * its maximum, what the operation held when measured (its cost, its creates), its cost when it was
+ * priced, and the message the client got. For HTTP operations (below) and subscriptions
+ * (subscription.server.ts).
  *
  * @param log - the request's (or the server's) logger.
  * @param errors - the request errors of one operation; the first that a limit raised is logged,
  *   and nothing when none was (see queryLimitOf in query-limits.ts).
+ * @param cost - the operation's cost, in units of QUERY_LIMITS.maxCost, when it was priced (a
+ *   refusal by depth, aliases, directives or tokens comes before any price).
  */
-export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Error[]): void {
+export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Error[], cost?: number): void {
   for (const error of errors) {
     const refusal = queryLimitOf(error);
     if (!refusal) continue;
     const { limit, maximum, found } = refusal;
-    log.info({ queryLimit: { limit, maximum, ...(found !== undefined && { found }) }, reason: error.message }, 'GraphQL operation refused by a query limit');
+    const queryLimit = { limit, maximum, ...(found !== undefined && { found }) };
+    log.info({ queryLimit, ...(cost !== undefined && { cost }), reason: error.message }, 'GraphQL operation refused by a query limit');
     return;
   }
 }
@@ -180,7 +184,7 @@ export function costLimitPlugin({ spend, statusOf }: RateLimiterAccess): ApolloS
           }
         },
         async didEncounterErrors({ errors, contextValue }) {
-          logQueryLimitRefusal(contextValue.request.log, errors);
+          logQueryLimitRefusal(contextValue.request.log, errors, cost?.requestedQueryCost);
         },
         async willSendResponse({ response, contextValue }) {
           if (response.body.kind !== 'single') return;

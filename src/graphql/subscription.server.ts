@@ -275,7 +275,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
   const onSubscribe = async (ctx: WsContext, _id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
     const connection = connections.get(ctx.extra.socket);
     if (!connection) return [catalogued('UNAUTHENTICATED', 'The connection is not authenticated.')];
-    const logRefusal = (errors: readonly Error[]) => logQueryLimitRefusal(log.child({ surface: 'websocket', apiKeyId: connection.apiKeyId }), errors);
+    const logRefusal = (errors: readonly Error[], cost?: number) =>
+      logQueryLimitRefusal(log.child({ surface: 'websocket', apiKeyId: connection.apiKeyId }), errors, cost);
     let document: DocumentNode;
     try {
       document = parse(payload.query, PARSE_OPTIONS);
@@ -298,13 +299,13 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables);
     if (coerced.errors) return coerced.errors.map((error) => catalogued('BAD_USER_INPUT', error.message));
     const price = priceOf(schema, document, operation, operationName, variables);
-    const refuse = (refusal: QueryLimitError) => {
-      logRefusal([refusal]);
+    const refuse = (refusal: QueryLimitError, cost?: number) => {
+      logRefusal([refusal], cost);
       return [catalogued(refusal.code, refusal.message)];
     };
     if ('unpriceable' in price) return refuse(unpriceableRefusal());
     const refusal = priceRefusal(price);
-    if (refusal) return refuse(refusal);
+    if (refusal) return refuse(refusal, price.cost);
     // graphql-ws lists this subscription among the connection's before running this hook.
     if (Object.keys(ctx.subscriptions).length > SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection) {
       return [
