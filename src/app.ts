@@ -148,7 +148,7 @@ export async function buildApp({
   await app.register(graphqlPlugin, {
     petService,
     guard,
-    spend: limiter.spend,
+    rateLimiter: limiter,
     production: config.nodeEnv === 'production',
     // On the embedded database the server holds the file, so the apikey CLI cannot open it: the development key is the way in.
     keyCommand: config.database.type === 'sqlite' && config.nodeEnv !== 'production' ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',

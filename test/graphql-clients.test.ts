@@ -1,8 +1,10 @@
-import { ApolloClient, HttpLink, InMemoryCache, gql } from '@apollo/client';
+import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql } from '@apollo/client';
 import { cacheExchange, createClient, fetchExchange } from '@urql/core';
 import { GraphQLClient } from 'graphql-request';
+import { map } from 'rxjs';
 import { CSRF_PREVENTION } from '../src/graphql/csrf-prevention';
-import { countPets, request, startTestApp, type TestApp } from './helpers/test-app';
+import { seedPets } from '../src/pets/pet.seed';
+import { answerOf, countPets, request, startTestApp, type TestApp } from './helpers/test-app';
 
 /*
  * docs/graphql.md "Clients" and docs/security.md "CSRF": the common GraphQL clients work
@@ -103,6 +105,58 @@ describe('Apollo Client (@apollo/client 4, HttpLink with its default fetch)', ()
     ]);
     expect(await countPets(t)).toBe(1);
   });
+
+  const PAGE = gql`
+    query Page($first: Int, $after: String) {
+      petsConnection(first: $first, after: $after) {
+        edges {
+          cursor
+          node {
+            id
+            name
+            categoryId
+            status
+          }
+        }
+        pageInfo {
+          hasNextPage
+          endCursor
+        }
+      }
+    }
+  `;
+
+  test('when a page of 100 is read through pets and petsConnection with the default cache (`__typename` added at every level), then each fits one operation and `__typename` costs nothing', async () => {
+    await seedPets(t.dataSource, 101);
+    // The price each answer states (extensions.cost), seen by a link in front of HttpLink.
+    const prices: unknown[] = [];
+    const watchPrices = new ApolloLink((operation, forward) =>
+      forward(operation).pipe(
+        map((result) => {
+          prices.push(result.extensions?.cost);
+          return result;
+        }),
+      ),
+    );
+    const apollo = new ApolloClient({
+      link: ApolloLink.from([watchPrices, new HttpLink({ uri: `${t.url}/graphql`, headers: { Authorization: `Bearer ${t.apiKey}` } })]),
+      cache: new InMemoryCache(),
+    });
+    const connection = await apollo.query<{ petsConnection: { __typename: string; edges: unknown[]; pageInfo: { hasNextPage: boolean } } }>({
+      query: PAGE,
+      variables: { first: 100 },
+    });
+    const list = await apollo.query<{ pets: Array<{ __typename: string }> }>({ query: PETS, variables: { limit: 100 } });
+    expect(connection.data?.petsConnection).toMatchObject({ __typename: 'PetConnection', pageInfo: { __typename: 'PageInfo', hasNextPage: true } });
+    expect(connection.data?.petsConnection.edges).toHaveLength(100);
+    expect(list.data?.pets).toHaveLength(100);
+    expect(list.data?.pets[0].__typename).toBe('Pet');
+    // What they cost without `__typename`: 100 × (edges, cursor, node, 4 fields, pageInfo and its 2), 100 × 4 fields.
+    expect(prices).toEqual([
+      { requestedQueryCost: 1000, maximumQueryCost: 1000, rateLimitUnits: 1 },
+      { requestedQueryCost: 400, maximumQueryCost: 1000, rateLimitUnits: 1 },
+    ]);
+  });
 });
 
 describe('urql (@urql/core 6, createClient with its defaults)', () => {
@@ -166,7 +220,7 @@ describe('CSRF: what a cross-site page can make a browser send runs nothing', ()
   async function expectRefusedUnauthenticated(result: Awaited<ReturnType<typeof request>>) {
     expect(result.status).toBe(401);
     expect(result.headers.get('www-authenticate')).toMatch(/^Bearer realm="pet-store"/);
-    expect(result.body).toEqual({ errors: [{ message: expect.any(String), extensions: { code: 'UNAUTHENTICATED' } }] });
+    expect(answerOf(result.body)).toEqual({ errors: [{ message: expect.any(String), extensions: { code: 'UNAUTHENTICATED' } }] });
     expect(await countPets(t)).toBe(0);
   }
 
@@ -235,7 +289,7 @@ describe('CSRF and CORS agree', () => {
   test('when a listed origin sends a GET query with only its key, as urql does, then it runs and the answer names the origin', async () => {
     const result = await request(cors, 'GET', `/graphql?query=${encodeURIComponent('{ pets { id } }')}`, { headers: { origin: 'https://app.example.com' } });
     expect(result.status).toBe(200);
-    expect(result.body).toEqual({ data: { pets: [] } });
+    expect(answerOf(result.body)).toEqual({ data: { pets: [] } });
     expect(result.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
   });
 });

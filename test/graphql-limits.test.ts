@@ -1,14 +1,17 @@
 import { getIntrospectionQuery } from 'graphql';
-import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE } from '../src/graphql/query-limits';
+import { QUERY_LIMITS } from '../src/graphql/query-limits';
 import { HTTP_LIMITS } from '../src/http/http-limits';
+import { createLogger } from '../src/operations/logger';
 import { countPets, createPet, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 
 /** The largest GraphQL request body the server reads. */
 const GRAPHQL_BODY_LIMIT = HTTP_LIMITS.graphqlBodyBytes;
 
 let t: TestApp;
+/** The app's log lines at info and above. */
+const logLines: Array<Record<string, any>> = [];
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp({ observe: { logger: createLogger('info', { write: (line) => void logLines.push(JSON.parse(line)) }) } });
   await createPet(t);
 });
 afterAll(() => t.close());
@@ -18,17 +21,24 @@ async function expectAccepted(query: string, variables?: Record<string, unknown>
   expect({ status: result.status, errors: result.body.errors }).toEqual({ status: 200, errors: undefined });
 }
 
-/** A limit rejection: 400 whatever the Accept (docs/security.md "Limits"), here with fetch's bare wildcard, answered in application/json. */
-async function expectRejected(query: string, variables?: Record<string, unknown>) {
+/**
+ * A limit rejection: 400 whatever the Accept (docs/security.md "Limits"), here with fetch's bare wildcard,
+ * answered in application/json, whose message names the limit and its maximum.
+ */
+async function expectRejected(message: string, query: string, variables?: Record<string, unknown>) {
   const result = await graphql(t, query, variables);
   expect(result.headers.get('content-type')).toMatch(/^application\/json/);
   expect(result.status).toBe(400);
   expect(result.body.data).toBeUndefined();
   expect(result.body.errors).toHaveLength(1);
   expect(result.body.errors[0].extensions.code).toMatch(/^GRAPHQL_(VALIDATION|PARSE)_FAILED$/);
-  // The limit itself is never revealed.
-  expect(result.body.errors[0].message).toBe(QUERY_REJECTED_MESSAGE);
+  expect(result.body.errors[0].message).toBe(message);
 }
+
+/** The message of a refusal by the cost limit. */
+const overCost = (cost: number) => `Query cost ${cost.toLocaleString('en-US')} exceeds the maximum of 1,000.`;
+/** The message of a refusal by the mutation limit. */
+const overMutations = (n: number) => `The operation runs ${n} mutation fields; the maximum is 1.`;
 
 // Each limit's operations are built far below the cost limit, so that only the limit under
 // test can refuse them: a field that reads the database costs 100, `__typename` 1.
@@ -50,32 +60,77 @@ const relayFragments = (spreads: number) =>
 const pricedLists = (limits: number[]) =>
   `query${limits.includes(-1) ? '($n: Int)' : ''} { ${limits.map((limit, i) => `l${i}: pets(limit: ${limit === -1 ? '$n' : limit}) { id name categoryId status }`).join(' ')} }`;
 
+/** Each document limit's message for an operation that holds `found`: Armor's, and graphql-js's for tokens. */
+const ALIASES = (found: number) => `Aliases limit of ${QUERY_LIMITS.maxAliases} exceeded, found ${found}.`;
+const DIRECTIVES = (found: number) => `Directives limit of ${QUERY_LIMITS.maxDirectives} exceeded, found ${found}.`;
+const TOKENS = () => `Syntax Error: Document contains more that ${QUERY_LIMITS.maxTokens} tokens. Parsing aborted.`;
+const DEPTH = (found: number) => `Query depth limit of ${QUERY_LIMITS.maxDepth} exceeded, found ${found}.`;
+
 describe.each([
-  ['aliases', QUERY_LIMITS.maxAliases, aliases],
-  ['__typename aliases', QUERY_LIMITS.maxAliases, typenameAliases],
-  ['directives', QUERY_LIMITS.maxDirectives, directives],
-  ['tokens', QUERY_LIMITS.maxTokens, tokens],
-  ['depth', QUERY_LIMITS.maxDepth, depth],
-])('the %s limit', (_name, limit, build) => {
+  ['aliases', QUERY_LIMITS.maxAliases, aliases, ALIASES],
+  ['__typename aliases', QUERY_LIMITS.maxAliases, typenameAliases, ALIASES],
+  ['directives', QUERY_LIMITS.maxDirectives, directives, DIRECTIVES],
+  ['tokens', QUERY_LIMITS.maxTokens, tokens, TOKENS],
+  ['depth', QUERY_LIMITS.maxDepth, depth, DEPTH],
+])('the %s limit', (_name, limit, build, message) => {
   test(`when an operation is at the limit, then it runs`, () => expectAccepted(build(limit)));
-  test(`when an operation is one over the limit, then it is refused without revealing the limit`, () => expectRejected(build(limit + 1)));
+  test(`when an operation is one over the limit, then it is refused with a message naming the limit and its maximum`, () =>
+    expectRejected(message(limit + 1), build(limit + 1)));
 });
 
 describe('the cost limit (a list costs its limit times its selection)', () => {
   test('when lists add up to the maximum cost, then the operation runs', () => expectAccepted(pricedLists([100, 100, QUERY_LIMITS.maxCost / 4 - 200])));
 
-  test('when they add up to one list entry more, then it is refused', () => expectRejected(pricedLists([100, 100, QUERY_LIMITS.maxCost / 4 - 199])));
+  test('when they add up to one list entry more, then it is refused, the message giving the price and the maximum', () =>
+    expectRejected(overCost(QUERY_LIMITS.maxCost + 4), pricedLists([100, 100, QUERY_LIMITS.maxCost / 4 - 199])));
 
   test('when the limit comes from a variable, then the variable sets the price', async () => {
     await expectAccepted(pricedLists([100, 100, -1]), { n: QUERY_LIMITS.maxCost / 4 - 200 });
-    await expectRejected(pricedLists([100, 100, -1]), { n: QUERY_LIMITS.maxCost / 4 - 199 });
+    await expectRejected(overCost(QUERY_LIMITS.maxCost + 4), pricedLists([100, 100, -1]), { n: QUERY_LIMITS.maxCost / 4 - 199 });
+  });
+
+  test('when an operation is refused by a limit, then one info line names the limit, its maximum and the price', async () => {
+    logLines.length = 0;
+    await expectRejected(overCost(QUERY_LIMITS.maxCost + 4), pricedLists([100, 100, QUERY_LIMITS.maxCost / 4 - 199]));
+    await expectRejected(DEPTH(QUERY_LIMITS.maxDepth + 1), depth(QUERY_LIMITS.maxDepth + 1));
+    await expectRejected(overMutations(2), creates(2));
+    const refusals = logLines.filter((line) => line.msg === 'GraphQL operation refused by a query limit');
+    expect(refusals).toEqual([
+      expect.objectContaining({
+        level: 30,
+        queryLimit: { limit: 'cost', maximum: QUERY_LIMITS.maxCost, found: QUERY_LIMITS.maxCost + 4 },
+        cost: QUERY_LIMITS.maxCost + 4,
+        reason: overCost(QUERY_LIMITS.maxCost + 4),
+      }),
+      expect.objectContaining({ level: 30, queryLimit: { limit: 'depth', maximum: QUERY_LIMITS.maxDepth }, reason: DEPTH(QUERY_LIMITS.maxDepth + 1) }),
+      expect.objectContaining({ level: 30, queryLimit: { limit: 'mutations', maximum: 1, found: 2 }, cost: 200, reason: overMutations(2) }),
+    ]);
+    expect(refusals[1].cost).toBeUndefined();
   });
 
   test('when the standard introspection query is sent, then it runs (GraphiQL needs it)', () => expectAccepted(getIntrospectionQuery()));
+
+  /** The price an answer states. */
+  const priceOf = async (query: string) => (await graphql(t, query)).body.extensions.cost.requestedQueryCost;
+  const connection = (typename: string) =>
+    `{ petsConnection(first: 100) { ${typename} edges { ${typename} cursor node { ${typename} id name categoryId status } } pageInfo { ${typename} hasNextPage endCursor } } }`;
+
+  test('when `__typename` is selected at every level, as caching clients add it, then it costs nothing and a full page still fits', async () => {
+    expect(await priceOf('{ __typename }')).toBe(0);
+    expect(await priceOf(connection(''))).toBe(QUERY_LIMITS.maxCost);
+    expect(await priceOf(connection('__typename'))).toBe(QUERY_LIMITS.maxCost);
+    await expectAccepted(connection('__typename'));
+  });
+
+  test('when introspection is sent, then `__schema` and `__type` cost nothing of their own and their selection 1 per field', async () => {
+    expect(await priceOf('{ __schema { queryType { name } } }')).toBe(2);
+    expect(await priceOf('{ __type(name: "Pet") { name fields { name } } }')).toBe(3);
+    expect(await priceOf(getIntrospectionQuery())).toBe(219);
+  });
 });
 
 /** The most fields that read or write the database one operation may hold: each costs at least one request's worth. */
-const MAX_DATABASE_FIELDS = QUERY_LIMITS.maxCost / QUERY_LIMITS.costPerRequestUnit;
+const MAX_DATABASE_FIELDS = QUERY_LIMITS.maxCost / QUERY_LIMITS.databaseFieldMinCost;
 
 describe.each([
   ['lookups by id', (i: number) => `p${i}: pet(id: "1") { id name categoryId status }`],
@@ -83,7 +138,8 @@ describe.each([
 ])('each field that reads the database costs at least one request (%s)', (_name, field) => {
   const operation = (n: number) => `{ ${Array.from({ length: n }, (_, i) => field(i)).join(' ')} }`;
   test(`when an operation holds ${MAX_DATABASE_FIELDS} of them (the maximum cost), then it runs`, () => expectAccepted(operation(MAX_DATABASE_FIELDS)));
-  test('when it holds one more, then it is refused', () => expectRejected(operation(MAX_DATABASE_FIELDS + 1)));
+  test('when it holds one more, then it is refused', () =>
+    expectRejected(overCost((MAX_DATABASE_FIELDS + 1) * QUERY_LIMITS.databaseFieldMinCost), operation(MAX_DATABASE_FIELDS + 1)));
 });
 
 const newPet = (alias: string) => `${alias}createPet(input: { name: "Rex", categoryId: 1 }) { id }`;
@@ -97,19 +153,24 @@ describe('the mutation limit (createPet fields per operation)', () => {
   });
 
   test.each([
-    ['one more, aliased', creates(QUERY_LIMITS.maxMutations + 1)],
-    ['one more, through fragments', `mutation { ...A ...B } fragment A on Mutation { ${newPet('a: ')} } fragment B on Mutation { ${newPet('b: ')} }`],
-    ['16, as in issue 10 (15 aliases and one plain field)', `mutation { ${newPet('')} ${Array.from({ length: 15 }, (_, i) => newPet(`c${i}: `)).join(' ')} }`],
-  ])('when an operation creates %s, then it is refused without revealing the limit, and no pet is stored', async (_name, operation) => {
+    ['one more, aliased', 2, creates(QUERY_LIMITS.maxMutations + 1)],
+    ['one more, through fragments', 2, `mutation { ...A ...B } fragment A on Mutation { ${newPet('a: ')} } fragment B on Mutation { ${newPet('b: ')} }`],
+    [
+      '16, as in issue 10 (15 aliases and one plain field)',
+      16,
+      `mutation { ${newPet('')} ${Array.from({ length: 15 }, (_, i) => newPet(`c${i}: `)).join(' ')} }`,
+    ],
+  ])('when an operation creates %s, then it is refused with a message naming the limit, and no pet is stored', async (_name, found, operation) => {
     const before = await countPets(t);
-    await expectRejected(operation);
+    await expectRejected(overMutations(found), operation);
     expect(await countPets(t)).toBe(before);
   });
 });
 
 describe('known attacks are refused', () => {
+  // The token limit is the first it meets: about 9,000 tokens.
   test('when one operation asks 1000 aliases of the biggest list, then it is refused before any data is read', () =>
-    expectRejected(`{ ${Array.from({ length: 1000 }, (_, i) => `a${i}: pets(limit: 100) { id }`).join(' ')} }`));
+    expectRejected(TOKENS(), `{ ${Array.from({ length: 1000 }, (_, i) => `a${i}: pets(limit: 100) { id }`).join(' ')} }`));
 
   test.each([
     ['application/json', 200],
@@ -122,13 +183,14 @@ describe('known attacks are refused', () => {
     expect(result.body.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
   });
 
-  test('when nesting is 100 levels deep, then it is refused', () => expectRejected(depth(100)));
+  test('when nesting is 100 levels deep, then it is refused', () => expectRejected(DEPTH(100), depth(100)));
 
   test('when Relay-style fragments nest 8 deep around fields 4 deep, then it runs: depth counts fields, not fragments', () =>
     expectAccepted(relayFragments(8)));
 
   test('when fragments multiply past what the cost can be computed for (40,000 nodes), then it is refused rather than run unpriced', () =>
     expectRejected(
+      'Query cannot be priced: with its fragments expanded it holds more than 10,000 selections.',
       `{ ...A } fragment A on Query { ${'...B '.repeat(200)}} fragment B on Query { pets(limit: 100) { id name categoryId status } ${'__typename '.repeat(200)}}`,
     ));
 

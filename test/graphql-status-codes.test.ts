@@ -1,5 +1,5 @@
 import { answersLegacyJson } from '../src/graphql/legacy-json-status.plugin';
-import { QUERY_LIMITS, QUERY_REJECTED_MESSAGE } from '../src/graphql/query-limits';
+import { QUERY_LIMITS } from '../src/graphql/query-limits';
 import { HTTP_LIMITS } from '../src/http/http-limits';
 import { countPets, request, startTestApp, type HttpResult, type TestApp } from './helpers/test-app';
 
@@ -105,16 +105,16 @@ describe('every other refusal keeps its status whatever the Accept', () => {
 
   test.each(
     [
-      ['the depth limit', deep, 'GRAPHQL_VALIDATION_FAILED'],
-      ['the cost limit', costly, 'GRAPHQL_VALIDATION_FAILED'],
-      ['the token limit', manyTokens, 'GRAPHQL_PARSE_FAILED'],
-      ['the one-create limit', twoCreates, 'GRAPHQL_VALIDATION_FAILED'],
-    ].flatMap(([label, query, code]) => BOTH.map((accept) => [label, code, accept, query] as const)),
-  )('when an operation is over %s, then 400 %s "Query validation error." with Accept %s, and nothing runs', async (_label, code, accept, query) => {
+      ['the depth limit', deep, 'GRAPHQL_VALIDATION_FAILED', `Query depth limit of ${QUERY_LIMITS.maxDepth} exceeded, found ${QUERY_LIMITS.maxDepth + 1}.`],
+      ['the cost limit', costly, 'GRAPHQL_VALIDATION_FAILED', 'Query cost 1,200 exceeds the maximum of 1,000.'],
+      ['the token limit', manyTokens, 'GRAPHQL_PARSE_FAILED', `Syntax Error: Document contains more that ${QUERY_LIMITS.maxTokens} tokens. Parsing aborted.`],
+      ['the one-create limit', twoCreates, 'GRAPHQL_VALIDATION_FAILED', 'The operation runs 2 mutation fields; the maximum is 1.'],
+    ].flatMap(([label, query, code, message]) => BOTH.map((accept) => [label, code, accept, query, message] as const)),
+  )('when an operation is over %s, then 400 %s naming the limit with Accept %s, and nothing runs', async (_label, code, accept, query, message) => {
     const before = await countPets(t);
     const result = await post({ query }, accept);
     expect(result.status).toBe(400);
-    expect(requestError(result)).toEqual({ code, message: QUERY_REJECTED_MESSAGE });
+    expect(requestError(result)).toEqual({ code, message });
     expect(await countPets(t)).toBe(before);
   });
 
@@ -157,9 +157,9 @@ describe('the rate limit keeps 429 whatever the Accept', () => {
   afterAll(() => limited.close());
 
   test.each(BOTH)('when an operation costs more requests than are left, with Accept %s, then 429 TOO_MANY_REQUESTS', async (accept) => {
-    // 400 of cost: 4 requests' worth, of 3 per window.
+    // Four lookups: 4 requests, of 3 per window.
     const result = await request(limited, 'POST', '/graphql', {
-      body: { query: '{ pets(limit: 100) { id name categoryId status } }' },
+      body: { query: `{ ${['a', 'b', 'c', 'd'].map((alias) => `${alias}: pet(id: "1") { id }`).join(' ')} }` },
       headers: { accept },
     });
     expect(result.status).toBe(429);

@@ -229,7 +229,7 @@ describe('the pages themselves', () => {
     const one = await graphql(target, `{ ${page} }`);
     expect(one.body.errors).toBeUndefined();
     const two = await graphql(target, `{ a: ${page} b: ${page} }`);
-    expect(two.body.errors[0].message).toBe('Query validation error.');
+    expect(two.body.errors[0].message).toBe('Query cost 2,000 exceeds the maximum of 1,000.');
   });
 });
 

@@ -4,6 +4,7 @@ import { API_KEY_TABLE, PET_TABLE, type StatementCounter, countStatements } from
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import { openDatabase } from '../src/database/open-database';
+import { seedPets } from '../src/pets/pet.seed';
 import { graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 import { createTestDatabase, testOnMysql } from './helpers/test-database';
 
@@ -86,13 +87,22 @@ describe.each([
     expect(remainingAfter(next)).toBe(String(BUDGET - 2));
   });
 
-  test('when a list of 100 pets with 4 fields costs 400, then it spends 4 requests', async () => {
+  test('when a list of 100 pets is read, then it spends one request, as GET /v1/pets?limit=100 does, whatever its selection', async () => {
     const apiKey = await freshKey();
     const result = await graphql(t, '{ pets(limit: 100) { id name categoryId status } }', undefined, { apiKey });
     expect(result.status).toBe(200);
-    expect(remainingAfter(result)).toBe(String(BUDGET - 4));
-    expect((await graphql(t, '{ __typename }', undefined, { apiKey })).status).toBe(200);
+    expect(remainingAfter(result)).toBe(String(BUDGET - 1));
+    for (let left = BUDGET - 1; left > 0; left--) expect((await graphql(t, '{ __typename }', undefined, { apiKey })).status).toBe(200);
     expectLimited(await graphql(t, '{ __typename }', undefined, { apiKey }), true);
+  });
+
+  test('when one operation reads three pages through aliases, then it spends three requests, as three REST pages do', async () => {
+    const apiKey = await freshKey();
+    const page = 'pets(limit: 100) { id name }';
+    const pages = `{ a: ${page} b: ${page} c: ${page} d: ${page.replace('{', '@skip(if: true) {')} }`;
+    const result = await graphql(t, pages, undefined, { apiKey });
+    expect({ status: result.status, errors: result.body.errors }).toEqual({ status: 200, errors: undefined });
+    expect(remainingAfter(result)).toBe(String(BUDGET - 3));
   });
 
   test('when a pet is created, then it spends one request, as POST /v1/pets does', async () => {
@@ -100,6 +110,137 @@ describe.each([
     const result = await graphql(t, 'mutation { createPet(input: { name: "Rex", categoryId: 1 }) { id name categoryId status } }', undefined, { apiKey });
     expect(result.status).toBe(200);
     expect(remainingAfter(result)).toBe(String(BUDGET - 1));
+  });
+});
+
+describe('walking the whole list costs the same on both surfaces', () => {
+  const PETS = 250;
+  const QUOTA = 100;
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { RATE_LIMIT_MAX: String(QUOTA) } });
+    await seedPets(t.dataSource, PETS);
+  });
+  afterAll(() => t.close());
+
+  /** What is left of the key's quota, from the `RateLimit` header: `"default";r=<remaining>;t=<s>`. */
+  const remainingOf = (result: { headers: Headers }) => Number(/;r=(\d+);/.exec(result.headers.get('ratelimit') ?? '')?.[1]);
+
+  /** Follows REST `Link` headers in pages of `limit`; returns the pets seen and what the last answer says is left. */
+  async function walkRest(apiKey: string, limit: number): Promise<{ pets: number; remaining: number }> {
+    let pets = 0;
+    let remaining = QUOTA;
+    for (let path: string | undefined = `/v1/pets?limit=${limit}`; path !== undefined;) {
+      const page = await request(t, 'GET', path, { apiKey });
+      expect(page.status).toBe(200);
+      pets += page.body.length;
+      remaining = remainingOf(page);
+      path = /^<([^>]+)>; rel="next"$/.exec(page.headers.get('link') ?? '')?.[1];
+    }
+    return { pets, remaining };
+  }
+
+  /** Follows `petsConnection`'s `endCursor` in pages of `first`, with a full selection. */
+  async function walkGraphql(apiKey: string, first: number): Promise<{ pets: number; remaining: number }> {
+    const query = `query Page($first: Int, $after: String) {
+      petsConnection(first: $first, after: $after) { edges { cursor node { id name categoryId status } } pageInfo { hasNextPage endCursor } }
+    }`;
+    let pets = 0;
+    let remaining = QUOTA;
+    for (let after: string | undefined, more = true; more;) {
+      const page = await graphql(t, query, { first, after }, { apiKey });
+      expect({ status: page.status, errors: page.body.errors }).toEqual({ status: 200, errors: undefined });
+      const { edges, pageInfo } = page.body.data.petsConnection;
+      pets += edges.length;
+      remaining = remainingOf(page);
+      [after, more] = [pageInfo.endCursor, pageInfo.hasNextPage];
+    }
+    return { pets, remaining };
+  }
+
+  test.each([100, 50])(`when ${PETS} pets are walked in pages of %i over REST and over GraphQL, then both spend one unit per page`, async (size) => {
+    const rest = await walkRest((await t.apiKeys.create('rest walker')).key, size);
+    const gql = await walkGraphql((await t.apiKeys.create('graphql walker')).key, size);
+    const pages = Math.ceil(PETS / size);
+    expect({ rest, graphql: gql }).toEqual({
+      rest: { pets: PETS, remaining: QUOTA - pages },
+      graphql: { pets: PETS, remaining: QUOTA - pages },
+    });
+  });
+});
+
+describe('every GraphQL answer tells its price and where the rate limit stands, as its RateLimit header does', () => {
+  const QUOTA = 5;
+  const ACCEPTS = ['application/json', 'application/graphql-response+json'];
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { RATE_LIMIT_MAX: String(QUOTA), RATE_LIMIT_UNAUTHENTICATED_MAX: '7', RATE_LIMIT_WINDOW_SECONDS: '60' } });
+  });
+  afterAll(() => t.close());
+
+  const freshKey = async () => (await t.apiKeys.create('priced')).key;
+  /** What the `RateLimit-Policy` and `RateLimit` header fields say, in the words of `extensions.rateLimit`. */
+  const headerStatus = (result: { headers: Headers }) => {
+    const [, quota, windowSeconds] = /^"default";q=(\d+);w=(\d+)$/.exec(result.headers.get('ratelimit-policy') ?? '') ?? [];
+    const [, remaining, resetSeconds] = /^"default";r=(\d+);t=(\d+)$/.exec(result.headers.get('ratelimit') ?? '') ?? [];
+    return { quota: Number(quota), remaining: Number(remaining), resetSeconds: Number(resetSeconds), windowSeconds: Number(windowSeconds) };
+  };
+  const status = (remaining: number, quota = QUOTA) => ({ quota, remaining, resetSeconds: expect.any(Number), windowSeconds: 60 });
+  const page = 'pets(limit: 100) { id name categoryId status }';
+
+  test.each(ACCEPTS)('when an operation runs (Accept %s), then `extensions` gives its price and what is left', async (accept) => {
+    const result = await graphql(t, `{ ${page} }`, undefined, { apiKey: await freshKey(), accept });
+    expect(result.status).toBe(200);
+    expect(result.body.extensions).toEqual({
+      cost: { requestedQueryCost: 400, maximumQueryCost: 1000, rateLimitUnits: 1 },
+      rateLimit: status(QUOTA - 1),
+    });
+    expect(result.body.extensions.rateLimit).toEqual(headerStatus(result));
+  });
+
+  test.each(ACCEPTS)('when an operation is over the cost limit (Accept %s), then 400 with its price, and only its request spent', async (accept) => {
+    const result = await graphql(t, `{ a: ${page} b: ${page} c: ${page} }`, undefined, { apiKey: await freshKey(), accept });
+    expect(result.status).toBe(400);
+    expect(result.body.errors[0].message).toBe('Query cost 1,200 exceeds the maximum of 1,000.');
+    expect(result.body.extensions).toEqual({
+      cost: { requestedQueryCost: 1200, maximumQueryCost: 1000, rateLimitUnits: 3 },
+      rateLimit: status(QUOTA - 1),
+    });
+    expect(result.body.extensions.rateLimit).toEqual(headerStatus(result));
+  });
+
+  test.each(ACCEPTS)('when an operation costs more units than are left (Accept %s), then 429 with its price and what is left', async (accept) => {
+    const result = await graphql(t, lookups(QUOTA + 1), undefined, { apiKey: await freshKey(), accept });
+    expectLimited(result, true);
+    expect(result.body.extensions).toEqual({
+      cost: { requestedQueryCost: (QUOTA + 1) * 100, maximumQueryCost: 1000, rateLimitUnits: QUOTA + 1 },
+      rateLimit: status(QUOTA - 1),
+    });
+    expect(result.body.extensions.rateLimit).toEqual(headerStatus(result));
+  });
+
+  test('when the key has nothing left, then the 429 the guard sends says so too, without a price', async () => {
+    const apiKey = await freshKey();
+    const spent = await graphql(t, lookups(QUOTA), undefined, { apiKey });
+    expect(spent.status).toBe(200);
+    expect(spent.body.extensions).toEqual({ cost: { requestedQueryCost: QUOTA * 100, maximumQueryCost: 1000, rateLimitUnits: QUOTA }, rateLimit: status(0) });
+    const refused = await graphql(t, `{ ${page} }`, undefined, { apiKey });
+    expectLimited(refused, true);
+    expect(refused.body.extensions).toEqual({ rateLimit: status(0) });
+    expect(refused.body.extensions.rateLimit).toEqual(headerStatus(refused));
+  });
+
+  test('when a document does not validate, then the answer tells what is left but no price', async () => {
+    const result = await graphql(t, '{ petz { id } }', undefined, { apiKey: await freshKey(), accept: ACCEPTS[1] });
+    expect(result.status).toBe(400);
+    expect(result.body.extensions).toEqual({ rateLimit: status(QUOTA - 1) });
+  });
+
+  test('when the key is unknown, then the 401 tells what is left of its address', async () => {
+    const result = await graphql(t, `{ ${page} }`, undefined, { apiKey: null });
+    expect(result.status).toBe(401);
+    expect(result.body.extensions).toEqual({ rateLimit: status(6, 7) });
+    expect(result.body.extensions.rateLimit).toEqual(headerStatus(result));
   });
 });
 

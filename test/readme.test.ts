@@ -50,7 +50,7 @@ describe('README', () => {
     const output = await runAgainstFreshServer(firstBashBlock(section(await read('README.md'), '## Try it')));
     expect(output).toMatch(/HTTP\/1\.1 201 Created[\s\S]*location: \/v1\/pets\/1[\s\S]*\{"id":1,"name":"Rex","categoryId":1,"status":"available"\}/i);
     expect(output).toContain('[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]');
-    expect(output).toContain('{"data":{"pets":[{"id":"1","name":"Rex","categoryId":1,"status":"available"}]}}');
+    expect(output).toContain('{"data":{"pets":[{"id":"1","name":"Rex","categoryId":1,"status":"available"}]},"extensions":{"cost":');
   });
 });
 
@@ -60,10 +60,10 @@ describe('the documentation', () => {
     expect(output).toMatch(/HTTP\/1\.1 201 Created[\s\S]*location: \/v1\/pets\/1[\s\S]*\{"id":1,"name":"Rex","categoryId":1,"status":"available"\}/i);
     expect(output).toContain('[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]');
     expect(output).toMatch(/deprecation: @1795305600\r?\nsunset: Thu, 05 Dec 2030 00:00:00 GMT\r?\nlink: <\/v1\/pets>; rel="successor-version"/i);
-    expect(output).toContain('{"data":{"pets":[{"id":"1","name":"Rex","categoryId":1,"status":"available"}]}}');
-    expect(output).toContain('{"data":{"createPet":{"id":"2","status":"pending"}}}');
+    expect(output).toContain('{"data":{"pets":[{"id":"1","name":"Rex","categoryId":1,"status":"available"}]},"extensions":{"cost":');
+    expect(output).toContain('{"data":{"createPet":{"id":"2","status":"pending"}},"extensions":{"cost":');
     expect(output).toMatch(/^link: <\/v1\/pets\?limit=1&after=[A-Za-z0-9_-]+>; rel="next"\r?$/im);
-    expect(output).toContain('{"data":{"pets":[{"name":"Rex"}]}}'); // the GET with only the key
+    expect(output).toContain('{"data":{"pets":[{"name":"Rex"}]},"extensions":{"cost":'); // the GET with only the key
     expect(output).toContain('"code":"BAD_USER_INPUT"');
     expect(output).toMatch(/HTTP\/1\.1 401 Unauthorized[\s\S]*"code":"UNAUTHENTICATED"/);
     expect(output).toContain('{"code":"NOT_FOUND","message":"No pet has id 999999.","status":404}');

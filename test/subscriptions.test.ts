@@ -370,11 +370,22 @@ describe('petCreated over WebSocket', () => {
       [
         'more aliases than allowed',
         'GRAPHQL_VALIDATION_FAILED',
-        'Query validation error.',
+        'Aliases limit of 15 exceeded, found 16.',
         `subscription { petCreated { ${Array.from({ length: 16 }, (_, i) => `a${i}: id`).join(' ')} } }`,
       ],
-      ['more aliases than allowed', 'GRAPHQL_VALIDATION_FAILED', 'Query validation error.', ALIASES_16],
-      ['more tokens than allowed', 'GRAPHQL_PARSE_FAILED', 'Query validation error.', `subscription { petCreated { ${'id '.repeat(1000)}} }`],
+      ['more aliases than allowed', 'GRAPHQL_VALIDATION_FAILED', 'Aliases limit of 15 exceeded, found 16.', ALIASES_16],
+      [
+        'more tokens than allowed',
+        'GRAPHQL_PARSE_FAILED',
+        'Syntax Error: Document contains more that 1000 tokens. Parsing aborted.',
+        `subscription { petCreated { ${'id '.repeat(1000)}} }`,
+      ],
+      [
+        'a price over the cost limit (300 spreads of 4 fields)',
+        'GRAPHQL_VALIDATION_FAILED',
+        'Query cost 1,200 exceeds the maximum of 1,000.',
+        `subscription { petCreated { ...F } } fragment F on Pet { ${'...G '.repeat(300)}} fragment G on Pet { id name categoryId status }`,
+      ],
       ['a syntax error', 'GRAPHQL_PARSE_FAILED', 'Syntax Error: Expected Name, found <EOF>.', 'subscription { petCreated { id }'],
       ['an unknown field', 'GRAPHQL_VALIDATION_FAILED', 'Cannot query field "owner" on type "Pet".', 'subscription { petCreated { owner } }'],
       [

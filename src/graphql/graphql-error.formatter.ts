@@ -3,7 +3,6 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { AppError, ERROR_CATALOGUE, type ErrorCode, codeForStatus, toAppError } from '../errors/error-catalogue';
 import { graphqlResponseTypeFor } from './legacy-json-status.plugin';
-import { withoutLimits } from './query-limits';
 
 function isCatalogued(code: unknown): code is ErrorCode {
   return typeof code === 'string' && code !== 'INTERNAL_SERVER_ERROR' && Object.hasOwn(ERROR_CATALOGUE, code);
@@ -61,10 +60,13 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
   return function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
     const original = unwrapResolverError(error);
     if (original instanceof AppError) return graphqlError(original, formatted);
+    // Raised by a plugin of ours (raisedByPlugin): no path, so unwrapResolverError keeps the GraphQLError.
+    const raised = (error as GraphQLError | null)?.originalError;
+    if (raised instanceof AppError) return graphqlError(raised, formatted);
     const code = formatted.extensions?.code;
     const status = httpStatusOf(error);
     if (isCatalogued(code) && (status === undefined || ERROR_CATALOGUE[code].status === status)) {
-      return graphqlError(new AppError(code, withoutLimits(formatted.message)), formatted);
+      return graphqlError(new AppError(code, formatted.message), formatted);
     }
     const byStatus = status === undefined ? undefined : codeForStatus(status);
     if (byStatus && byStatus !== 'INTERNAL_SERVER_ERROR') return graphqlError(new AppError(byStatus, formatted.message), formatted);
@@ -79,13 +81,16 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
  * hook, an unreadable body): the HTTP status and headers from the catalogue, and a GraphQL
  * response body `{ errors: [{ message, extensions: { code } }] }` in the media type Apollo would
  * answer this `Accept` with (`application/json` when it allows neither).
+ *
+ * @param extensions - the body's top-level `extensions`, if any (the rate limit's status: see
+ *   PriceExtensions in cost-limit.plugin.ts).
  */
-export function sendGraphqlError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
+export function sendGraphqlError(error: unknown, request: FastifyRequest, reply: FastifyReply, extensions?: Readonly<Record<string, unknown>>): void {
   const { appError, unexpected } = toAppError(error);
   if (unexpected) request.log.error({ err: error }, 'unexpected error');
   reply
     .code(appError.status)
     .headers(appError.headers)
     .type(graphqlResponseTypeFor(request.headers.accept) ?? 'application/json; charset=utf-8')
-    .send({ errors: [graphqlError(appError)] });
+    .send({ errors: [graphqlError(appError)], ...(extensions && { extensions }) });
 }

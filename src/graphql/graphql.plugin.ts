@@ -7,7 +7,7 @@ import {
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
-import type { FastifyPluginAsync, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { ApiKeyService } from '../auth/api-key.service';
 import type { PetPubSub } from '../events/pet-event.bus';
 import { callerOf } from '../http/caller.hook';
@@ -16,7 +16,7 @@ import { rejectOtherMethods } from '../http/method-not-allowed';
 import type { RateLimitedClient } from '../http/rate-limit';
 import type { Metrics } from '../operations/metrics.registry';
 import type { PetService } from '../pets/pet.service';
-import { costLimitPlugin } from './cost-limit.plugin';
+import { type RateLimiterAccess, costLimitPlugin } from './cost-limit.plugin';
 import { CSRF_PREVENTION } from './csrf-prevention';
 import { DOCUMENT_CACHE_LIMITS, apolloCache, documentBytes, textBytes } from './document-cache.limits';
 import type { GraphqlContext } from './graphql-context';
@@ -37,8 +37,8 @@ export interface GraphqlPluginOptions {
   petService: PetService;
   /** The onRequest hooks guarding every operation: authentication, rate limiting, then `readCaller`. */
   guard: onRequestAsyncHookHandler[];
-  /** Charges a request extra rate-limit units (by operation cost); throws 429, charging none, when fewer are left. */
-  spend: (request: FastifyRequest, units: number) => Promise<void>;
+  /** Charges a request extra rate-limit units (by its calls), and tells where its client's rate limit stands (http/rate-limit.ts). */
+  rateLimiter: RateLimiterAccess;
   /** Production hides field suggestions from error messages. */
   production: boolean;
   /** The shell command that gets a key on this set-up (the development key file, or the apikey CLI), for the playground's hints. */
@@ -67,9 +67,11 @@ export interface GraphqlPluginOptions {
  * GraphiQL playground instead, without an API key (see `./playground`); the GraphQL requests
  * the playground sends are ordinary requests and pass the auth hook. A WebSocket upgrade on
  * `/graphql` runs subscriptions (graphql-ws, see `./subscription.server`), with the same
- * schema, keys, rate limit and document limits.
+ * schema, keys, rate limit and document limits. Every answer's `extensions` tell its price and
+ * where the rate limit stands (PriceExtensions in `./cost-limit.plugin`), errors raised before
+ * Apollo runs included.
  */
-export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, spend, production, keyCommand, subscriptions }) => {
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, rateLimiter, production, keyCommand, subscriptions }) => {
   const armor = armorSettings(production);
   const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
   const apollo = new ApolloServer<GraphqlContext>({
@@ -98,7 +100,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     // no-store anyway), no usage reporting or inline tracing.
     plugins: [
       ...armor.plugins,
-      costLimitPlugin(spend),
+      costLimitPlugin(rateLimiter),
       operationSummaryPlugin(),
       legacyJsonStatusPlugin(),
       unavailableStatusPlugin(),
@@ -112,6 +114,11 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
   app.addHook('onClose', () => apollo.stop());
 
   const servePlaygroundToBrowsers = await registerPlayground(app, keyCommand);
+  // Refused before Apollo runs (401, 413, 415, the guard's 429): the answer still tells where the rate limit stands.
+  const sendError = (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const rateLimit = rateLimiter.statusOf(request);
+    sendGraphqlError(error, request, reply, rateLimit && { rateLimit });
+  };
 
   // Errors on /graphql get a GraphQL body; the playground's files keep the app's Error body.
   app.route({
@@ -123,9 +130,9 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     schema: { hide: true },
     // The playground first: it answers browsers' page visits without a key and leaves every other request to the auth hook.
     onRequest: [servePlaygroundToBrowsers, ...guard],
-    errorHandler: sendGraphqlError,
+    errorHandler: sendError,
     handler: fastifyApolloHandler(apollo, { context: async (request) => ({ caller: callerOf(request), request }) }),
   });
-  rejectOtherMethods(app, '/graphql', ['GET', 'POST'], { errorHandler: sendGraphqlError });
+  rejectOtherMethods(app, '/graphql', ['GET', 'POST'], { errorHandler: sendError });
   serveSubscriptions(app, { ...subscriptions, schema, validationRules: armor.validationRules, log: app.log });
 };

@@ -3,7 +3,7 @@ import type { GraphQLError } from 'graphql';
 import Negotiator from 'negotiator';
 import { AppError } from '../errors/error-catalogue';
 import type { GraphqlContext } from './graphql-context';
-import { QUERY_REJECTED_MESSAGE, withoutLimits } from './query-limits';
+import { queryLimitOf } from './query-limits';
 
 /**
  * The single-result media types Apollo Server 5 chooses from, in its order (its
@@ -53,13 +53,13 @@ const REQUEST_ERROR_CODES: ReadonlySet<unknown> = new Set([
 
 /**
  * A GraphQL request error of the spec's kind, raised by graphql-js through Apollo: not one of
- * our limits ("Query validation error.": depth, aliases, directives, tokens, cost, mutations)
- * and not an AppError a plugin of ours raised with its own status (cost limit 400, rate limit 429).
+ * our limits (depth, aliases, directives, tokens, cost, mutations: see queryLimitOf) and not an
+ * AppError a plugin of ours raised with its own status (cost limit 400, rate limit 429).
  */
 function isSpecRequestError(error: GraphQLError): boolean {
   if (!REQUEST_ERROR_CODES.has(error.extensions?.code)) return false;
   if (error.originalError instanceof AppError) return false;
-  return withoutLimits(error.message) !== QUERY_REJECTED_MESSAGE;
+  return queryLimitOf(error) === undefined;
 }
 
 /**
@@ -72,7 +72,7 @@ function isSpecRequestError(error: GraphQLError): boolean {
  * Left alone, with their documented statuses: errors raised before Apollo runs (401, 413, 415,
  * 429 by the guard, sent by `sendGraphqlError`), Apollo's own HTTP-level refusals (400
  * BAD_REQUEST for a malformed request, 405 for a mutation over GET, 406), our query limits
- * (400 "Query validation error.", cost limit included: the server refusing work, like 413 or
+ * (400, naming the limit, cost limit included: the server refusing work, like 413 or
  * 429, rather than a document the client can check against the schema), execution errors (200
  * with `data` already).
  *

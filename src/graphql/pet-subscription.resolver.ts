@@ -25,7 +25,7 @@ export class PetSubscriptionResolver {
       'Over WebSocket (graphql-transport-ws) only.',
     topics: PET_CREATED_TOPIC,
     filter: ({ payload, args }: { payload: PetCreatedPayload; args: { status?: PetStatus | null } }) => args.status == null || payload.status === args.status,
-    // A subscription costs one request's worth, as opening it is one call (docs/subscriptions.md).
+    // A subscription costs 100, as one call does (docs/subscriptions.md), and 1 rate-limit unit.
     complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
   petCreated(

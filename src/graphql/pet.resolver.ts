@@ -41,7 +41,7 @@ export class PetResolver {
   /** listPets: see PetService.listPets. */
   @Query(() => [Pet], {
     description: 'Lists animals in ascending id order, optionally by status. To page, pass `after` (see `petsConnection`).',
-    // Cost for the query limits: the selection once per pet that may come back, at least one request.
+    // Cost for the query limits: the selection once per pet that may come back, at least 100 (databaseFieldCost).
     complexity: ({ args, childComplexity }) => databaseFieldCost(listSize(args.limit), childComplexity),
   })
   async pets(@Args(() => ListPetsArgs) args: ListPetsArgs): Promise<Pet[]> {
@@ -63,7 +63,7 @@ export class PetResolver {
     nullable: true,
     description: 'Returns one animal by identifier, or null when it does not exist.',
     deprecationReason: GET_PET_DEPRECATION.graphqlReason,
-    // One lookup costs one request, as getPet does on REST.
+    // One lookup costs 100 (at most 10 database fields per operation), and 1 rate-limit unit, as getPet does on REST.
     complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
   pet(@Args(() => PetIdArgs) args: PetIdArgs, @Ctx('caller') caller: GraphqlContext['caller']): Promise<Pet | null> {
@@ -73,7 +73,7 @@ export class PetResolver {
   /** createPet: see PetService.createPet; the Idempotency-Key comes with the caller. */
   @Mutation(() => Pet, {
     description: 'Adds a new animal. Send an Idempotency-Key header to make retries safe.',
-    // One create costs one request, as createPet does on REST.
+    // One create costs 100, and 1 rate-limit unit, as createPet does on REST.
     complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
   async createPet(@Arg('input', () => NewPetInput) input: NewPetInput, @Ctx('caller') caller: GraphqlContext['caller']): Promise<Pet> {

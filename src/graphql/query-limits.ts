@@ -1,4 +1,6 @@
 import { ApolloArmor } from '@escape.tech/graphql-armor';
+import { GraphQLError, type ValidationContext } from 'graphql';
+import { AppError } from '../errors/error-catalogue';
 
 /**
  * Limits on one GraphQL operation (OWASP GraphQL cheat sheet; issue "hard to break"; docs/security.md
@@ -8,12 +10,13 @@ import { ApolloArmor } from '@escape.tech/graphql-armor';
  *   exempt. Real queries here are 2 to 4 deep;
  * - 15 aliases, `__typename` aliases included (each is a field to answer);
  * - cost 1000, priced by {@link databaseFieldCost}: a field that reads or writes the database
- *   costs at least one request's worth (100), a list its `limit` times its selection, any
- *   other field 1. So `pets(limit: 100) { id name categoryId status }` costs 400 (two full
- *   pages per operation), and one operation reads or writes the database at most 10 times;
+ *   costs at least 100, a list its `limit` times its selection, any other field 1, and the meta
+ *   fields `__typename`, `__schema`, `__type` nothing of their own (cost-limit.plugin.ts). So
+ *   `pets(limit: 100) { id name categoryId status }` costs 400 (two full pages per operation),
+ *   with or without `__typename`, and one operation reads or writes the database at most 10 times;
  * - 1 mutation field (`createPet`) per operation: one create per operation, as on REST, and
  *   one Idempotency-Key never covers several creates.
- * The values are never shown to clients; every rejection says "Query validation error.".
+ * A refusal names the limit and its maximum ({@link QueryLimitError}).
  */
 export const QUERY_LIMITS = Object.freeze({
   maxDepth: 6,
@@ -21,39 +24,134 @@ export const QUERY_LIMITS = Object.freeze({
   maxTokens: 1000,
   maxDirectives: 50,
   maxCost: 1000,
-  /** One request's worth of cost: the rate limit charges 1 request per started 100 of cost. */
-  costPerRequestUnit: 100,
+  /** The least a field that reads or writes the database costs: one operation holds at most maxCost / 100 = 10 of them. */
+  databaseFieldMinCost: 100,
   /** Root fields of the Mutation type per operation, counted as written (aliases and fragments included, `@skip`/`@include` applied). */
   maxMutations: 1,
+  /**
+   * Selections (fields and fragments, fragments expanded) the pricing walks at most: past them an
+   * operation cannot be priced and is refused. graphql-query-complexity's own default, made explicit.
+   */
+  maxPricedSelections: 10_000,
 });
 
 /**
- * The price of a field that reads or writes the database (`pets`, `pet`, `createPet`): its
- * selection once per pet it can return, and at least one request's worth, so that N such
- * fields in one operation cost at least N requests, what N REST calls cost (docs/security.md "Limits").
+ * The cost of a field that reads or writes the database (`pets`, `petsConnection`, `pet`,
+ * `createPet`, `petCreated`): its selection once per pet it can return, and at least
+ * {@link QUERY_LIMITS}.databaseFieldMinCost, so that one operation holds at most 10 of them
+ * (docs/security.md "Limits"). The rate limit charges each such root field one unit, whatever it costs
+ * here (rateLimitUnits in http/rate-limit.ts).
  *
  * @param pets - how many pets the field can return: 1 for `pet` and `createPet`, `limit` for `pets`.
  * @param selection - the cost of its selection (type-graphql's `childComplexity`), 1 per field.
  * @returns its cost, in the units of {@link QUERY_LIMITS}.maxCost.
  */
 export function databaseFieldCost(pets: number, selection: number): number {
-  return Math.max(QUERY_LIMITS.costPerRequestUnit, pets * selection);
+  return Math.max(QUERY_LIMITS.databaseFieldMinCost, pets * selection);
+}
+
+/** The query limits, as a refusal names them in logs (docs/security.md "Limits"). */
+export type QueryLimit = 'depth' | 'aliases' | 'directives' | 'tokens' | 'cost' | 'mutations' | 'selections';
+
+/**
+ * An operation refused by one of the query limits (docs/security.md "Limits"): GRAPHQL_VALIDATION_FAILED,
+ * HTTP 400 in both response formats (legacy-json-status.plugin.ts), its message naming the limit
+ * and its maximum (`Query cost 1,240 exceeds the maximum of 1,000.`), and for the log line the
+ * limit, its maximum and, when known, what the operation holds.
+ *
+ * @param limit - the limit that refused it.
+ * @param message - what the client reads.
+ * @param maximum - the limit's value, in its own unit (fields of depth, aliases, cost units, …).
+ * @param found - what the operation holds, when the refusal measured it (cost, mutations).
+ */
+export class QueryLimitError extends AppError {
+  constructor(
+    readonly limit: QueryLimit,
+    message: string,
+    readonly maximum: number,
+    readonly found?: number,
+  ) {
+    super('GRAPHQL_VALIDATION_FAILED', message);
+  }
+}
+
+/** A figure as messages show it: `1,240`. */
+const figure = (n: number) => n.toLocaleString('en-US');
+
+/**
+ * The refusal of an operation that cannot be priced: its fragments expand past
+ * {@link QUERY_LIMITS}.maxPricedSelections selections (docs/security.md "Limits"). For HTTP operations
+ * (cost-limit.plugin.ts) and subscriptions (subscription.server.ts).
+ */
+export function unpriceableRefusal(): QueryLimitError {
+  const most = QUERY_LIMITS.maxPricedSelections;
+  return new QueryLimitError('selections', `Query cannot be priced: with its fragments expanded it holds more than ${figure(most)} selections.`, most);
 }
 
 /**
- * What an operation costs against the rate limit (docs/security.md "Limits"): one request per started
- * {@link QUERY_LIMITS}.costPerRequestUnit of its price, at least one. The same for an HTTP
- * operation (cost-limit.plugin.ts) and a subscription (subscription.server.ts).
+ * The refusal of an operation over the mutation limit or the cost limit (docs/security.md "Limits"), as
+ * the HTTP plugin (cost-limit.plugin.ts) and subscriptions (subscription.server.ts) both give it.
  *
- * @param cost - the operation's price, in the units of {@link QUERY_LIMITS}.maxCost.
- * @returns a whole number of requests, at least 1.
+ * @param price - the operation's cost in units of {@link QUERY_LIMITS}.maxCost and its number of Mutation root fields.
+ * @returns the QueryLimitError to answer, or undefined when the operation is within both limits.
+ *   The mutation limit is checked first: a second create is refused as such whatever it costs.
  */
-export function requestUnitsOf(cost: number): number {
-  return Math.max(1, Math.ceil(cost / QUERY_LIMITS.costPerRequestUnit));
+export function priceRefusal(price: { cost: number; mutations: number }): QueryLimitError | undefined {
+  if (price.mutations > QUERY_LIMITS.maxMutations) {
+    const most = QUERY_LIMITS.maxMutations;
+    return new QueryLimitError(
+      'mutations',
+      `The operation runs ${figure(price.mutations)} mutation fields; the maximum is ${figure(most)}.`,
+      most,
+      price.mutations,
+    );
+  }
+  if (price.cost > QUERY_LIMITS.maxCost) {
+    const most = QUERY_LIMITS.maxCost;
+    return new QueryLimitError('cost', `Query cost ${figure(price.cost)} exceeds the maximum of ${figure(most)}.`, most, price.cost);
+  }
+  return undefined;
 }
 
-/** The one message for every rejected operation: limits are not revealed. */
-export const QUERY_REJECTED_MESSAGE = 'Query validation error.';
+/**
+ * graphql-js's parse error past the token limit (`PARSE_OPTIONS`), which names the limit itself:
+ * "Syntax Error: Document contains more that 1000 tokens. Parsing aborted." ("that" is its spelling).
+ */
+const TOKEN_LIMIT_MESSAGE = /^Syntax Error: Document contains more tha[nt] \d+ tokens\. Parsing aborted\.$/;
+
+/**
+ * Which query limit refused an operation, if one did: the one test of "is this one of our limits"
+ * for the response status (legacy-json-status.plugin.ts), the log line (cost-limit.plugin.ts) and
+ * subscriptions.
+ *
+ * @param error - a request error as Apollo or graphql-js raised it: a {@link QueryLimitError} (cost,
+ *   mutations, pricing) or one wrapping it (Armor's depth, aliases, directives through
+ *   {@link armorSettings}), or graphql-js's parse error past the token limit.
+ * @returns the limit, its maximum and, when measured, what the operation holds; undefined for any
+ *   other error. Throws nothing.
+ */
+export function queryLimitOf(error: Error): Pick<QueryLimitError, 'limit' | 'maximum' | 'found'> | undefined {
+  if (error instanceof QueryLimitError) return error;
+  const original = error instanceof GraphQLError ? error.originalError : undefined;
+  if (original instanceof QueryLimitError) return original;
+  if (TOKEN_LIMIT_MESSAGE.test(error.message)) return { limit: 'tokens', maximum: QUERY_LIMITS.maxTokens };
+  return undefined;
+}
+
+/**
+ * One of Armor's document limits, set to report its refusal as a validation error (graphql-js
+ * then returns it with any other, over HTTP and WebSocket alike) rather than throw it, and as a
+ * {@link QueryLimitError}, so that it keeps 400 and is logged like the others. The message is
+ * Armor's (`Query depth limit of 6 exceeded, found 7.`) without the "Syntax Error: " prefix Armor
+ * puts on every refusal: the document did parse.
+ */
+function armorLimit(limit: QueryLimit, maximum: number) {
+  const reject = (context: ValidationContext | null, error: GraphQLError) => {
+    const message = error.message.replace(/^Syntax Error: /, '');
+    context?.reportError(new GraphQLError(message, { originalError: new QueryLimitError(limit, message, maximum) }));
+  };
+  return { n: maximum, exposeLimits: true, propagateOnRejection: false, onReject: [reject] };
+}
 
 /**
  * Apollo Server settings from GraphQL Armor: depth, alias and directive limits as
@@ -64,15 +162,14 @@ export const QUERY_REJECTED_MESSAGE = 'Query validation error.';
  * @param production - true hides field suggestions ("Did you mean …?").
  */
 export function armorSettings(production: boolean) {
-  const hidden = { exposeLimits: false, errorMessage: QUERY_REJECTED_MESSAGE } as const;
   return new ApolloArmor({
-    maxDepth: { n: QUERY_LIMITS.maxDepth, ignoreIntrospection: true, flattenFragments: true, ...hidden },
+    maxDepth: { ...armorLimit('depth', QUERY_LIMITS.maxDepth), ignoreIntrospection: true, flattenFragments: true },
     // Armor leaves `__typename` aliases out by default: they are counted like any other.
-    maxAliases: { n: QUERY_LIMITS.maxAliases, allowList: [], ...hidden },
+    maxAliases: { ...armorLimit('aliases', QUERY_LIMITS.maxAliases), allowList: [] },
     // Armor's token check re-parses in a hook and turns syntax errors into 500s: graphql-js's
     // own `maxTokens` parse option does it instead (see `parseOptions` below).
     maxTokens: { enabled: false },
-    maxDirectives: { n: QUERY_LIMITS.maxDirectives, ...hidden },
+    maxDirectives: armorLimit('directives', QUERY_LIMITS.maxDirectives),
     costLimit: { enabled: false },
     blockFieldSuggestion: { enabled: production },
   }).protect();
@@ -80,14 +177,3 @@ export function armorSettings(production: boolean) {
 
 /** graphql-js parse options for Apollo: the token limit, enforced while parsing. */
 export const PARSE_OPTIONS = Object.freeze({ maxTokens: QUERY_LIMITS.maxTokens });
-
-/**
- * Gives every limit rejection the same message: hides the token limit that graphql-js writes
- * into its parse error, and Armor's misleading "Syntax Error:" prefix.
- *
- * @returns the client-facing message for a parse error.
- */
-export function withoutLimits(message: string): string {
-  // graphql-js says "more that N tokens"; Armor prefixes its own message with "Syntax Error: ".
-  return /contains more tha[nt] \d+ tokens|^Syntax Error: Query validation error\.$/.test(message) ? QUERY_REJECTED_MESSAGE : message;
-}

@@ -21,12 +21,12 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import type { ApiKeyService } from '../auth/api-key.service';
 import { bearerTokenOf } from '../auth/auth.hook';
 import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue';
-import type { RateLimitedClient } from '../http/rate-limit';
+import { type RateLimitedClient, rateLimitUnits } from '../http/rate-limit';
 import { onStopAccepting } from '../operations/graceful-shutdown';
 import type { Metrics } from '../operations/metrics.registry';
-import { priceOf } from './cost-limit.plugin';
+import { logQueryLimitRefusal, priceOf } from './cost-limit.plugin';
 import { createGraphqlErrorFormatter } from './graphql-error.formatter';
-import { PARSE_OPTIONS, QUERY_LIMITS, QUERY_REJECTED_MESSAGE, requestUnitsOf, withoutLimits } from './query-limits';
+import { PARSE_OPTIONS, type QueryLimitError, priceRefusal, unpriceableRefusal } from './query-limits';
 import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from './subscription.limits';
 import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
 
@@ -130,8 +130,9 @@ function authorizationOf(params: Record<string, unknown> | undefined): unknown {
  *   the sockets of revoked keys are closed with 4403.
  * - `subscribe` documents are parsed with the HTTP token limit, validated with graphql-js's
  *   rules plus the HTTP ones (depth, aliases, directives), priced like HTTP operations
- *   (cost-limit.plugin.ts) and must be subscriptions (queries and mutations go over HTTP). Each
- *   costs its key its price in requests (at least 1); past the rate limit, or past
+ *   (cost-limit.plugin.ts) and must be subscriptions (queries and mutations go over HTTP); a
+ *   refusal by one of these limits names it and its maximum, as on HTTP, and is logged at info. Each
+ *   costs its key `rateLimitUnits` of its calls (its one root field: 1); past the rate limit, or past
  *   {@link SUBSCRIPTION_LIMITS}.maxSubscriptionsPerConnection at once, it is refused with an
  *   `error` message whose `extensions.code` is TOO_MANY_REQUESTS. Every error carries a
  *   catalogue code, never a stack trace.
@@ -274,14 +275,20 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
   const onSubscribe = async (ctx: WsContext, _id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
     const connection = connections.get(ctx.extra.socket);
     if (!connection) return [catalogued('UNAUTHENTICATED', 'The connection is not authenticated.')];
+    const logRefusal = (errors: readonly Error[], cost?: number) =>
+      logQueryLimitRefusal(log.child({ surface: 'websocket', apiKeyId: connection.apiKeyId }), errors, cost);
     let document: DocumentNode;
     try {
       document = parse(payload.query, PARSE_OPTIONS);
     } catch (error) {
-      return [catalogued('GRAPHQL_PARSE_FAILED', withoutLimits((error as Error).message))];
+      logRefusal([error as Error]);
+      return [catalogued('GRAPHQL_PARSE_FAILED', (error as Error).message)];
     }
     const invalid = validate(schema, document, rules);
-    if (invalid.length > 0) return invalid.map((error) => catalogued('GRAPHQL_VALIDATION_FAILED', withoutLimits(error.message)));
+    if (invalid.length > 0) {
+      logRefusal(invalid);
+      return invalid.map((error) => catalogued('GRAPHQL_VALIDATION_FAILED', error.message));
+    }
     const operationName = payload.operationName ?? undefined;
     const operation = getOperationAST(document, operationName);
     if (!operation) return [catalogued('OPERATION_RESOLUTION_FAILURE', 'The operation to run could not be determined.')];
@@ -292,7 +299,13 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables);
     if (coerced.errors) return coerced.errors.map((error) => catalogued('BAD_USER_INPUT', error.message));
     const price = priceOf(schema, document, operation, operationName, variables);
-    if ('unpriceable' in price || price.cost > QUERY_LIMITS.maxCost) return [catalogued('GRAPHQL_VALIDATION_FAILED', QUERY_REJECTED_MESSAGE)];
+    const refuse = (refusal: QueryLimitError, cost?: number) => {
+      logRefusal([refusal], cost);
+      return [catalogued(refusal.code, refusal.message)];
+    };
+    if ('unpriceable' in price) return refuse(unpriceableRefusal());
+    const refusal = priceRefusal(price);
+    if (refusal) return refuse(refusal, price.cost);
     // graphql-ws lists this subscription among the connection's before running this hook.
     if (Object.keys(ctx.subscriptions).length > SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection) {
       return [
@@ -303,7 +316,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       ];
     }
     try {
-      await spendFor(connection, requestUnitsOf(price.cost));
+      await spendFor(connection, rateLimitUnits(price.calls));
     } catch (error) {
       const { appError, unexpected } = toAppError(error);
       if (unexpected) log.error({ err: error }, 'unexpected error charging a subscription');

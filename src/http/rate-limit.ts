@@ -25,31 +25,61 @@ export interface RateLimitedClient {
 /** How long the Redis of the counters may take (ms): to connect, and to answer one command. */
 export const REDIS_TIMEOUTS = Object.freeze({ connectMs: 1000, commandMs: 1000 });
 
+/**
+ * The rate limit's price of a request, one definition for both surfaces (docs/security.md "Limits"): one
+ * unit per call it makes to the pet store, at least one. A call is a page of up to 100 pets, a
+ * lookup, a create or a subscription; how much a page holds or selects is the GraphQL cost
+ * limit's concern, not the rate limit's. So walking the list in pages of the same size costs the
+ * same units over REST and GraphQL.
+ * - REST: every operation is one call, charged by `limit` (below) as the request comes in;
+ * - GraphQL over HTTP: one call per root field that runs, aliases and fragments included,
+ *   `@skip`/`@include` applied, `__typename`, `__schema` and `__type` left out (cost-limit.plugin.ts
+ *   `priceOf`); `limit` charged the first unit, `spend` charges the rest before it runs;
+ * - a subscription: its one root field, charged by `spendFor` (subscription.server.ts).
+ *
+ * @param calls - the calls the request makes: 1 for REST, the root fields of a GraphQL operation.
+ * @returns whole units, at least 1 (an operation of meta fields only, `{ __typename }`, is still a request).
+ */
+export function rateLimitUnits(calls: number): number {
+  return Math.max(1, calls);
+}
+
 /** The policy name in the RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10). */
 const POLICY = 'default';
 
-/** What the RateLimit header fields of one answer say: the policy's quota, what is left, seconds to the reset. */
-interface RateLimitState {
-  quota: number;
-  remaining: number;
-  resetSeconds: number;
+/**
+ * Where a client's rate limit stands after everything a request was charged: what its
+ * `RateLimit-Policy` and `RateLimit` header fields say (`"default";q=<quota>;w=<window>`,
+ * `"default";r=<remaining>;t=<reset>`), and a GraphQL answer's `extensions.rateLimit`.
+ */
+export interface RateLimitStatus {
+  /** Units per window (RATE_LIMIT_MAX for a key, RATE_LIMIT_UNAUTHENTICATED_MAX for an address). */
+  readonly quota: number;
+  /** Units left in the current window. */
+  readonly remaining: number;
+  /** Seconds until the window resets and `remaining` is `quota` again. */
+  readonly resetSeconds: number;
+  /** The window, in seconds (RATE_LIMIT_WINDOW_SECONDS). */
+  readonly windowSeconds: number;
 }
 
 /**
  * Rate limiting with @fastify/rate-limit: per API key, or per IP address for requests without
  * a valid key. Counters are in memory, or in Redis when `redisUrl` is set, so that several
  * instances share them. One counter per client serves both the request itself and the extra
- * units GraphQL charges (docs/security.md "Limits"). A refused request is 429 TOO_MANY_REQUESTS with
+ * units a GraphQL operation of several calls is charged ({@link rateLimitUnits}, docs/security.md "Limits"). A refused request is 429 TOO_MANY_REQUESTS with
  * `Retry-After`; every limited answer carries `RateLimit-Policy` and `RateLimit`, which tell
  * what is left after everything the request was charged.
  *
  * @returns `limit`, the onRequest hook to run after `identify`, which charges the request 1 unit
  *   on its client's counter (the API key's, else the address's), once per client: run again
  *   after a key has been looked up, it charges the key too; and
- *   `spend`, which charges a request `units` more (GraphQL, by operation cost): when fewer
+ *   `spend`, which charges a request `units` more (GraphQL, by its calls): when fewer
  *   are left it charges none and throws the AppError TOO_MANY_REQUESTS, so that the operation
  *   does not run; and `spendFor`, the same charge for a client outside an HTTP request (a
- *   WebSocket connection or subscription, docs/subscriptions.md).
+ *   WebSocket connection or subscription, docs/subscriptions.md); and `statusOf`, the
+ *   {@link RateLimitStatus} the answer's header fields are written from, for GraphQL's
+ *   `extensions.rateLimit`.
  */
 export async function createRateLimiter(
   app: FastifyInstance,
@@ -58,6 +88,7 @@ export async function createRateLimiter(
   limit: onRequestAsyncHookHandler;
   spend: (request: FastifyRequest, units: number) => Promise<void>;
   spendFor: (client: RateLimitedClient, units: number) => Promise<void>;
+  statusOf: (request: FastifyRequest) => RateLimitStatus | undefined;
 }> {
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: REDIS_TIMEOUTS.connectMs, commandTimeout: REDIS_TIMEOUTS.commandMs })
@@ -80,7 +111,8 @@ export async function createRateLimiter(
   });
   // The plugin's own store: the door and GraphQL's extra units count on the same counters.
   const counter = app.createRateLimit();
-  const states = new WeakMap<FastifyRequest, RateLimitState>();
+  const states = new WeakMap<FastifyRequest, RateLimitStatus>();
+  const windowSeconds = config.windowSeconds;
 
   const tooMany = (seconds: number) => {
     const retryAfter = String(Math.max(1, seconds));
@@ -99,14 +131,14 @@ export async function createRateLimiter(
       throw new AppError('SERVICE_UNAVAILABLE', 'The rate limit cannot be checked now: retry shortly.');
     }
     if (result.isAllowed) throw new Error('rate limit allow lists are not used'); // narrows the type
-    states.set(request, { quota: result.max, remaining: result.remaining, resetSeconds: result.ttlInSeconds });
+    states.set(request, { quota: result.max, remaining: result.remaining, resetSeconds: result.ttlInSeconds, windowSeconds });
     return result;
   };
 
   app.addHook('onSend', async (request, reply: FastifyReply) => {
     const state = states.get(request);
     if (!state) return;
-    reply.header('RateLimit-Policy', `"${POLICY}";q=${state.quota};w=${config.windowSeconds}`);
+    reply.header('RateLimit-Policy', `"${POLICY}";q=${state.quota};w=${state.windowSeconds}`);
     reply.header('RateLimit', `"${POLICY}";r=${state.remaining};t=${state.resetSeconds}`);
   });
 
@@ -120,7 +152,7 @@ export async function createRateLimiter(
     // Both stores add 1 at a time; a concurrent request of the same client may still win the last units.
     const after = await Promise.all(Array.from({ length: units }, () => count(request)));
     const last = after.reduce((highest, result) => (result.remaining < highest.remaining ? result : highest));
-    states.set(request, { quota: last.max, remaining: last.remaining, resetSeconds: last.ttlInSeconds });
+    states.set(request, { quota: last.max, remaining: last.remaining, resetSeconds: last.ttlInSeconds, windowSeconds });
     if (last.isExceeded) throw tooMany(last.ttlInSeconds);
   };
 
@@ -144,5 +176,10 @@ export async function createRateLimiter(
       const standIn = { apiKeyId: client.apiKeyId, ip: client.ip, routeOptions: { config: {} } } as unknown as FastifyRequest;
       return spend(standIn, units);
     },
+    /**
+     * Where the request's client stands now, as its RateLimit header fields will say, or
+     * undefined when it was not counted (a route without a limit, counters that could not be read).
+     */
+    statusOf: (request) => states.get(request),
   };
 }

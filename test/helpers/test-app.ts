@@ -157,6 +157,15 @@ export function graphql(
   return request(target, 'POST', '/graphql', { body: { query, variables }, apiKey: init.apiKey, headers: init.accept ? { accept: init.accept } : undefined });
 }
 
+/**
+ * A GraphQL answer's body without its top-level `extensions` (the price and the rate limit's
+ * status, which every answer carries: docs/security.md "Limits"): what the operation itself answered.
+ */
+export function answerOf(body: any): any {
+  const { extensions: _priceAndRateLimit, ...answer } = body;
+  return answer;
+}
+
 /** Stores a pet through the REST API and returns it. */
 export async function createPet(target: TestApp, overrides: Record<string, unknown> = {}): Promise<any> {
   const result = await request(target, 'POST', '/v1/pets', { body: { name: 'Rex', categoryId: 1, ...overrides } });
