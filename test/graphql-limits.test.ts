@@ -113,13 +113,24 @@ describe('the cost limit (a list costs its limit times its selection)', () => {
   /** The price an answer states. */
   const priceOf = async (query: string) => (await graphql(t, query)).body.extensions.cost.requestedQueryCost;
   const connection = (typename: string) =>
-    `{ petsConnection(first: 100) { ${typename} edges { ${typename} cursor node { ${typename} id name categoryId status } } pageInfo { ${typename} hasNextPage endCursor } } }`;
+    `{ petsConnection(first: 100) { ${typename} edges { ${typename} cursor node { ${typename} id name categoryId status } } pageInfo { ${typename} hasNextPage hasPreviousPage startCursor endCursor } } }`;
 
-  test('when `__typename` is selected at every level, as caching clients add it, then it costs nothing and a full page still fits', async () => {
+  test('when `__typename` is selected at every level, as caching clients add it, then it costs nothing and a full page with every pageInfo field still fits', async () => {
     expect(await priceOf('{ __typename }')).toBe(0);
-    expect(await priceOf(connection(''))).toBe(QUERY_LIMITS.maxCost);
-    expect(await priceOf(connection('__typename'))).toBe(QUERY_LIMITS.maxCost);
+    // 100 × (edges, cursor, node and its 4 fields) + pageInfo and its 4 fields once.
+    expect(await priceOf(connection(''))).toBe(705);
+    expect(await priceOf(connection('__typename'))).toBe(705);
     await expectAccepted(connection('__typename'));
+  });
+
+  test('when a page selects pageInfo, then pageInfo is priced once per page, not once per pet; through a fragment spread, per pet (never less)', async () => {
+    const page = (pageInfo: string) =>
+      `{ petsConnection(first: 50) { edges { node { id } } ${pageInfo} } }` +
+      (pageInfo === '...P' ? ' fragment P on PetConnection { pageInfo { hasNextPage endCursor } }' : '');
+    expect(await priceOf(page(''))).toBe(150);
+    expect(await priceOf(page('pageInfo { hasNextPage endCursor }'))).toBe(153);
+    expect(await priceOf(page('... on PetConnection { pageInfo { hasNextPage } }'))).toBe(152);
+    expect(await priceOf(page('...P'))).toBe(300);
   });
 
   test('when introspection is sent, then `__schema` and `__type` cost nothing of their own and their selection 1 per field', async () => {

@@ -224,12 +224,13 @@ describe('the pages themselves', () => {
     }
   });
 
-  test('the connection is priced like pets: one full page with pageInfo fits the cost limit, two do not', async () => {
-    const page = 'petsConnection(first: 100) { edges { cursor node { id name categoryId status } } pageInfo { hasNextPage endCursor } }';
+  test('the connection is priced like pets: one full page with every pageInfo field fits the cost limit, two do not', async () => {
+    const page =
+      'petsConnection(first: 100) { edges { cursor node { id name categoryId status } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } }';
     const one = await graphql(target, `{ ${page} }`);
     expect(one.body.errors).toBeUndefined();
     const two = await graphql(target, `{ a: ${page} b: ${page} }`);
-    expect(two.body.errors[0].message).toBe('Query cost 2,000 exceeds the maximum of 1,000.');
+    expect(two.body.errors[0].message).toBe('Query cost 1,410 exceeds the maximum of 1,000.');
   });
 });
 

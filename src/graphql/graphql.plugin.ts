@@ -71,7 +71,10 @@ export interface GraphqlPluginOptions {
  * where the rate limit stands (PriceExtensions in `./cost-limit.plugin`), errors raised before
  * Apollo runs included.
  */
-export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, rateLimiter, production, keyCommand, subscriptions }) => {
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
+  app,
+  { petService, guard, rateLimiter, production, keyCommand, subscriptions },
+) => {
   const armor = armorSettings(production);
   const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
   const apollo = new ApolloServer<GraphqlContext>({

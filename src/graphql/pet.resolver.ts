@@ -6,7 +6,7 @@ import { PET_LIMITS } from '../pets/pet.limits';
 import type { PetPage, PetService } from '../pets/pet.service';
 import type { GraphqlContext } from './graphql-context';
 import { PetConnection } from './pet-connection.types';
-import { databaseFieldCost } from './query-limits';
+import { connectionFieldCost, databaseFieldCost } from './query-limits';
 
 /** How many pets a `limit` argument can return, for pricing: out-of-range values are refused later anyway. */
 function listSize(limit: unknown): number {
@@ -51,8 +51,8 @@ export class PetResolver {
   /** listPets as a Relay connection: see PetService.listPetsFirst. */
   @Query(() => PetConnection, {
     description: 'Lists animals in ascending id order, optionally by status, a page at a time: pass `pageInfo.endCursor` as `after` for the next page.',
-    // Priced as `pets`: the selection (edges, node and pageInfo) once per pet that may come back.
-    complexity: ({ args, childComplexity }) => databaseFieldCost(listSize(args.first), childComplexity),
+    // Priced as `pets`, the edges once per pet that may come back, and `pageInfo` once (connectionFieldCost).
+    complexity: ({ args, childComplexity, node }) => connectionFieldCost(listSize(args.first), childComplexity, node),
   })
   async petsConnection(@Args(() => PetsConnectionArgs) args: PetsConnectionArgs): Promise<PetConnection> {
     return toConnection(await this.petService.listPetsFirst(args));

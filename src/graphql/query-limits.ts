@@ -1,5 +1,5 @@
 import { ApolloArmor } from '@escape.tech/graphql-armor';
-import { GraphQLError, type ValidationContext } from 'graphql';
+import { type FieldNode, GraphQLError, Kind, type SelectionNode, type ValidationContext } from 'graphql';
 import { AppError } from '../errors/error-catalogue';
 
 /**
@@ -48,6 +48,41 @@ export const QUERY_LIMITS = Object.freeze({
  */
 export function databaseFieldCost(pets: number, selection: number): number {
   return Math.max(QUERY_LIMITS.databaseFieldMinCost, pets * selection);
+}
+
+/**
+ * What the `pageInfo` fields written directly in a connection's selection cost (each 1 with its
+ * fields, `__typename` free, inline fragments followed): a page has one `pageInfo`, so
+ * {@link connectionFieldCost} counts it once, not once per pet. A `pageInfo` reached through a
+ * fragment spread is not seen here and stays priced per pet: more, never less.
+ *
+ * @param connection - the connection's field node (graphql-query-complexity's `node`).
+ * @returns cost units.
+ */
+function pageInfoCost(connection: FieldNode): number {
+  const fieldsIn = (selections: readonly SelectionNode[] | undefined, within: boolean): number =>
+    (selections ?? []).reduce((sum, selection) => {
+      if (selection.kind === Kind.INLINE_FRAGMENT) return sum + fieldsIn(selection.selectionSet.selections, within);
+      if (selection.kind !== Kind.FIELD) return sum;
+      if (within) return sum + (selection.name.value === '__typename' ? 0 : 1);
+      return selection.name.value === 'pageInfo' ? sum + 1 + fieldsIn(selection.selectionSet?.selections, true) : sum;
+    }, 0);
+  return fieldsIn(connection.selectionSet?.selections, false);
+}
+
+/**
+ * The cost of a Relay connection field (`petsConnection`): its edges as {@link databaseFieldCost}
+ * prices a list, once per pet, and its `pageInfo` once (docs/security.md "Limits"), so that a full
+ * page of 100 with every `pageInfo` field, as Apollo's `relayStylePagination` asks, fits one operation.
+ *
+ * @param pets - `first`: how many pets the page can hold.
+ * @param selection - the cost of its whole selection (type-graphql's `childComplexity`).
+ * @param connection - its field node, where `pageInfo` is read.
+ * @returns its cost, in the units of {@link QUERY_LIMITS}.maxCost.
+ */
+export function connectionFieldCost(pets: number, selection: number, connection: FieldNode): number {
+  const pageInfo = Math.min(pageInfoCost(connection), selection);
+  return Math.max(QUERY_LIMITS.databaseFieldMinCost, pets * (selection - pageInfo) + pageInfo);
 }
 
 /** The query limits, as a refusal names them in logs (docs/security.md "Limits"). */
