@@ -164,5 +164,8 @@ describe('the rate limit keeps 429 whatever the Accept', () => {
     });
     expect(result.status).toBe(429);
     expect(result.body.errors[0].extensions.code).toBe('TOO_MANY_REQUESTS');
+    // The error says when to come back, as the Retry-After header does.
+    expect(result.body.errors[0].extensions.retryAfterSeconds).toBe(Number(result.headers.get('retry-after')));
+    expect(result.body.errors[0].extensions.retryAfterSeconds).toBeGreaterThan(0);
   });
 });
