@@ -24,8 +24,8 @@ beforeAll(async () => {
   await rm(path.dirname(REST_CLIENT), { recursive: true, force: true });
   compiled = compileProject(path.join(ROOT, 'examples', 'tsconfig.json'));
   server = await startBuiltServer('examples-');
-  // More than a page of the frontend example (20), so that it reads a second one.
-  for (let i = 1; i <= 25; i++) await createPet(`Seed ${i}`);
+  // More than a page of the frontend example (100), so that it reads a second one.
+  for (let i = 1; i <= 105; i++) await createPet(`Seed ${i}`);
 }, 60_000);
 afterAll(() => server?.stop());
 
@@ -86,7 +86,7 @@ describe('examples/frontend (Apollo Client, graphql-ws, typed documents)', () =>
     const total = (await allPetNames()).length;
     const run = await runExample(FRONTEND);
     expect(run).toMatchObject({ code: 0, stderr: '' });
-    expect(run.stdout).toContain(`page 1: 20 pets, more: true\npage 2 read: the cache holds ${Math.min(total, 40)} pets\n`);
+    expect(run.stdout).toContain(`page 1: 100 pets, more: true\npage 2 read: the cache holds ${Math.min(total, 200)} pets\n`);
     const created = /^created: (.*)$/m.exec(run.stdout)![1];
     expect(JSON.parse(created)).toEqual({ __typename: 'Pet', id: expect.stringMatching(/^\d+$/), name: 'Pip', categoryId: 2, status: 'available' });
     expect(run.stdout).toContain(`petCreated: ${created}\n`);
