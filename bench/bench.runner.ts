@@ -4,7 +4,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { finished } from 'node:stream';
 import autocannon from 'autocannon';
-import { freePort } from '../src/net/free-port';
+import { freePort } from './free-port';
 import type { Scenario, ScenarioContext } from './scenarios';
 
 /** The systems measured: the service and the baselines (B1c is B1 with a key cache). */

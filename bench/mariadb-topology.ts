@@ -6,8 +6,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { type Connection, createConnection } from 'mysql2/promise';
-import { createDatabase } from '../src/database/mysql-admin';
-import { freePort } from '../src/net/free-port';
+import { createDatabase } from './mysql-admin';
+import { freePort } from './free-port';
 
 /**
  * MariaDB topologies of our own, for the fault tests and the bench's Galera phase, started on 127.0.0.1 (no Docker): a Galera

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { createServer } from 'node:net';
 import { METRICS_PORT_OFFSET } from '../src/config';
 import { built, freePort, runNode, startNode, waitForHttp, waitForOutput, withServer } from './helpers/processes';
-import { siblingDatabaseUrl } from '../src/database/mysql-admin';
+import { siblingDatabaseUrl } from '../bench/mysql-admin';
 import { TEST_DATABASE_URL, createProcessDatabase, testOnMysql } from './helpers/test-database';
 
 /** Whether a TCP port on 127.0.0.1 can be bound now. */

@@ -7,7 +7,7 @@ import { ERROR_CATALOGUE } from '../src/errors/error-catalogue';
 import { randomBytes } from 'node:crypto';
 import MarkdownIt from 'markdown-it';
 import { createConnection } from 'mysql2/promise';
-import { siblingDatabaseUrl } from '../src/database/mysql-admin';
+import { siblingDatabaseUrl } from '../bench/mysql-admin';
 import { built, withServer } from './helpers/processes';
 import { TEST_DATABASE_URL, testOnMysql } from './helpers/test-database';
 

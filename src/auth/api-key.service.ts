@@ -146,11 +146,6 @@ export class ApiKeyService {
     return this.keys.find({ order: { id: 'ASC' } });
   }
 
-  /** @returns how many keys are not revoked. */
-  countActive(): Promise<number> {
-    return this.keys.countBy({ revokedAt: IsNull() });
-  }
-
   /**
    * Revokes a key at once: in this process, its next request is looked up again and refused.
    *

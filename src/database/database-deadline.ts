@@ -42,7 +42,6 @@ export class DatabaseDeadlineError extends Error {
  */
 export class CommitOutcomeUnknownError extends Error {
   override readonly name = 'CommitOutcomeUnknownError';
-  readonly code = 'COMMIT_OUTCOME_UNKNOWN';
 
   /**
    * @param written - what the transaction's work returned before COMMIT was sent: what is

@@ -31,8 +31,6 @@ export interface PetEventBusOptions {
 export interface PetEventBus extends PetEvents {
   /** What `petCreated` subscribers listen to: every event of every instance (with Redis) lands here. */
   readonly pubSub: PetPubSub;
-  /** Resolves once this instance receives the events of the others (at once without Redis). */
-  readonly ready: Promise<void>;
   /** Drops the Redis connections; events published afterwards are lost. */
   close(): Promise<void>;
 }
@@ -60,7 +58,6 @@ export function createPetEventBus({ redisUrl, channel, log }: PetEventBusOptions
   if (!redisUrl) {
     return {
       pubSub,
-      ready: Promise.resolve(),
       created: (pet) => pubSub.publish(PET_CREATED_TOPIC, payloadOf(pet)),
       close: async () => undefined,
     };
@@ -82,11 +79,9 @@ export function createPetEventBus({ redisUrl, channel, log }: PetEventBusOptions
     }
     pubSub.publish(PET_CREATED_TOPIC, payload);
   });
-  const ready = subscriber.subscribe(channel).then(() => undefined);
-  ready.catch((error: unknown) => log.warn({ err: error, channel }, 'pet events: cannot subscribe'));
+  subscriber.subscribe(channel).catch((error: unknown) => log.warn({ err: error, channel }, 'pet events: cannot subscribe'));
   return {
     pubSub,
-    ready,
     created: (pet) => {
       publisher.publish(channel, JSON.stringify(payloadOf(pet))).catch((error: unknown) => log.warn({ err: error, channel }, 'pet event not published'));
     },

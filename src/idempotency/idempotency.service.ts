@@ -47,7 +47,8 @@ export class IdempotencyService {
     }
     if (record.petId !== null) {
       const petId = record.petId;
-      const previous = await this.onPrimary((manager) => replay(petId, manager));
+      // On the primary (withinDeadline's default): a read replica may not have the pet yet.
+      const previous = await withinDeadline(this.dataSource, (manager) => replay(petId, manager));
       if (previous) return previous;
     } else if (!record.claimedNow) {
       throw new AppError('IDEMPOTENCY_KEY_IN_USE');
@@ -84,14 +85,6 @@ export class IdempotencyService {
     return result.affected ?? 0;
   }
 
-  /**
-   * Runs reads on the primary database. With read replicas (DATABASE_REPLICA_URLS), TypeORM
-   * sends reads outside transactions to a replica, which may not yet have a row just written.
-   */
-  private onPrimary<R>(read: (manager: EntityManager) => Promise<R>): Promise<R> {
-    return withinDeadline(this.dataSource, read, { mode: 'master' });
-  }
-
   /** Inserts the in-flight row, or finds the existing one (taking it over when abandoned). */
   private async claim(scope: { apiKeyId: number; key: string }, requestHash: string): Promise<IdempotencyRecord & { claimedNow: boolean }> {
     const records = this.dataSource.getRepository(IdempotencyRecord);
@@ -104,7 +97,7 @@ export class IdempotencyService {
     } catch (error) {
       // A conflict (the same key claimed at the same moment on another Galera node) means the row is there.
       if (isDatabaseUnavailable(error) && !isConflict(error)) throw error;
-      const existing = await this.onPrimary((manager) => manager.getRepository(IdempotencyRecord).findOneBy(where));
+      const existing = await withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).findOneBy(where));
       if (!existing) throw error;
       const expired = existing.createdAt.getTime() < now.getTime() - IDEMPOTENCY_LIMITS.retentionMs;
       const abandoned = existing.petId === null && existing.createdAt.getTime() < now.getTime() - IDEMPOTENCY_LIMITS.abandonedAfterMs;

@@ -16,9 +16,6 @@ export interface PetEvents {
   created(pet: Pet): void;
 }
 
-/** Announces nothing: for a PetService built without subscribers (tools, some tests). */
-export const NO_PET_EVENTS: PetEvents = Object.freeze({ created: () => undefined });
-
 /**
  * How a create answered 504 (its COMMIT never confirmed) is settled: its row is looked up on the
  * primary every `intervalMs` while the database cannot answer, for at most `maxMs`; found, the

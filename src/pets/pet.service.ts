@@ -7,7 +7,7 @@ import { validateInput } from '../validation/validate-input';
 import type { Caller } from './caller';
 import { decodePetCursor, encodePetCursor } from './pet-cursor';
 import type { PetStatus } from './pet-status.enum';
-import { NO_PET_EVENTS, type PetEvents, UNCONFIRMED_CREATE_CHECKS } from './pet-events';
+import { type PetEvents, UNCONFIRMED_CREATE_CHECKS } from './pet-events';
 import type { Pet } from './pet.entity';
 import { ListPetsArgs, NewPetInput, PetIdArgs, PetsConnectionArgs } from './pet.inputs';
 import type { PetRepository } from './pet.repository';
@@ -52,7 +52,7 @@ export class PetService {
     private readonly pets: PetRepository,
     private readonly idempotency: IdempotencyService,
     private readonly deprecations: DeprecationTracker,
-    private readonly events: PetEvents = NO_PET_EVENTS,
+    private readonly events: PetEvents,
   ) {}
 
   /**

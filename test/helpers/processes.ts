@@ -6,10 +6,10 @@ import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import type { DatabaseConfig } from '../../src/database/database-config';
 import { openDatabase } from '../../src/database/open-database';
-import { freePort } from '../../src/net/free-port';
+import { freePort } from '../../bench/free-port';
 import { createProcessDatabase } from './test-database';
 
-// Defined in src/, where the bench finds it too (src/ and bench/ never import test/).
+// Defined in bench/, where the bench finds it too (src/ and bench/ never import test/).
 export { freePort };
 
 const ROOT = path.resolve(__dirname, '..', '..');
