@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { DatabaseConfig } from '../src/database/database-config';
 import { MIGRATIONS } from '../src/database/data-source';
 import { openDatabase } from '../src/database/open-database';
@@ -54,5 +55,30 @@ describe('db CLI', () => {
     const result = await db('seed', '--count', '0');
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/--count <n>.*must be a positive integer/);
+  });
+});
+
+/** `npm run typeorm -- migration:show`: TypeORM's own CLI on ormconfig.ts, the server's configuration. */
+describe('TypeORM CLI (ormconfig.ts)', () => {
+  let cwd: string;
+  let env: Record<string, string>;
+  let drop: () => Promise<void> = async () => undefined;
+  const typeorm = (...args: string[]) =>
+    runNode(path.resolve(__dirname, '..', 'node_modules', 'typeorm', 'cli.js'), ['-d', built('ormconfig.js'), ...args], { cwd, env });
+
+  beforeAll(async () => {
+    ({ cwd, env, drop } = await createProcessDatabase('typeorm-cli-'));
+  });
+  afterAll(() => drop());
+
+  test('when migration:show runs before and after db:migrate, then it lists every migration, pending then applied', async () => {
+    // TypeORM numbers applied migrations only.
+    const listed = (mark: string) => MIGRATIONS.map((migration, i) => (mark === 'X' ? `[X] ${i + 1} ${migration.name}` : `[ ] ${migration.name}`));
+    const before = await typeorm('migration:show');
+    expect(before.stdout.trim().split('\n').slice(-MIGRATIONS.length)).toEqual(listed(' '));
+    expect((await runNode(built('src/cli/db.cli.js'), ['migrate'], { cwd, env })).code).toBe(0);
+    const after = await typeorm('migration:show');
+    expect(after).toMatchObject({ code: 0 });
+    expect(after.stdout.trim().split('\n').slice(-MIGRATIONS.length)).toEqual(listed('X'));
   });
 });
