@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { BROWSER_ACCEPT, collectCspViolations, openBrowserPage, requireChromium, screenshotPath } from '../helpers/browser';
 import { PLAYGROUND_CSP, prefersHtml } from '../../src/graphql/playground';
 import { type Metrics, createMetrics } from '../../src/operations/metrics.registry';
-import { createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
+import { answerOf, createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 
 // The GraphQL playground (GraphiQL at GET /graphql for browsers), driven in Debian's Chromium.
 
@@ -79,7 +79,7 @@ describe('GET /graphql content negotiation', () => {
     });
     expect(result.status).toBe(401);
     expect(result.headers.get('www-authenticate')).toBe('Bearer realm="pet-store"');
-    expect(result.body).toEqual({ errors: [{ message: expect.any(String), extensions: { code: 'UNAUTHENTICATED' } }] });
+    expect(answerOf(result.body)).toEqual({ errors: [{ message: expect.any(String), extensions: { code: 'UNAUTHENTICATED' } }] });
   });
 
   test('when an API client sends GET with a query parameter and a key, then Apollo answers the data', async () => {
@@ -87,7 +87,7 @@ describe('GET /graphql content negotiation', () => {
       headers: { accept: 'application/json', 'apollo-require-preflight': 'true' },
     });
     expect(result.status).toBe(200);
-    expect(result.body).toEqual({ data: { pets: pets.map(({ id, name }) => ({ id: String(id), name })) } });
+    expect(answerOf(result.body)).toEqual({ data: { pets: pets.map(({ id, name }) => ({ id: String(id), name })) } });
   });
 
   test.each([
@@ -242,7 +242,7 @@ describe('the playground in Chromium', () => {
     expect(response.status()).toBe(200);
     expect(response.request().headers().authorization).toBe(`Bearer ${t.apiKey}`);
     const expectedPets = pets.map(({ id, name }) => ({ id: String(id), name }));
-    expect(await response.json()).toEqual({ data: { pets: expectedPets } });
+    expect(answerOf(await response.json())).toEqual({ data: { pets: expectedPets } });
 
     // The result pane shows the pets the REST API stored.
     await page.waitForFunction(
