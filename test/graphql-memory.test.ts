@@ -122,9 +122,11 @@ describe('distinct GraphQL documents under the production heap cap', () => {
       expect(second.wrong.slice(0, 3)).toEqual([]);
       expect(first.sent + second.sent).toBe(2 * half);
       expect(gcsSecond.length).toBeGreaterThan(0);
-      // The caches (27 MiB in all) filled in the first few hundred documents: no growth after.
-      expect(heapSecond.max).toBeLessThan(heapFirst.max + 8);
-      expect(heapSecond.max).toBeLessThan(96);
+      // The caches (27 MiB in all) filled in the first few hundred documents: no growth after. A
+      // half's largest figure depends on when V8 happened to collect, so the halves are compared
+      // by their medians; the largest must stay under a bound (without byte budgets: dead at 1,651).
+      expect(heapSecond.median).toBeLessThan(heapFirst.median + 8);
+      expect(heapSecond.max).toBeLessThan(80);
       expect(rssSecond).toBeLessThan(rssFirst + 48);
     } finally {
       await capped.stop();
