@@ -7,6 +7,7 @@ import type { DataSource } from 'typeorm';
 import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
 import { createAuthHooks } from './auth/auth.hook';
+import { keepsDevApiKey } from './auth/dev-api-key';
 import { type Config, DEV_API_KEY_PATH } from './config';
 import { withOneBudget } from './database/database-deadline';
 import { AppError } from './errors/error-catalogue';
@@ -151,7 +152,7 @@ export async function buildApp({
     rateLimiter: limiter,
     production: config.nodeEnv === 'production',
     // On the embedded database the server holds the file, so the apikey CLI cannot open it: the development key is the way in.
-    keyCommand: config.database.type === 'sqlite' && config.nodeEnv !== 'production' ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',
+    keyCommand: keepsDevApiKey(config) ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',
     subscriptions: {
       pubSub: petEvents.pubSub,
       apiKeys,

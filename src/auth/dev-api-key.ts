@@ -31,6 +31,16 @@ async function readKeyFile(file: string): Promise<string | null> {
 }
 
 /**
+ * Whether this set-up keeps a development key: outside production, on the embedded database's
+ * file (an in-memory one, for tests, gets none). On MySQL keys come from the apikey CLI.
+ *
+ * @param config - NODE_ENV and the configured database.
+ */
+export function keepsDevApiKey(config: Pick<DevApiKeyConfig, 'nodeEnv' | 'database'>): boolean {
+  return config.nodeEnv !== 'production' && config.database.type === 'sqlite' && config.database.path !== ':memory:';
+}
+
+/**
  * The development key (docs/api-keys.md "The development key"), checked on every start outside production, once
  * the server listens (so a start that fails never leaves a key nobody was shown):
  * - on the embedded database, `file` always ends up holding an active key of this database: the
@@ -52,7 +62,8 @@ export async function ensureDevApiKey(config: DevApiKeyConfig, apiKeys: ApiKeySe
   const saved = await readKeyFile(config.file);
   const known = saved !== null && (await apiKeys.findActive(saved)) !== null;
   if (known) return { state: 'present', file: config.file };
-  if (config.database.type === 'mysql') return saved === null ? null : { state: 'foreign', file: config.file };
+  // MySQL: a file left from the embedded database is only reported.
+  if (!keepsDevApiKey(config)) return saved === null ? null : { state: 'foreign', file: config.file };
   const { key } = await apiKeys.create('development');
   await writeFile(config.file, `${key}\n`, { mode: 0o600 });
   await chmod(config.file, 0o600); // also when it replaced an older file

@@ -57,6 +57,11 @@ ${SURFACES.map(({ path, title }) => `<li><a href="${path}"><code>${path}</code><
 </html>
 `;
 
+/** The WebSocket URL of subscriptions for an HTTP origin: `ws://` for `http://`, `wss://` for `https://`, path `/graphql`. */
+function subscriptionsUrlOf(origin: string): string {
+  return `${origin.replace(/^http/, 'ws')}/graphql`;
+}
+
 /** The JSON answer's paths: `{"graphql": "/graphql", "rest": "/v1/pets", …}`. */
 const LINKS = Object.fromEntries(SURFACES.map(({ rel, path }) => [rel, path]));
 
@@ -74,7 +79,7 @@ export const landingPageRoutes: FastifyPluginAsync = async (app) => {
     const type = new Negotiator({ headers: { accept: request.headers.accept ?? '*/*' } }).mediaType(['application/json', 'text/html']);
     // The WebSocket URL is absolute (no relative ws: reference exists): this request's host and scheme, TRUST_PROXY applied.
     if (type !== 'text/html') {
-      return { name: 'Pet Store gateway', links: { ...LINKS, subscriptions: `${request.protocol === 'https' ? 'wss' : 'ws'}://${request.host}/graphql` } };
+      return { name: 'Pet Store gateway', links: { ...LINKS, subscriptions: subscriptionsUrlOf(`${request.protocol}://${request.host}`) } };
     }
     return reply
       .header('Content-Type', 'text/html; charset=utf-8')
@@ -108,5 +113,5 @@ export function originOf(host: string, port: number): string {
  */
 export function describeSurfaces(origin: string): string {
   const named = SURFACES.map(({ rel, path }) => `${rel} ${origin}${path}`);
-  return `${origin}/ (${[...named, `subscriptions ${origin.replace(/^http/, 'ws')}/graphql`].join(', ')})`;
+  return `${origin}/ (${[...named, `subscriptions ${subscriptionsUrlOf(origin)}`].join(', ')})`;
 }

@@ -111,8 +111,8 @@ export async function createRateLimiter(
   });
   // The plugin's own store: the door and GraphQL's extra units count on the same counters.
   const counter = app.createRateLimit();
-  const states = new WeakMap<FastifyRequest, RateLimitStatus>();
-  const windowSeconds = config.windowSeconds;
+  // What each request's counter said last; the window is the configuration's.
+  const states = new WeakMap<FastifyRequest, Omit<RateLimitStatus, 'windowSeconds'>>();
 
   const tooMany = (seconds: number) => {
     const retryAfter = String(Math.max(1, seconds));
@@ -131,14 +131,14 @@ export async function createRateLimiter(
       throw new AppError('SERVICE_UNAVAILABLE', 'The rate limit cannot be checked now: retry shortly.');
     }
     if (result.isAllowed) throw new Error('rate limit allow lists are not used'); // narrows the type
-    states.set(request, { quota: result.max, remaining: result.remaining, resetSeconds: result.ttlInSeconds, windowSeconds });
+    states.set(request, { quota: result.max, remaining: result.remaining, resetSeconds: result.ttlInSeconds });
     return result;
   };
 
   app.addHook('onSend', async (request, reply: FastifyReply) => {
     const state = states.get(request);
     if (!state) return;
-    reply.header('RateLimit-Policy', `"${POLICY}";q=${state.quota};w=${state.windowSeconds}`);
+    reply.header('RateLimit-Policy', `"${POLICY}";q=${state.quota};w=${config.windowSeconds}`);
     reply.header('RateLimit', `"${POLICY}";r=${state.remaining};t=${state.resetSeconds}`);
   });
 
@@ -152,7 +152,7 @@ export async function createRateLimiter(
     // Both stores add 1 at a time; a concurrent request of the same client may still win the last units.
     const after = await Promise.all(Array.from({ length: units }, () => count(request)));
     const last = after.reduce((highest, result) => (result.remaining < highest.remaining ? result : highest));
-    states.set(request, { quota: last.max, remaining: last.remaining, resetSeconds: last.ttlInSeconds, windowSeconds });
+    states.set(request, { quota: last.max, remaining: last.remaining, resetSeconds: last.ttlInSeconds });
     if (last.isExceeded) throw tooMany(last.ttlInSeconds);
   };
 
@@ -180,6 +180,9 @@ export async function createRateLimiter(
      * Where the request's client stands now, as its RateLimit header fields will say, or
      * undefined when it was not counted (a route without a limit, counters that could not be read).
      */
-    statusOf: (request) => states.get(request),
+    statusOf: (request) => {
+      const state = states.get(request);
+      return state && { ...state, windowSeconds: config.windowSeconds };
+    },
   };
 }
