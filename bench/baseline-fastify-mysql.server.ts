@@ -11,7 +11,7 @@ import { type ResultSetHeader, type RowDataPacket, createPool } from 'mysql2/pro
  *
  * Baseline B1c is the same script with KEY_CACHE_MS set: each lookup's answer (active, or
  * unknown/revoked) is reused for that many milliseconds, in an LRU of at most KEY_CACHE_MAX
- * keys, as the service's key cache does (`API_KEY_CACHE` in src/auth/api-key.service.ts).
+ * keys, as the service's key cache does (`API_KEY_CACHE` in src/limits.ts).
  *
  * Environment: PORT; DATABASE_URL (mysql://…); POOL_SIZE (default 10, as the service);
  * KEY_CACHE_MS (default 0: no cache, B1); KEY_CACHE_MAX (default 10,000).

@@ -2,17 +2,17 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { API_KEY_CACHE, generateApiKey } from '../src/auth/api-key.service';
+import { generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from './mysql-admin';
 import { freePort } from './free-port';
-import { HEAP_CAP_NODE_OPTION } from '../src/operations/heap.limits';
 import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase, renumberPets } from './bench-database';
 import { type BenchResults, type GaleraResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
 import { type Measurement, type RunningSystem, type SystemName, measure, measureAtRate, probe, startSystem } from './bench.runner';
 import { measureCausalReads } from './causal-reads';
 import { startGaleraCluster } from './mariadb-topology';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
+import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]

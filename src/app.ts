@@ -13,9 +13,7 @@ import { withOneBudget } from './database/database-deadline';
 import { AppError } from './errors/error-catalogue';
 import { createPetEventBus } from './events/pet-event.bus';
 import { graphqlPlugin } from './graphql/graphql.plugin';
-import { SUBSCRIPTION_LIMITS } from './graphql/subscription.limits';
 import { readCaller } from './http/caller.hook';
-import { HTTP_LIMITS } from './http/http-limits';
 import { parseJsonExactly } from './http/json-body.parser';
 import { endJsonWithNewline } from './http/json-newline.hook';
 import { landingPageRoutes } from './http/landing-page.routes';
@@ -27,7 +25,7 @@ import { PetService } from './pets/pet.service';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
 import { petController } from './rest/pet.controller';
 import { answerClientError, sendRestError } from './rest/rest-error.handler';
-import { purgeHourly } from './idempotency/idempotency-purge';
+import { purgeExpiredKeys } from './idempotency/idempotency-purge';
 import { IdempotencyService } from './idempotency/idempotency.service';
 import { DeprecationTracker } from './operations/deprecation.tracker';
 import { type ServiceState, healthRoutes } from './operations/health.routes';
@@ -35,6 +33,7 @@ import { type Metrics, createMetrics } from './operations/metrics.registry';
 import { closeConnectionsOnceNotAccepting } from './operations/graceful-shutdown';
 import { createLogger } from './operations/logger';
 import { RequestLogController, observeRequests, requestIdOf } from './operations/request-observer.hook';
+import { HTTP_LIMITS, SUBSCRIPTION_LIMITS } from './limits';
 
 /** Fastify's `trustProxy` for the configured value: a hop count trusts the nearest `n` proxies. */
 function trustProxyOption(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
@@ -100,6 +99,7 @@ export async function buildApp({
     frameworkErrors: (error, request, reply) => sendRestError(error, request, reply),
     clientErrorHandler: answerClientError,
     bodyLimit: HTTP_LIMITS.restBodyBytes,
+    maxParamLength: HTTP_LIMITS.maxParamLength,
     requestTimeout: HTTP_LIMITS.requestTimeoutMs,
     keepAliveTimeout: HTTP_LIMITS.keepAliveTimeoutMs,
     http: {
@@ -127,7 +127,7 @@ export async function buildApp({
   const petEvents = createPetEventBus({ redisUrl: config.rateLimit.redisUrl, channel: config.petEventsChannel, log: app.log });
   app.addHook('onClose', () => petEvents.close());
   const petService = new PetService(new PetRepository(dataSource), idempotency, deprecations, petEvents);
-  purgeHourly(app, idempotency);
+  purgeExpiredKeys(app, idempotency);
   const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey), { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
   const { identify, requireApiKey } = createAuthHooks(apiKeys);
 

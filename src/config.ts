@@ -1,12 +1,11 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { bool, cleanEnv, host, makeValidator, port, str } from 'envalid';
-import { API_KEY_CACHE } from './auth/api-key.service';
 import type { DatabaseConfig } from './database/database-config';
-import { DEFAULT_REPLICA_MAX_LAG_SECONDS } from './database/database-node';
 import type { RateLimitConfig } from './http/rate-limit';
 import { LOG_LEVELS } from './operations/logger';
 import { parsePositiveInteger } from './validation/positive-integer';
+import { API_KEY_CACHE, DATABASE_DEADLINES } from './limits';
 
 /** Parses an absolute URL whose scheme is one of `schemes`; the error shows `example`. */
 function parseUrl(input: string, schemes: readonly string[], example: string): URL {
@@ -169,7 +168,7 @@ export const CONFIG_SPEC = Object.freeze({
     example: 'mysql://user:pass@replica:3306/db',
   }),
   DATABASE_REPLICA_MAX_LAG_SECONDS: nonNegativeInteger({
-    default: DEFAULT_REPLICA_MAX_LAG_SECONDS,
+    default: DATABASE_DEADLINES.replicaMaxLagSeconds,
     desc:
       'A read replica further behind its source than this (or whose replication is stopped) leaves the read rotation until it catches up; ' +
       'reads go to the primary meanwhile (checked every second).',

@@ -1,9 +1,10 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { DATABASE_DEADLINES, withinDeadline } from '../src/database/database-deadline';
+import { withinDeadline } from '../src/database/database-deadline';
 import { toAppError } from '../src/errors/error-catalogue';
 import { PetStatus } from '../src/pets/pet-status.enum';
 import { Pet } from '../src/pets/pet.entity';
 import { describeOnMysql, openTestDatabase } from './helpers/test-database';
+import { DATABASE_DEADLINES } from '../src/limits';
 
 /**
  * What the server answers for a transaction that lost a conflict, or on a Galera node that is

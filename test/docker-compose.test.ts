@@ -3,9 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
-import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
-import { HTTP_LIMITS } from '../src/http/http-limits';
-import { HEAP_CAP_NODE_OPTION } from '../src/operations/heap.limits';
+import { HEAP_CAP_NODE_OPTION, HTTP_LIMITS, SUBSCRIPTION_LIMITS } from '../src/limits';
 
 const ROOT = path.resolve(__dirname, '..');
 

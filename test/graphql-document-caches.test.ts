@@ -4,11 +4,12 @@ import { runInNewContext } from 'node:vm';
 import { type DocumentNode, GraphQLObjectType, GraphQLSchema, GraphQLString, Kind, type OperationDefinitionNode, getIntrospectionQuery, parse } from 'graphql';
 import { compileQuery } from 'graphql-jit';
 import type { GatewayExecutor, GatewayGraphQLRequestContext } from '@apollo/server-gateway-interface';
-import { DOCUMENT_CACHE_LIMITS, compiledOperationBytes, documentBytes } from '../src/graphql/document-cache.limits';
+import { compiledOperationBytes, documentBytes } from '../src/graphql/document-cache';
 import { jitExecutorGateway } from '../src/graphql/jit-executor.gateway';
 import { buildPetStoreSchema } from '../src/graphql/schema';
 import * as httpRules from '../src/graphql/subscriptions-over-http.rule';
 import { answerOf, type TestApp, graphql, request, startTestApp } from './helpers/test-app';
+import { DOCUMENT_CACHE_LIMITS } from '../src/limits';
 
 /**
  * The caches keyed by GraphQL document are bounded in bytes (docs/security.md "Limits"): what each entry

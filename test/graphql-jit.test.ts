@@ -1,10 +1,10 @@
 import type { GatewayExecutor, GatewayGraphQLRequestContext } from '@apollo/server-gateway-interface';
 import { type GraphQLSchema, Kind, buildSchema, execute, getIntrospectionQuery, parse, printSchema } from 'graphql';
 import { buildPetStoreSchema } from '../src/graphql/schema';
-import { DOCUMENT_CACHE_LIMITS } from '../src/graphql/document-cache.limits';
 import { type JitFallback, jitExecutorGateway } from '../src/graphql/jit-executor.gateway';
 import * as httpRules from '../src/graphql/subscriptions-over-http.rule';
 import { answerOf, createPet, graphql, startTestApp } from './helpers/test-app';
+import { DOCUMENT_CACHE_LIMITS } from '../src/limits';
 
 /**
  * The gateway executor on its own (the suites of both surfaces run every operation through

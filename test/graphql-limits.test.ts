@@ -1,8 +1,7 @@
 import { getIntrospectionQuery } from 'graphql';
-import { QUERY_LIMITS } from '../src/graphql/query-limits';
-import { HTTP_LIMITS } from '../src/http/http-limits';
 import { createLogger } from '../src/operations/logger';
 import { countPets, createPet, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
+import { HTTP_LIMITS, QUERY_LIMITS } from '../src/limits';
 
 /** The largest GraphQL request body the server reads. */
 const GRAPHQL_BODY_LIMIT = HTTP_LIMITS.graphqlBodyBytes;

@@ -3,10 +3,9 @@ import { Agent, request } from 'node:http';
 import { getIntrospectionQuery } from 'graphql';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
-import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
-import { HEAP_CAP_NODE_OPTION } from '../src/operations/heap.limits';
 import { apiKeyFor, built, freePort, startNode, waitForHttp } from './helpers/processes';
 import { createProcessDatabase } from './helpers/test-database';
+import { HEAP_CAP_NODE_OPTION, SUBSCRIPTION_LIMITS } from '../src/limits';
 
 /**
  * A flood of distinct GraphQL documents against the built server under the production heap cap

@@ -1,7 +1,6 @@
 import { answersLegacyJson } from '../src/graphql/legacy-json-status.plugin';
-import { QUERY_LIMITS } from '../src/graphql/query-limits';
-import { HTTP_LIMITS } from '../src/http/http-limits';
 import { countPets, request, startTestApp, type HttpResult, type TestApp } from './helpers/test-app';
+import { HTTP_LIMITS, QUERY_LIMITS } from '../src/limits';
 
 /*
  * docs/graphql.md "Status codes": the HTTP status of each kind of GraphQL error, for both response formats of

@@ -3,8 +3,8 @@ import { createLogger } from '../src/operations/logger';
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService, isWellFormedApiKey } from '../src/auth/api-key.service';
 import { openDatabase } from '../src/database/open-database';
-import { HTTP_LIMITS } from '../src/http/http-limits';
 import { countPets, graphql, request, startTestApp, testConfig, type TestApp } from './helpers/test-app';
+import { HTTP_LIMITS } from '../src/limits';
 
 describe('HTTP hardening', () => {
   let t: TestApp;

@@ -1,6 +1,6 @@
-import { HTTP_LIMITS } from '../src/http/http-limits';
 import { exchangeRaw, parseRawResponse } from './helpers/raw-http';
 import { countPets, startTestApp, type TestApp } from './helpers/test-app';
+import { HTTP_LIMITS } from '../src/limits';
 
 /**
  * What a client sees of the answers Node's HTTP layer would write itself (before any route):

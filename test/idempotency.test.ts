@@ -1,7 +1,7 @@
 import { IdempotencyRecord } from '../src/idempotency/idempotency-record.entity';
-import { IDEMPOTENCY_LIMITS } from '../src/idempotency/idempotency.limits';
 import { IdempotencyService } from '../src/idempotency/idempotency.service';
 import { countPets, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
+import { IDEMPOTENCY_LIMITS } from '../src/limits';
 
 let t: TestApp;
 beforeAll(async () => {

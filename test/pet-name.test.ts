@@ -1,6 +1,6 @@
 import { Pet } from '../src/pets/pet.entity';
-import { PET_LIMITS } from '../src/pets/pet.limits';
 import { countPets, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
+import { PET_LIMITS } from '../src/limits';
 
 /**
  * The rules on a pet's `name` (docs/decisions.md), through both

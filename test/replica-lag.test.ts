@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource } from 'typeorm';
-import { NODE_CHECK_INTERVAL_MS, checkNodes } from '../src/database/database-health';
+import { checkNodes } from '../src/database/database-health';
 import type { NodeState } from '../src/database/database-node';
 import { openDatabase } from '../src/database/open-database';
 import { createMetrics } from '../src/operations/metrics.registry';
@@ -8,6 +8,7 @@ import { PetStatus } from '../src/pets/pet-status.enum';
 import { PetRepository } from '../src/pets/pet.repository';
 import { type ReplicatedPair, startReplicatedPair } from '../bench/mariadb-topology';
 import { describeOnMysql } from './helpers/test-database';
+import { DATABASE_DEADLINES } from '../src/limits';
 
 const MAX_LAG_SECONDS = 2;
 
@@ -39,7 +40,7 @@ describeOnMysql('a read replica that lags', () => {
       const replica = (await checkNodes(primary))[1];
       if (Object.entries(expected).every(([key, value]) => replica[key as keyof NodeState] === value)) return replica;
       if (Date.now() > deadline) throw new Error(`the replica stayed ${JSON.stringify(replica)}, not ${JSON.stringify(expected)}`);
-      await sleep(NODE_CHECK_INTERVAL_MS / 4);
+      await sleep(DATABASE_DEADLINES.nodeCheckIntervalMs / 4);
     }
   }
 

@@ -1,9 +1,9 @@
 import { connect } from 'node:net';
 import { In } from 'typeorm';
-import { HTTP_LIMITS } from '../src/http/http-limits';
 import { Pet } from '../src/pets/pet.entity';
 import { EXPECTED_DRIVER } from './helpers/test-database';
 import { countPets, createPet, request, startTestApp, type TestApp } from './helpers/test-app';
+import { HTTP_LIMITS } from '../src/limits';
 
 /** The largest REST request body the server reads. */
 const REST_BODY_LIMIT = HTTP_LIMITS.restBodyBytes;

@@ -5,7 +5,6 @@ import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import type { DatabaseConfig } from '../src/database/database-config';
 import { MIGRATIONS } from '../src/database/data-source';
-import { NODE_CHECK_INTERVAL_MS } from '../src/database/database-health';
 import { openDatabase } from '../src/database/open-database';
 import { buildMetricsServer } from '../src/operations/metrics.server';
 import { createMetrics } from '../src/operations/metrics.registry';
@@ -15,6 +14,7 @@ import { built, freePort, startNode, waitForHttp } from './helpers/processes';
 import { startTcpProxy } from './helpers/tcp-proxy';
 import { type TestApp, request, startTestApp, testConfig } from './helpers/test-app';
 import { createProcessDatabase, createTestDatabase, testOnMysql } from './helpers/test-database';
+import { DATABASE_DEADLINES } from '../src/limits';
 
 /**
  * Several instances on one database (docs/operations.md "Scale-out notes"): concurrent migrations, migrating
@@ -58,8 +58,8 @@ describe('DATABASE_MIGRATE_ON_START=false', () => {
         },
       ]);
       await dataSource.runMigrations();
-      // Probes share one database check per NODE_CHECK_INTERVAL_MS: the next one after that sees the migrations.
-      await sleep(NODE_CHECK_INTERVAL_MS);
+      // Probes share one database check per DATABASE_DEADLINES.nodeCheckIntervalMs: the next one after that sees the migrations.
+      await sleep(DATABASE_DEADLINES.nodeCheckIntervalMs);
       expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
     } finally {
       await app.close();
@@ -89,7 +89,7 @@ describe('read replicas', () => {
         database: { type: 'mysql', url: url(primary.database), replicaUrls: [url(replica.database)] },
         observe: { metrics },
       });
-      // The replica joins the read rotation at its first check (within NODE_CHECK_INTERVAL_MS).
+      // The replica joins the read rotation at its first check (within DATABASE_DEADLINES.nodeCheckIntervalMs).
       for (let tries = 0; !(await request(t, 'GET', '/readyz', { apiKey: null })).body.nodes[1].ready; tries++) {
         if (tries > 30) throw new Error('the replica never joined the read rotation');
         await sleep(100);
@@ -174,8 +174,8 @@ describe('a read replica that goes away', () => {
         });
         await sleep(300);
         proxy.cut();
-        // Seen by the next check of the nodes (one per NODE_CHECK_INTERVAL_MS).
-        await sleep(NODE_CHECK_INTERVAL_MS + 200);
+        // Seen by the next check of the nodes (one per DATABASE_DEADLINES.nodeCheckIntervalMs).
+        await sleep(DATABASE_DEADLINES.nodeCheckIntervalMs + 200);
         const during = await request(t, 'GET', '/readyz', { apiKey: null });
         await sleep(800);
         proxy.restore();

@@ -2,10 +2,11 @@ import { readFileSync } from 'node:fs';
 import { type NetConnectOpts, type Socket, connect as connectTcp } from 'node:net';
 import { type Client, createClient } from 'graphql-ws';
 import WebSocket from 'ws';
-import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
+import { SUBSCRIPTION_CLOSE } from '../src/graphql/subscription-close.codes';
 import { apiKeyFor, built, freePort, startNode, waitForHttp } from './helpers/processes';
 import { type TestApp, startTestApp } from './helpers/test-app';
 import { createProcessDatabase } from './helpers/test-database';
+import { SUBSCRIPTION_LIMITS } from '../src/limits';
 
 /**
  * Subscribers that stop reading (docs/subscriptions.md "Limits": the keep-alive and the bytes that may

@@ -7,13 +7,13 @@ import { Redis } from 'ioredis';
 import { IsNull } from 'typeorm';
 import WebSocket from 'ws';
 import { ApiKey } from '../src/auth/api-key.entity';
-import { SUBSCRIPTION_LIMITS } from '../src/graphql/subscription.limits';
 import { createLogger } from '../src/operations/logger';
 import { type Metrics, createMetrics } from '../src/operations/metrics.registry';
 import { apiKeyFor, built, freePort, startNode, waitForHttp } from './helpers/processes';
 import { exchangeRaw, parseRawResponse } from './helpers/raw-http';
 import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
 import { createProcessDatabase } from './helpers/test-database';
+import { SUBSCRIPTION_LIMITS } from '../src/limits';
 
 /**
  * `Subscription.petCreated` over WebSocket (docs/subscriptions.md), with a real graphql-ws

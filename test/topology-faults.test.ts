@@ -5,7 +5,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import { openDatabase } from '../src/database/open-database';
-import { NODE_CHECK_INTERVAL_MS } from '../src/database/database-health';
 import { encodePetCursor } from '../src/pets/pet-cursor';
 import { type GaleraCluster, type MariadbNode, type ReplicatedPair, startGaleraCluster, startReplicatedPair } from '../bench/mariadb-topology';
 import { apiKeyFor, built, freePort, startNode } from './helpers/processes';
@@ -27,6 +26,7 @@ import {
   summary,
 } from './helpers/steady-load';
 import { createProcessDatabase, describeOnMysql } from './helpers/test-database';
+import { DATABASE_DEADLINES } from '../src/limits';
 
 /**
  * The promises of docs/operations.md and its "Scale-out notes", kept on the engines users scale to. Each
@@ -208,7 +208,7 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
     const expectation: ReadinessExpectation =
       fault === 'own'
         ? { instance, fault, faultAt, backAt, detectMs: OWN_DETECT_MS, readyAgainMs: RECOVERY_MS, undoneAt }
-        : { instance, fault, faultAt, backAt, detectMs: REPLICA_DETECT_MS + NODE_CHECK_INTERVAL_MS, readyAgainMs: RECOVERY_MS };
+        : { instance, fault, faultAt, backAt, detectMs: REPLICA_DETECT_MS + DATABASE_DEADLINES.nodeCheckIntervalMs, readyAgainMs: RECOVERY_MS };
     return readinessKept(answers, expectation);
   });
   const checks: Record<string, Violations> = {

@@ -4,6 +4,7 @@ import { LRUCache } from 'lru-cache';
 import { type DataSource, In, IsNull, type Repository } from 'typeorm';
 import { withinDeadline } from '../database/database-deadline';
 import { ApiKey } from './api-key.entity';
+import { API_KEY_CACHE } from '../limits';
 
 /** Recognisable prefix of every key, so secret scanners can find leaked ones. */
 export const API_KEY_PREFIX = 'pst_';
@@ -40,14 +41,6 @@ export function isWellFormedApiKey(key: string): boolean {
   const match = KEY_FORMAT.exec(key);
   return match !== null && match[2] === checksum(match[1]);
 }
-
-/**
- * The key caches (docs/security.md "Limits", "API key"): at most `maxEntries` keys in each; a key's
- * lookup answer, found active or not, is reused for `ttlMs` without asking the database
- * (API_KEY_CACHE_SECONDS); a key found active is remembered for `knownMs`, so that once its
- * answer has expired its requests are still counted against the key, not against its address.
- */
-export const API_KEY_CACHE = Object.freeze({ maxEntries: 10_000, ttlMs: 5_000, knownMs: 3_600_000 });
 
 /** A key found active: the record, and when (Date.now() milliseconds) it was found or created. */
 interface FoundKey {

@@ -7,11 +7,11 @@ import { ApiKey } from '../auth/api-key.entity';
 import { Pet } from '../pets/pet.entity';
 import { IdempotencyRecord } from '../idempotency/idempotency-record.entity';
 import type { DatabaseConfig } from './database-config';
-import { DATABASE_DEADLINES } from './database-deadline';
 import { saveInOrder } from './embedded-file.saver';
 import { TypeormPinoLogger } from './typeorm-pino.logger';
 import { CreatePetAndApiKey1763769600000 } from './migrations/1763769600000-create-pet-and-api-key';
 import { CreateIdempotencyKey1763856000000 } from './migrations/1763856000000-create-idempotency-key';
+import { DATABASE_DEADLINES } from '../limits';
 
 /** Every entity and migration, listed explicitly (no globs: they break between src/ and dist/). */
 export const ENTITIES = [Pet, ApiKey, IdempotencyRecord];
@@ -57,7 +57,7 @@ export function createDataSource(database: DatabaseConfig, log?: Logger): DataSo
       // own query timeout does not: the wait for a connection and the connection's queue. The
       // pool makes new connections by itself once the database is back.
       connectTimeout: DATABASE_DEADLINES.connectMs,
-      poolSize: 10,
+      poolSize: DATABASE_DEADLINES.poolSize,
       // trace: mysql2 would capture a stack trace for every query (about 5% of a request's CPU,
       // bench/README.md "What makes it fast"), only to decorate error stacks; errors keep their own stack.
       extra: { enableKeepAlive: true, trace: false },

@@ -3,22 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { DEADLINE_EXCEEDED, isConflict, isConnectionLost } from './database-errors';
 import { markUnreachable, nodeOf, readerOf } from './database-node';
-
-/** How long database work may take (docs/failures.md "The database"), defined once. */
-export const DATABASE_DEADLINES = Object.freeze({
-  /** A new connection must be open within this time (ms); the driver's own connect timeout. */
-  connectMs: 1000,
-  /** One database call of a request: waiting for a pooled connection, its queue and every statement (ms). */
-  callMs: 2000,
-  /** `/readyz`'s check of the database (ms): a probe must get its answer quickly. */
-  readinessMs: 500,
-  /** A statement slower than this (ms) is logged at `warn`. */
-  slowQueryMs: 500,
-  /** Runs of a transaction that loses a conflict (deadlock, certification conflict, lock wait timeout), within its one deadline. */
-  conflictAttempts: 3,
-  /** The pause before running a transaction again grows by up to this much per attempt (ms, randomised). */
-  conflictBackoffMs: 25,
-});
+import { DATABASE_DEADLINES } from '../limits';
 
 /**
  * The database did not finish a call within its deadline, and its connection was destroyed.

@@ -1,9 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { DATABASE_DEADLINES, withinDeadline } from './database-deadline';
+import { withinDeadline } from './database-deadline';
 import { type DatabaseNode, type NodeState, nodesOf } from './database-node';
-
-/** How often the nodes are checked (ms): every probe of `/readyz` within this time shares one check, and replicas are checked this often. */
-export const NODE_CHECK_INTERVAL_MS = 1000;
+import { DATABASE_DEADLINES } from '../limits';
 
 /** Galera's `wsrep_local_state` of a node that has everything and serves: Synced. */
 const WSREP_SYNCED = '4';
@@ -117,7 +115,7 @@ const lastChecks = new WeakMap<object, { at: number; states: Promise<readonly No
 
 /**
  * Checks the primary and every replica behind a primary DataSource (docs/operations.md "Scale-out notes"),
- * at most once per {@link NODE_CHECK_INTERVAL_MS}: callers within that time share the result.
+ * at most once per {@link DATABASE_DEADLINES.nodeCheckIntervalMs}: callers within that time share the result.
  * A replica is in the read rotation while reachable, Synced (a Galera node) and no more than
  * DATABASE_REPLICA_MAX_LAG_SECONDS behind its source (a stopped SQL thread counts as unbounded); the primary is
  * ready while reachable and, on Galera, Synced in the primary component.
@@ -128,14 +126,14 @@ const lastChecks = new WeakMap<object, { at: number; states: Promise<readonly No
 export function checkNodes(primary: DataSource): Promise<readonly NodeState[]> {
   const nodes = nodesOf(primary);
   const last = lastChecks.get(nodes.primary);
-  if (last && Date.now() - last.at < NODE_CHECK_INTERVAL_MS) return last.states;
+  if (last && Date.now() - last.at < DATABASE_DEADLINES.nodeCheckIntervalMs) return last.states;
   const states = Promise.all([nodes.primary, ...nodes.replicas].map((node) => checkNode(node, nodes.maxLagSeconds)));
   lastChecks.set(nodes.primary, { at: Date.now(), states });
   return states;
 }
 
 /**
- * Checks the nodes every {@link NODE_CHECK_INTERVAL_MS} while there are replicas, so that a
+ * Checks the nodes every {@link DATABASE_DEADLINES.nodeCheckIntervalMs} while there are replicas, so that a
  * replica that lags, stops replicating or goes away leaves the read rotation (and comes back)
  * without waiting for traffic. The timer never keeps the process alive.
  *
@@ -143,7 +141,7 @@ export function checkNodes(primary: DataSource): Promise<readonly NodeState[]> {
  */
 export function watchReplicas(primary: DataSource): () => void {
   if (nodesOf(primary).replicas.length === 0) return () => undefined;
-  const timer = setInterval(() => void checkNodes(primary), NODE_CHECK_INTERVAL_MS);
+  const timer = setInterval(() => void checkNodes(primary), DATABASE_DEADLINES.nodeCheckIntervalMs);
   timer.unref();
   void checkNodes(primary);
   return () => clearInterval(timer);

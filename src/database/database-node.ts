@@ -1,7 +1,5 @@
 import type { DataSource } from 'typeorm';
-
-/** How far behind its source a replica may be and stay in the read rotation (s), unless DATABASE_REPLICA_MAX_LAG_SECONDS says otherwise. */
-export const DEFAULT_REPLICA_MAX_LAG_SECONDS = 5;
+import { DATABASE_DEADLINES } from '../limits';
 
 /** What `/readyz` and the metrics say of one database server (docs/operations.md "Scale-out notes"). */
 export interface NodeState {
@@ -76,7 +74,7 @@ export function nodesOf(primary: DataSource): DatabaseNodes {
     nodesByPrimary.get(primary) ?? {
       primary: nodeOf(primary) ?? new DatabaseNode('primary', 'primary', primary),
       replicas: [],
-      maxLagSeconds: DEFAULT_REPLICA_MAX_LAG_SECONDS,
+      maxLagSeconds: DATABASE_DEADLINES.replicaMaxLagSeconds,
     }
   );
 }

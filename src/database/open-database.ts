@@ -4,8 +4,9 @@ import type { DataSource } from 'typeorm';
 import type { DatabaseConfig } from './database-config';
 import { createDataSource } from './data-source';
 import { isGaleraNode, watchReplicas } from './database-health';
-import { DEFAULT_REPLICA_MAX_LAG_SECONDS, DatabaseNode, registerNodes } from './database-node';
+import { DatabaseNode, registerNodes } from './database-node';
 import { withMigrationLock } from './migration-lock';
+import { DATABASE_DEADLINES } from '../limits';
 
 /** How to connect at start-up. */
 export interface OpenDatabaseOptions {
@@ -103,12 +104,12 @@ export async function openDatabase(database: DatabaseConfig, { attempts = 1, mig
  */
 async function attachNodes(primary: DataSource, database: DatabaseConfig, log: Logger | undefined): Promise<void> {
   const node = new DatabaseNode('primary', 'primary', primary);
-  if (database.type !== 'mysql') return registerNodes({ primary: node, replicas: [], maxLagSeconds: DEFAULT_REPLICA_MAX_LAG_SECONDS });
+  if (database.type !== 'mysql') return registerNodes({ primary: node, replicas: [], maxLagSeconds: DATABASE_DEADLINES.replicaMaxLagSeconds });
   node.galera = await isGaleraNode(primary.manager);
   const replicas = (database.replicaUrls ?? []).map(
     (url, index) => new DatabaseNode(`replica${index + 1}`, 'replica', createDataSource({ type: 'mysql', url }, log)),
   );
-  registerNodes({ primary: node, replicas, maxLagSeconds: database.replicaMaxLagSeconds ?? DEFAULT_REPLICA_MAX_LAG_SECONDS });
+  registerNodes({ primary: node, replicas, maxLagSeconds: database.replicaMaxLagSeconds ?? DATABASE_DEADLINES.replicaMaxLagSeconds });
   const stopWatching = watchReplicas(primary);
   const destroyPrimary = primary.destroy.bind(primary);
   primary.destroy = async () => {

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { PetEvents } from '../pets/pet-events';
 import type { Pet } from '../pets/pet.entity';
+import { REDIS_TIMEOUTS } from '../limits';
 
 /** The topic of the in-process pub/sub that `Subscription.petCreated` listens to (type-graphql `topics`). */
 export const PET_CREATED_TOPIC = 'petCreated';
@@ -13,9 +14,6 @@ export type PetCreatedPayload = Pick<Pet, 'id' | 'name' | 'categoryId' | 'status
 
 /** The in-process pub/sub of pet events, as type-graphql's `buildSchema({ pubSub })` takes it. */
 export type PetPubSub = PubSub<{ [PET_CREATED_TOPIC]: [PetCreatedPayload] }>;
-
-/** How long the Redis of the events may take to connect (ms); as the rate limiter's. */
-const REDIS_CONNECT_TIMEOUT_MS = 1000;
 
 /** Where pet events travel (docs/subscriptions.md, `REDIS_URL`, `PET_EVENTS_CHANNEL`). */
 export interface PetEventBusOptions {
@@ -62,9 +60,9 @@ export function createPetEventBus({ redisUrl, channel, log }: PetEventBusOptions
       close: async () => undefined,
     };
   }
-  const publisher = new Redis(redisUrl, { maxRetriesPerRequest: 1, connectTimeout: REDIS_CONNECT_TIMEOUT_MS });
+  const publisher = new Redis(redisUrl, { maxRetriesPerRequest: 1, connectTimeout: REDIS_TIMEOUTS.connectMs });
   // Waits for Redis as long as it takes: a subscription is never given up.
-  const subscriber = new Redis(redisUrl, { maxRetriesPerRequest: null, connectTimeout: REDIS_CONNECT_TIMEOUT_MS });
+  const subscriber = new Redis(redisUrl, { maxRetriesPerRequest: null, connectTimeout: REDIS_TIMEOUTS.connectMs });
   for (const connection of [publisher, subscriber]) {
     connection.on('error', (error) => log.warn({ err: error, channel }, 'pet events store (Redis) unreachable'));
   }

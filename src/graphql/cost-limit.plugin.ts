@@ -18,10 +18,11 @@ import {
 import { type ComplexityEstimator, fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
 import { AppError } from '../errors/error-catalogue';
 import { type RateLimitStatus, rateLimitUnits } from '../http/rate-limit';
-import { DOCUMENT_CACHE_LIMITS, byteBoundedLru } from './document-cache.limits';
+import { byteBoundedLru } from './document-cache';
 import type { GraphqlContext } from './graphql-context';
 import { raisedByPlugin } from './graphql-error.formatter';
-import { QUERY_LIMITS, priceRefusal, queryLimitOf, unpriceableRefusal } from './query-limits';
+import { priceRefusal, queryLimitOf, unpriceableRefusal } from './query-limits';
+import { DOCUMENT_CACHE_LIMITS, QUERY_LIMITS } from '../limits';
 
 /** What an operation costs: its cost (limit QUERY_LIMITS.maxCost), its creates (limit QUERY_LIMITS.maxMutations) and its calls to the pet store (what the rate limit charges). */
 export type OperationPrice = { cost: number; mutations: number; calls: number } | { unpriceable: true };

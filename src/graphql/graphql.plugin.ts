@@ -11,14 +11,13 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHo
 import type { ApiKeyService } from '../auth/api-key.service';
 import type { PetPubSub } from '../events/pet-event.bus';
 import { callerOf } from '../http/caller.hook';
-import { HTTP_LIMITS } from '../http/http-limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import type { RateLimitedClient } from '../http/rate-limit';
 import type { Metrics } from '../operations/metrics.registry';
 import type { PetService } from '../pets/pet.service';
 import { type RateLimiterAccess, costLimitPlugin } from './cost-limit.plugin';
 import { CSRF_PREVENTION } from './csrf-prevention';
-import { DOCUMENT_CACHE_LIMITS, apolloCache, documentBytes, textBytes } from './document-cache.limits';
+import { apolloCache, documentBytes, textBytes } from './document-cache';
 import type { GraphqlContext } from './graphql-context';
 import { createGraphqlErrorFormatter, sendGraphqlError } from './graphql-error.formatter';
 import { jitExecutorGateway } from './jit-executor.gateway';
@@ -30,6 +29,7 @@ import { buildPetStoreSchema } from './schema';
 import { serveSubscriptions } from './subscription.server';
 import { unavailableStatusPlugin } from './unavailable-status.plugin';
 import { refuseSubscriptionsOverHttp } from './subscriptions-over-http.rule';
+import { DOCUMENT_CACHE_LIMITS, HTTP_LIMITS } from '../limits';
 
 /** What the GraphQL surface needs. */
 export interface GraphqlPluginOptions {

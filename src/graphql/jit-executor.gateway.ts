@@ -12,7 +12,7 @@ import {
   visit,
 } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
-import { byteBoundedLru, compiledOperationBytes } from './document-cache.limits';
+import { byteBoundedLru, compiledOperationBytes } from './document-cache';
 
 /** Why an operation runs on graphql-js instead of its compiled form: graphql-jit's first error. */
 export type JitFallback = { operationName: string | null; reason: string };

@@ -2,11 +2,11 @@ import { Arg, Args, Ctx, Mutation, Query, Resolver } from 'type-graphql';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
 import { Pet } from '../pets/pet.entity';
 import { ListPetsArgs, NewPetInput, PetIdArgs, PetsConnectionArgs } from '../pets/pet.inputs';
-import { PET_LIMITS } from '../pets/pet.limits';
 import type { PetPage, PetService } from '../pets/pet.service';
 import type { GraphqlContext } from './graphql-context';
 import { PetConnection } from './pet-connection.types';
 import { connectionFieldCost, databaseFieldCost } from './query-limits';
+import { PET_LIMITS } from '../limits';
 
 /** How many pets a `limit` argument can return, for pricing: out-of-range values are refused later anyway. */
 function listSize(limit: unknown): number {

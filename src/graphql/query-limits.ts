@@ -1,39 +1,7 @@
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { type FieldNode, GraphQLError, Kind, type SelectionNode, type ValidationContext } from 'graphql';
 import { AppError } from '../errors/error-catalogue';
-
-/**
- * Limits on one GraphQL operation (OWASP GraphQL cheat sheet; issue "hard to break"; docs/security.md
- * "Limits"). Armor's defaults, tuned to this schema:
- * - depth 6, counted in fields: fragments, spread or inline, add no level, so Relay-style
- *   colocated fragments cost nothing; introspection's `__schema`, which GraphiQL needs, is
- *   exempt. Real queries here are 2 to 4 deep;
- * - 15 aliases, `__typename` aliases included (each is a field to answer);
- * - cost 1000, priced by {@link databaseFieldCost}: a field that reads or writes the database
- *   costs at least 100, a list its `limit` times its selection, any other field 1, and the meta
- *   fields `__typename`, `__schema`, `__type` nothing of their own (cost-limit.plugin.ts). So
- *   `pets(limit: 100) { id name categoryId status }` costs 400 (two full pages per operation),
- *   with or without `__typename`, and one operation reads or writes the database at most 10 times;
- * - 1 mutation field (`createPet`) per operation: one create per operation, as on REST, and
- *   one Idempotency-Key never covers several creates.
- * A refusal names the limit and its maximum ({@link QueryLimitError}).
- */
-export const QUERY_LIMITS = Object.freeze({
-  maxDepth: 6,
-  maxAliases: 15,
-  maxTokens: 1000,
-  maxDirectives: 50,
-  maxCost: 1000,
-  /** The least a field that reads or writes the database costs: one operation holds at most maxCost / 100 = 10 of them. */
-  databaseFieldMinCost: 100,
-  /** Root fields of the Mutation type per operation, counted as written (aliases and fragments included, `@skip`/`@include` applied). */
-  maxMutations: 1,
-  /**
-   * Selections (fields and fragments, fragments expanded) the pricing walks at most: past them an
-   * operation cannot be priced and is refused. graphql-query-complexity's own default, made explicit.
-   */
-  maxPricedSelections: 10_000,
-});
+import { QUERY_LIMITS } from '../limits';
 
 /**
  * The cost of a field that reads or writes the database (`pets`, `petsConnection`, `pet`,

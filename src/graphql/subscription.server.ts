@@ -27,8 +27,9 @@ import type { Metrics } from '../operations/metrics.registry';
 import { logQueryLimitRefusal, priceOf } from './cost-limit.plugin';
 import { createGraphqlErrorFormatter } from './graphql-error.formatter';
 import { PARSE_OPTIONS, type QueryLimitError, priceRefusal, unpriceableRefusal } from './query-limits';
-import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from './subscription.limits';
+import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
 import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
+import { SUBSCRIPTION_LIMITS } from '../limits';
 
 /** What the WebSocket endpoint needs (docs/subscriptions.md). */
 export interface SubscriptionServerOptions {

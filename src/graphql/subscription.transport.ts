@@ -3,7 +3,8 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { CloseCode, type Server } from 'graphql-ws';
 import type { WebSocket } from 'ws';
-import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from './subscription.limits';
+import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
+import { SUBSCRIPTION_LIMITS } from '../limits';
 
 /** What graphql-ws's hooks get in `ctx.extra`: the socket and its upgrade request. */
 export interface SocketExtra {

@@ -2,6 +2,7 @@ import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { Redis } from 'ioredis';
 import { AppError } from '../errors/error-catalogue';
+import { REDIS_TIMEOUTS } from '../limits';
 
 /** What one rate-limited client may spend (docs/security.md "Limits" and docs/configuration.md, RATE_LIMIT_* and REDIS_URL). */
 export interface RateLimitConfig {
@@ -21,9 +22,6 @@ export interface RateLimitedClient {
   readonly apiKeyId?: number;
   readonly ip: string;
 }
-
-/** How long the Redis of the counters may take (ms): to connect, and to answer one command. */
-export const REDIS_TIMEOUTS = Object.freeze({ connectMs: 1000, commandMs: 1000 });
 
 /**
  * The rate limit's price of a request, one definition for both surfaces (docs/security.md "Limits"): one

@@ -1,5 +1,5 @@
 import { AppError } from '../errors/error-catalogue';
-import { IDEMPOTENCY_LIMITS } from './idempotency.limits';
+import { IDEMPOTENCY_LIMITS } from '../limits';
 
 const KEY_PATTERN = new RegExp(IDEMPOTENCY_LIMITS.keyPattern);
 

@@ -1,6 +1,6 @@
 import { Column, Entity, Generated, Index, PrimaryColumn } from 'typeorm';
 import { int64Transformer } from '../database/int64';
-import { IDEMPOTENCY_LIMITS } from './idempotency.limits';
+import { IDEMPOTENCY_LIMITS } from '../limits';
 
 /** One create request made with an Idempotency-Key (table `idempotency_key`). */
 @Entity({ name: 'idempotency_key' })

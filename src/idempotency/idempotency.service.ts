@@ -4,7 +4,7 @@ import { CommitOutcomeUnknownError, withinDeadline } from '../database/database-
 import { isConflict, isDatabaseUnavailable } from '../database/database-errors';
 import { AppError } from '../errors/error-catalogue';
 import { IdempotencyRecord } from './idempotency-record.entity';
-import { IDEMPOTENCY_LIMITS } from './idempotency.limits';
+import { IDEMPOTENCY_LIMITS } from '../limits';
 
 /**
  * Idempotent creates (IETF draft-ietf-httpapi-idempotency-key-header, Stripe's semantics).

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { type DataSource, MigrationExecutor } from 'typeorm';
-import { DATABASE_DEADLINES, withinDeadline } from '../database/database-deadline';
-import { NODE_CHECK_INTERVAL_MS, checkNodes } from '../database/database-health';
+import { withinDeadline } from '../database/database-deadline';
+import { checkNodes } from '../database/database-health';
 import { AppError } from '../errors/error-catalogue';
+import { DATABASE_DEADLINES } from '../limits';
 
 /** Shared with the shutdown sequence: once `draining`, `/readyz` answers 503. */
 export interface ServiceState {
@@ -33,8 +34,8 @@ function migrationsApplied(dataSource: DataSource): () => Promise<boolean> {
       .then((done) => (migrated = done));
   return async () => {
     if (migrated) return true;
-    // Probes within NODE_CHECK_INTERVAL_MS share one answer, as they share the nodes' check.
-    if (!last || Date.now() - last.at >= NODE_CHECK_INTERVAL_MS) last = { at: Date.now(), answer: ask() };
+    // Probes within DATABASE_DEADLINES.nodeCheckIntervalMs share one answer, as they share the nodes' check.
+    if (!last || Date.now() - last.at >= DATABASE_DEADLINES.nodeCheckIntervalMs) last = { at: Date.now(), answer: ask() };
     return last.answer;
   };
 }

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { parsePositiveInteger } from '../validation/positive-integer';
 import { PetStatus } from './pet-status.enum';
-import { PET_LIMITS } from './pet.limits';
+import { PET_LIMITS } from '../limits';
 
 /**
  * Where a walk through listPets stands: after the pet with id `afterId`, in the list filtered

@@ -2,8 +2,8 @@ import { Field, ID, ObjectType } from 'type-graphql';
 import { Column, Entity, Index, Generated, PrimaryColumn } from 'typeorm';
 import { int64Transformer } from '../database/int64';
 import { PetStatus } from './pet-status.enum';
-import { PET_LIMITS } from './pet.limits';
 import { SafeInt } from './safe-int.type';
+import { PET_LIMITS } from '../limits';
 
 /**
  * An animal of the store (spec "Pet"): the TypeORM entity of table `pet` and the GraphQL

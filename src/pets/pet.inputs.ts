@@ -4,9 +4,9 @@ import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
 import { PetStatus } from './pet-status.enum';
 import { parsePositiveInteger } from '../validation/positive-integer';
 import { decodePetCursor } from './pet-cursor';
-import { PET_LIMITS } from './pet.limits';
 import { isUnsafeInteger } from '../validation/json-number';
 import { SafeInt } from './safe-int.type';
+import { PET_LIMITS } from '../limits';
 
 const REQUIRED = { message: '$property is required' };
 const STATUS_MESSAGE = { message: `$property must be one of: ${Object.values(PetStatus).join(', ')}` };

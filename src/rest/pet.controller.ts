@@ -2,11 +2,11 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHo
 import { AppError } from '../errors/error-catalogue';
 import { callerOf } from '../http/caller.hook';
 import { rejectOtherMethods } from '../http/method-not-allowed';
-import { IDEMPOTENCY_LIMITS } from '../idempotency/idempotency.limits';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
 import type { PetPage, PetService } from '../pets/pet.service';
 import { parsePositiveInteger } from '../validation/positive-integer';
 import { HEADERS, LIST_PETS_QUERY, OPENAPI_EXAMPLES, PET_ID_PARAMS, errorResponses, jsonResponse } from './openapi.schemas';
+import { IDEMPOTENCY_LIMITS } from '../limits';
 
 /** What the REST surface needs. */
 export interface PetControllerOptions {

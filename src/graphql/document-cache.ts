@@ -1,30 +1,6 @@
 import { type DocumentNode, Kind, type OperationDefinitionNode, type SelectionSetNode, visit } from 'graphql';
 import { LRUCache } from 'lru-cache';
 
-const MiB = 1024 * 1024;
-
-/**
- * Byte budgets of the caches keyed by GraphQL document (docs/security.md "Limits"), defined once. Each
- * entry weighs what it keeps alive, its source text included (see {@link documentBytes}), so a
- * flood of distinct documents, however large, evicts older entries instead of growing the heap.
- * Together 27 MiB: a fifth of the 128 MiB heap cap (operations/heap.limits.ts), beside the
- * 30 MiB the service holds idle, which leaves over half the heap to requests in flight.
- */
-export const DOCUMENT_CACHE_LIMITS = Object.freeze({
-  /** Apollo's document store: each distinct document parsed and validated once (hundreds of ordinary ones fit). */
-  documentStoreBytes: 8 * MiB,
-  /**
-   * graphql-jit's compiled operations, each with the document it keeps: generated code costs more
-   * than the document (about 17 KB for `pets { id name categoryId status }`, 1.3 MB for GraphiQL's
-   * introspection query).
-   */
-  compiledOperationBytes: 16 * MiB,
-  /** Apollo's cache, used here by automatic persisted queries only: query texts by hash. */
-  persistedQueryBytes: 2 * MiB,
-  /** The cost limit's prices by (document hash, operation name, variables): keys and small numbers. */
-  priceBytes: 1 * MiB,
-});
-
 /**
  * What V8 keeps per piece of a cached entry (Node 20, 64-bit), each a little above the heap
  * growth measured for it (test/graphql-document-caches.test.ts checks them against the heap).
