@@ -1,5 +1,8 @@
-import { Field, ObjectType } from 'type-graphql';
+import { ArgsType, Field, ObjectType } from 'type-graphql';
+import { PET_LIMITS } from '../limits';
+import { AfterCursor, PageSize, StatusFilter } from '../pets/pet.inputs';
 import { Pet } from '../pets/pet.entity';
+import type { PetStatus } from '../pets/pet-status.enum';
 
 /** One pet of a page and the cursor that continues the list after it (Relay "Edge Types"). */
 @ObjectType({ description: 'A pet in a page of `petsConnection`.' })
@@ -35,4 +38,18 @@ export class PetConnection {
 
   @Field(() => PageInfo)
   pageInfo!: PageInfo;
+}
+
+/** Arguments of the connection over listPets (docs/pagination.md): `first` is listPets' `limit`, with its rules. */
+@ArgsType()
+export class PetsConnectionArgs {
+  @PageSize()
+  first: number = PET_LIMITS.listDefault;
+
+  // Or null: no cursor.
+  @AfterCursor()
+  after?: string;
+
+  @StatusFilter()
+  status?: PetStatus | null;
 }

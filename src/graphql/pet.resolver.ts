@@ -1,10 +1,11 @@
 import { Arg, Args, Ctx, Mutation, Query, Resolver } from 'type-graphql';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
 import { Pet } from '../pets/pet.entity';
-import { ListPetsArgs, NewPetInput, PetIdArgs, PetsConnectionArgs } from '../pets/pet.inputs';
+import { ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
 import type { PetPage, PetService } from '../pets/pet.service';
 import type { GraphqlContext } from './graphql-context';
-import { PetConnection } from './pet-connection.types';
+import { PetConnection, PetsConnectionArgs } from './pet-connection.types';
+import { validateInput } from '../validation/validate-input';
 import { connectionFieldCost, databaseFieldCost } from './query-limits';
 import { PET_LIMITS } from '../limits';
 
@@ -48,14 +49,15 @@ export class PetResolver {
     return (await this.petService.listPets(args)).pets;
   }
 
-  /** listPets as a Relay connection: see PetService.listPetsFirst. */
+  /** listPets as a Relay connection; `first` is checked under its own name, then read as `limit`. */
   @Query(() => PetConnection, {
     description: 'Lists animals in ascending id order, optionally by status, a page at a time: pass `pageInfo.endCursor` as `after` for the next page.',
     // Priced as `pets`, the edges once per pet that may come back, and `pageInfo` once (connectionFieldCost).
     complexity: ({ args, childComplexity, node }) => connectionFieldCost(listSize(args.first), childComplexity, node),
   })
   async petsConnection(@Args(() => PetsConnectionArgs) args: PetsConnectionArgs): Promise<PetConnection> {
-    return toConnection(await this.petService.listPetsFirst(args));
+    const { first, after, status } = await validateInput(PetsConnectionArgs, args);
+    return toConnection(await this.petService.listPets({ limit: first, after, status }));
   }
 
   /** getPet (deprecated): see PetService.getPet; null when no pet has the id. */

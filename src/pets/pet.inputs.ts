@@ -135,7 +135,7 @@ function stacked(...decorators: PropertyDecorator[]): PropertyDecorator {
 }
 
 /** The page size of listPets, `limit` or `first` (spec "Limits"): an integer from listMin to listMax. */
-const PageSize = () =>
+export const PageSize = () =>
   stacked(
     Field(() => Int, { nullable: true, description: `Maximum number of animals returned (${PET_LIMITS.listMin} to ${PET_LIMITS.listMax}).` }),
     IsInt(),
@@ -144,7 +144,7 @@ const PageSize = () =>
   );
 
 /** listPets' optional status filter (spec "listPets"). */
-const StatusFilter = () =>
+export const StatusFilter = () =>
   stacked(
     Field(() => PetStatus, { nullable: true, description: 'Only animals with this status.' }),
     IsOptional(),
@@ -152,7 +152,7 @@ const StatusFilter = () =>
   );
 
 /** listPets' optional cursor (docs/pagination.md); the property is typed string so that the OpenAPI schema, read from the design type, says string. */
-const AfterCursor = () =>
+export const AfterCursor = () =>
   stacked(
     Field(() => String, { nullable: true, description: AFTER_DESCRIPTION }),
     IsOptional(),
@@ -171,20 +171,6 @@ export class ListPetsArgs {
   // Or null, from GraphQL: no cursor.
   @AfterCursor()
   after?: string;
-}
-
-/** Arguments of the GraphQL connection over listPets (docs/pagination.md): `first` is listPets' `limit`. */
-@ArgsType()
-export class PetsConnectionArgs {
-  @PageSize()
-  first: number = PET_LIMITS.listDefault;
-
-  // Or null, from GraphQL: no cursor.
-  @AfterCursor()
-  after?: string;
-
-  @StatusFilter()
-  status?: PetStatus | null;
 }
 
 /** Arguments of getPet (spec "getPet"). */

@@ -9,7 +9,7 @@ import { decodePetCursor, encodePetCursor } from './pet-cursor';
 import type { PetStatus } from './pet-status.enum';
 import { type PetEvents, UNCONFIRMED_CREATE_CHECKS } from './pet-events';
 import type { Pet } from './pet.entity';
-import { ListPetsArgs, NewPetInput, PetIdArgs, PetsConnectionArgs } from './pet.inputs';
+import { ListPetsArgs, NewPetInput, PetIdArgs } from './pet.inputs';
 import type { PetRepository } from './pet.repository';
 
 /** What createPet did: the pet, and whether it is an Idempotency-Key replay (stored by an earlier request). */
@@ -69,18 +69,6 @@ export class PetService {
   async listPets(input: unknown): Promise<PetPage> {
     const { limit, status, after } = await validateInput(ListPetsArgs, input);
     return this.page(limit, status ?? undefined, after ?? undefined);
-  }
-
-  /**
-   * listPets with GraphQL connection names (docs/pagination.md): `first` for `limit`.
-   *
-   * @param input - `{ first?, after?, status? }` as the client sent them; the rules of {@link listPets}.
-   * @returns the page, as {@link listPets}.
-   * @throws as {@link listPets}, naming `first` instead of `limit`.
-   */
-  async listPetsFirst(input: unknown): Promise<PetPage> {
-    const { first, status, after } = await validateInput(PetsConnectionArgs, input);
-    return this.page(first, status ?? undefined, after ?? undefined);
   }
 
   /** Reads one more pet than the page holds, to know whether another page follows. A null status or cursor (GraphQL) is none. */
