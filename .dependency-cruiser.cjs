@@ -9,7 +9,7 @@ const ABOVE_ALL_BUT_CONFIG = '^src/(app|main)\\.ts$|^src/cli/';
 const SURFACES = '^src/(rest|graphql)/';
 const HTTP = '^src/http/';
 const FEATURES = '^src/(pets|auth|idempotency|events)/';
-const PLATFORM = '^src/(operations|validation|net)/';
+const PLATFORM = '^src/(observability|validation|net)/';
 const BASE = '^src/(errors|database)/';
 const LAYERS = [COMPOSITION, SURFACES, HTTP, FEATURES, PLATFORM, BASE];
 

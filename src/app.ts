@@ -27,12 +27,13 @@ import { petController } from './rest/pet.controller';
 import { answerClientError, sendRestError } from './rest/rest-error.handler';
 import { purgeExpiredKeys } from './idempotency/idempotency-purge';
 import { IdempotencyService } from './idempotency/idempotency.service';
-import { DeprecationTracker } from './operations/deprecation.tracker';
-import { type ServiceState, healthRoutes } from './operations/health.routes';
-import { type Metrics, createMetrics } from './operations/metrics.registry';
-import { closeConnectionsOnceNotAccepting } from './operations/graceful-shutdown';
-import { createLogger } from './operations/logger';
-import { RequestLogController, observeRequests, requestIdOf } from './operations/request-observer.hook';
+import { DeprecationTracker } from './observability/deprecation.tracker';
+import { healthRoutes } from './observability/health.routes';
+import type { ServiceState } from './observability/service-state';
+import { type Metrics, createMetrics } from './observability/metrics.registry';
+import { closeConnectionsOnceNotAccepting } from './http/graceful-shutdown';
+import { createLogger } from './observability/logger';
+import { RequestLogController, observeRequests, requestIdOf } from './observability/request-observer.hook';
 import { HTTP_LIMITS, SUBSCRIPTION_LIMITS } from './limits';
 
 /** Fastify's `trustProxy` for the configured value: a hop count trusts the nearest `n` proxies. */

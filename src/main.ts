@@ -10,11 +10,11 @@ import { MigrationLockTimeoutError } from './database/migration-lock';
 import { DatabaseRefusedError, DatabaseUnreachableError, openDatabase } from './database/open-database';
 import { describeSurfaces, originOf } from './http/landing-page.routes';
 import { PortUnavailableError, listenOn } from './net/listen-port';
-import { drainAndClose } from './operations/graceful-shutdown';
-import type { ServiceState } from './operations/health.routes';
-import { createLogger } from './operations/logger';
-import { createMetrics } from './operations/metrics.registry';
-import { buildMetricsServer } from './operations/metrics.server';
+import { drainAndClose } from './http/graceful-shutdown';
+import type { ServiceState } from './observability/service-state';
+import { createLogger } from './observability/logger';
+import { createMetrics } from './observability/metrics.registry';
+import { buildMetricsServer } from './observability/metrics.server';
 
 /**
  * What start-up prints about the development key (docs/api-keys.md "The development key"), on standard output

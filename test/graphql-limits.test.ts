@@ -1,5 +1,5 @@
 import { getIntrospectionQuery } from 'graphql';
-import { createLogger } from '../src/operations/logger';
+import { createLogger } from '../src/observability/logger';
 import { countPets, createPet, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 import { HTTP_LIMITS, QUERY_LIMITS } from '../src/limits';
 

@@ -1,4 +1,4 @@
-import { createLogger } from '../src/operations/logger';
+import { createLogger } from '../src/observability/logger';
 import { answerOf, countPets, createPet, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 
 let t: TestApp;

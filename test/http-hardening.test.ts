@@ -1,5 +1,5 @@
 import { buildApp } from '../src/app';
-import { createLogger } from '../src/operations/logger';
+import { createLogger } from '../src/observability/logger';
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService, isWellFormedApiKey } from '../src/auth/api-key.service';
 import { openDatabase } from '../src/database/open-database';

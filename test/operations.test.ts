@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openDatabase } from '../src/database/open-database';
-import { buildMetricsServer } from '../src/operations/metrics.server';
-import { type Metrics, createMetrics } from '../src/operations/metrics.registry';
-import { DeprecationTracker } from '../src/operations/deprecation.tracker';
-import { createLogger } from '../src/operations/logger';
-import type { ServiceState } from '../src/operations/health.routes';
+import { buildMetricsServer } from '../src/observability/metrics.server';
+import { type Metrics, createMetrics } from '../src/observability/metrics.registry';
+import { DeprecationTracker } from '../src/observability/deprecation.tracker';
+import { createLogger } from '../src/observability/logger';
+import type { ServiceState } from '../src/observability/service-state';
 import { countStatements } from './helpers/statement-counter';
 import { type TestApp, createPet, graphql, request, startTestApp } from './helpers/test-app';
 import { createTestDatabase, testOnMysql } from './helpers/test-database';

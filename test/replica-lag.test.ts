@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { checkNodes } from '../src/database/database-health';
 import type { NodeState } from '../src/database/database-node';
 import { openDatabase } from '../src/database/open-database';
-import { createMetrics } from '../src/operations/metrics.registry';
+import { createMetrics } from '../src/observability/metrics.registry';
 import { PetStatus } from '../src/pets/pet-status.enum';
 import { PetRepository } from '../src/pets/pet.repository';
 import { type ReplicatedPair, startReplicatedPair } from '../bench/mariadb-topology';

@@ -13,7 +13,7 @@ import type { PetPubSub } from '../events/pet-event.bus';
 import { callerOf } from '../http/caller.hook';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import type { RateLimitedClient } from '../http/rate-limit';
-import type { Metrics } from '../operations/metrics.registry';
+import type { Metrics } from '../observability/metrics.registry';
 import type { PetService } from '../pets/pet.service';
 import { type RateLimiterAccess, costLimitPlugin } from './cost-limit.plugin';
 import { CSRF_PREVENTION } from './csrf-prevention';

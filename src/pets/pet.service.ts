@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CommitOutcomeUnknownError } from '../database/database-deadline';
 import { isDatabaseUnavailable } from '../database/database-errors';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
-import type { DeprecationTracker } from '../operations/deprecation.tracker';
+import type { DeprecationTracker } from '../observability/deprecation.tracker';
 import { validateInput } from '../validation/validate-input';
 import type { Caller } from './caller';
 import { decodePetCursor, encodePetCursor } from './pet-cursor';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { BROWSER_ACCEPT, collectCspViolations, openBrowserPage, requireChromium, screenshotPath } from '../helpers/browser';
 import { PLAYGROUND_CSP, prefersHtml } from '../../src/graphql/playground';
-import { type Metrics, createMetrics } from '../../src/operations/metrics.registry';
+import { type Metrics, createMetrics } from '../../src/observability/metrics.registry';
 import { answerOf, createPet, request, startTestApp, type TestApp } from '../helpers/test-app';
 
 // The GraphQL playground (GraphiQL at GET /graphql for browsers), driven in Debian's Chromium.

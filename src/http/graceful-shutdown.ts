@@ -1,7 +1,7 @@
 import { Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
-import type { ServiceState } from './health.routes';
+import type { ServiceState } from '../observability/service-state';
 
 /**
  * Once the server has stopped accepting connections (shutdown), every answer carries

@@ -4,11 +4,7 @@ import { withinDeadline } from '../database/database-deadline';
 import { checkNodes } from '../database/database-health';
 import { AppError } from '../errors/error-catalogue';
 import { DATABASE_DEADLINES } from '../limits';
-
-/** Shared with the shutdown sequence: once `draining`, `/readyz` answers 503. */
-export interface ServiceState {
-  draining: boolean;
-}
+import type { ServiceState } from './service-state';
 
 /** What the health routes need. */
 export interface HealthRoutesOptions {
