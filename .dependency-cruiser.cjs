@@ -10,7 +10,7 @@ const SURFACES = '^src/(rest|graphql)/';
 const HTTP = '^src/http/';
 const FEATURES = '^src/(pets|auth|idempotency|events)/';
 const PLATFORM = '^src/(observability|validation|net)/';
-const BASE = '^src/(errors|database)/|^src/limits\\.ts$';
+const BASE = '^src/(errors|database)/|^src/(limits|surface-paths)\\.ts$';
 const LAYERS = [COMPOSITION, SURFACES, HTTP, FEATURES, PLATFORM, BASE];
 
 /** `from` may not import `to`: an error. */

@@ -35,6 +35,7 @@ import { closeConnectionsOnceNotAccepting } from './http/graceful-shutdown';
 import { createLogger } from './observability/logger';
 import { RequestLogController, observeRequests, requestIdOf } from './observability/request-observer.hook';
 import { HTTP_LIMITS, SUBSCRIPTION_LIMITS } from './limits';
+import { SURFACE_PATHS } from './surface-paths';
 
 /** Fastify's `trustProxy` for the configured value: a hop count trusts the nearest `n` proxies. */
 function trustProxyOption(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
@@ -146,7 +147,7 @@ export async function buildApp({
   // last, the caller the pet operations are given (API key id, checked Idempotency-Key).
   const guard = [identify, limiter.limit, requireApiKey, limiter.limit, readCaller];
   await describeWithOpenapi(app, config);
-  await app.register(petController, { prefix: '/v1', petService, guard });
+  await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard });
   await app.register(graphqlPlugin, {
     petService,
     guard,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import Negotiator from 'negotiator';
 import { rejectOtherMethods } from './method-not-allowed';
+import { SURFACE_PATHS } from '../surface-paths';
 
 /** One surface the landing page points to: a relation name (the JSON key), its path and what it is. */
 interface Surface {
@@ -15,11 +16,15 @@ interface Surface {
  * so the page is right behind any proxy; `main.ts` logs the same list as absolute URLs.
  */
 export const SURFACES: readonly Surface[] = Object.freeze([
-  { rel: 'graphql', path: '/graphql', title: 'GraphQL endpoint (subscriptions: a WebSocket on the same path); in a browser, the GraphiQL playground' },
-  { rel: 'rest', path: '/v1/pets', title: 'The REST contract /v1: list and create pets (an API key needed)' },
-  { rel: 'docs', path: '/docs', title: 'Swagger UI for the REST contract' },
-  { rel: 'openapi', path: '/v1/openapi.json', title: 'The OpenAPI 3.1 document of the REST contract (/v1)' },
-  { rel: 'health', path: '/healthz', title: 'Liveness check' },
+  {
+    rel: 'graphql',
+    path: SURFACE_PATHS.graphql,
+    title: 'GraphQL endpoint (subscriptions: a WebSocket on the same path); in a browser, the GraphiQL playground',
+  },
+  { rel: 'rest', path: SURFACE_PATHS.pets, title: 'The REST contract /v1: list and create pets (an API key needed)' },
+  { rel: 'docs', path: SURFACE_PATHS.docs, title: 'Swagger UI for the REST contract' },
+  { rel: 'openapi', path: SURFACE_PATHS.openapiJson, title: 'The OpenAPI 3.1 document of the REST contract (/v1)' },
+  { rel: 'health', path: SURFACE_PATHS.healthz, title: 'Liveness check' },
 ]);
 
 const STYLE = 'body { font: 16px/1.5 system-ui, sans-serif; max-width: 40rem; margin: 2rem auto; padding: 0 1rem; } code { font-size: 0.95em; }';
@@ -59,7 +64,7 @@ ${SURFACES.map(({ path, title }) => `<li><a href="${path}"><code>${path}</code><
 
 /** The WebSocket URL of subscriptions for an HTTP origin: `ws://` for `http://`, `wss://` for `https://`, path `/graphql`. */
 function subscriptionsUrlOf(origin: string): string {
-  return `${origin.replace(/^http/, 'ws')}/graphql`;
+  return `${origin.replace(/^http/, 'ws')}${SURFACE_PATHS.graphql}`;
 }
 
 /** The JSON answer's paths: `{"graphql": "/graphql", "rest": "/v1/pets", …}`. */

@@ -5,6 +5,7 @@ import { checkNodes } from '../database/database-health';
 import { AppError } from '../errors/error-catalogue';
 import { DATABASE_DEADLINES } from '../limits';
 import type { ServiceState } from './service-state';
+import { SURFACE_PATHS } from '../surface-paths';
 
 /** What the health routes need. */
 export interface HealthRoutesOptions {
@@ -50,9 +51,9 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app,
   const migrated = migrationsApplied(dataSource);
   const schema = { hide: true } as const;
 
-  app.get('/healthz', { schema }, async () => ({ status: 'ok' }));
+  app.get(SURFACE_PATHS.healthz, { schema }, async () => ({ status: 'ok' }));
 
-  app.get('/readyz', { schema }, async (_request, reply) => {
+  app.get(SURFACE_PATHS.readyz, { schema }, async (_request, reply) => {
     const nodes = await checkNodes(dataSource);
     const primary = nodes[0];
     const problem = state.draining

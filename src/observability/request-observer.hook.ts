@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Metrics, RequestLabels } from './metrics.registry';
+import { SURFACE_PATHS } from '../surface-paths';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,8 +32,8 @@ function labelsOf(request: FastifyRequest, status: number): RequestLabels {
   const route = request.routeOptions.url;
   const method = request.method;
   if (route === undefined) return { surface: 'other', route: 'unmatched', method, status };
-  if (route.startsWith('/v1/pets')) return { surface: 'rest', route, method, status };
-  if (route === '/graphql') return { surface: 'graphql', route: request.graphqlOperation?.label ?? route, method, status };
+  if (route.startsWith(SURFACE_PATHS.pets)) return { surface: 'rest', route, method, status };
+  if (route === SURFACE_PATHS.graphql) return { surface: 'graphql', route: request.graphqlOperation?.label ?? route, method, status };
   return { surface: 'other', route, method, status };
 }
 

@@ -1,3 +1,5 @@
+import { SURFACE_PATHS } from '../surface-paths';
+
 /** Removal date of getPet (spec "Versioning"), the one place it is written. */
 const SUNSET_DAY = '2030-12-05';
 
@@ -10,7 +12,7 @@ export const GET_PET_DEPRECATION = Object.freeze({
   /** The removal date as written in documentation: `YYYY-MM-DD`. */
   sunsetDay: SUNSET_DAY,
   /** The replacement operation over REST. */
-  successorPath: '/v1/pets',
+  successorPath: SURFACE_PATHS.pets,
   /** Reason shown in the GraphQL schema. */
   graphqlReason: `Use \`pets(status:)\` instead. This field will be removed on ${SUNSET_DAY}.`,
 });

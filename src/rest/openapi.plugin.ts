@@ -3,9 +3,9 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { SHARED_SCHEMAS } from './openapi.schemas';
 import { SWAGGER_UI_OPTIONS } from './swagger-ui.options';
+import { SURFACE_PATHS } from '../surface-paths';
 
 /** Where the document and the docs are served. */
-export const OPENAPI_PATHS = Object.freeze({ json: '/v1/openapi.json', yaml: '/v1/openapi.yaml', docs: '/docs' });
 
 /** Public base addresses listed as servers after this server (spec "Versioning"; PUBLIC_BASE_URL, STAGING_BASE_URL); each ends in /v1. */
 export interface OpenapiServers {
@@ -33,7 +33,7 @@ export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiS
           'Another method on a known path answers 405 with `Allow`; an unknown path answers 404. Errors use the Error schema.',
       },
       servers: [
-        { url: '/v1', description: 'This server' },
+        { url: SURFACE_PATHS.rest, description: 'This server' },
         ...(config.publicBaseUrl ? [{ url: config.publicBaseUrl, description: 'Production' }] : []),
         ...(config.stagingBaseUrl ? [{ url: config.stagingBaseUrl, description: 'Staging' }] : []),
       ],
@@ -58,12 +58,12 @@ export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiS
  * the API and hold no data.
  */
 export async function serveOpenapi(app: FastifyInstance): Promise<void> {
-  app.get(OPENAPI_PATHS.json, { schema: { hide: true } }, async () => app.swagger());
-  app.get(OPENAPI_PATHS.yaml, { schema: { hide: true } }, async (_request, reply) =>
+  app.get(SURFACE_PATHS.openapiJson, { schema: { hide: true } }, async () => app.swagger());
+  app.get(SURFACE_PATHS.openapiYaml, { schema: { hide: true } }, async (_request, reply) =>
     reply.type('application/yaml; charset=utf-8').send(app.swagger({ yaml: true })),
   );
   await app.register(fastifySwaggerUi, {
-    routePrefix: OPENAPI_PATHS.docs,
+    routePrefix: SURFACE_PATHS.docs,
     ...SWAGGER_UI_OPTIONS,
     // Only this server, no inline script or style; no upgrade-insecure-requests, which would
     // break /docs over plain HTTP from another machine.
