@@ -1,4 +1,4 @@
-import { type IncomingMessage, STATUS_CODES, ServerResponse } from 'node:http';
+import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -21,6 +21,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import type { ApiKeyService } from '../auth/api-key.service';
 import { bearerTokenOf } from '../auth/auth.hook';
 import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue';
+import { writeRawHttpError } from '../errors/raw-http-error';
 import { type RateLimitedClient, rateLimitUnits } from '../http/rate-limit';
 import { onStopAccepting } from '../operations/graceful-shutdown';
 import type { Metrics } from '../operations/metrics.registry';
@@ -68,18 +69,13 @@ function catalogued(code: ErrorCode, message: string): GraphQLError {
  * headers, and closes the connection: at once when the peer closes its side, else after
  * {@link SUBSCRIPTION_LIMITS}.closeHandshakeMs, so a refused peer holds nothing.
  */
-function refuseUpgrade(socket: Duplex, error: AppError): void {
-  const body = JSON.stringify(error.toBody());
-  const headers = Object.entries(error.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+function refuseUpgrade(request: IncomingMessage, socket: Duplex, error: AppError): void {
   const cut = setTimeout(() => socket.destroy(), SUBSCRIPTION_LIMITS.closeHandshakeMs);
   cut.unref();
   socket.once('close', () => clearTimeout(cut));
   socket.on('error', () => socket.destroy());
   socket.once('end', () => socket.destroy());
-  socket.end(
-    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\n${headers.join('')}` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
-  );
+  writeRawHttpError(socket, error, request.method === 'HEAD');
 }
 
 /** The WebSocket versions ws speaks: 13 (RFC 6455) and 8 (its last draft). */
@@ -200,22 +196,22 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       socket.once('end', () => socket.destroy());
       app.routing(request, response);
     } else if (path !== '/graphql') {
-      refuseUpgrade(socket, new AppError('NOT_FOUND', `No WebSocket at ${path}: GraphQL subscriptions are at /graphql.`));
+      refuseUpgrade(request, socket, new AppError('NOT_FOUND', `No WebSocket at ${path}: GraphQL subscriptions are at /graphql.`));
     } else if (!accepting) {
-      refuseUpgrade(socket, new AppError('SERVICE_UNAVAILABLE', 'Shutting down.'));
+      refuseUpgrade(request, socket, new AppError('SERVICE_UNAVAILABLE', 'Shutting down.'));
     } else if ((pendingPerAddress.get(ip) ?? 0) >= SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress) {
       // Before ws makes anything: a refused upgrade costs only this answer.
       const message =
         `Too many WebSockets from this address awaiting connection_init: at most ` +
         `${SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress}; send connection_init on those first.`;
-      refuseUpgrade(socket, new AppError('TOO_MANY_REQUESTS', message, { 'Retry-After': String(SUBSCRIPTION_LIMITS.connectionInitWaitMs / 1000) }));
+      refuseUpgrade(request, socket, new AppError('TOO_MANY_REQUESTS', message, { 'Retry-After': String(SUBSCRIPTION_LIMITS.connectionInitWaitMs / 1000) }));
     } else {
       holdPending(request, socket, ip);
       wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
     }
   });
   // An invalid handshake (method, key, version): answered in the Error shape instead of ws's text/html.
-  wss.on('wsClientError', (error: Error, socket: Duplex, request: IncomingMessage) => refuseUpgrade(socket, handshakeRefusal(error, request)));
+  wss.on('wsClientError', (error: Error, socket: Duplex, request: IncomingMessage) => refuseUpgrade(request, socket, handshakeRefusal(error, request)));
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     metrics.countOpenSocket(1);
     const openedAt = performance.now();

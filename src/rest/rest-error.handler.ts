@@ -1,7 +1,7 @@
-import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue';
+import { writeRawHttpError } from '../errors/raw-http-error';
 
 /**
  * Fastify error handler of the REST surface: sends the spec's Error body
@@ -47,19 +47,9 @@ function methodOf(error: NodeJS.ErrnoException): string | undefined {
  * @param error - Node's error; `code` HPE_HEADER_OVERFLOW means the headers were too large,
  *   ERR_HTTP_REQUEST_TIMEOUT that the request took longer than the request timeout;
  *   `rawPacket` and `bytesParsed`, when present, tell which request failed.
- * @param socket - the client connection, answered with a raw HTTP/1.1 response.
+ * @param socket - the client connection, answered by `writeRawHttpError` (errors/raw-http-error.ts).
  */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   if (!socket.writable) return;
-  const code = CLIENT_ERROR_CODES[error.code ?? ''] ?? 'BAD_REQUEST';
-  const appError = new AppError(code);
-  // Ends with a newline like every JSON answer the app sends (http/json-newline.hook.ts).
-  const body = `${JSON.stringify(appError.toBody())}\n`;
-  socket.end(
-    `HTTP/1.1 ${appError.status} ${STATUS_CODES[appError.status]}\r\n` +
-      'Content-Type: application/json; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      'Connection: close\r\n\r\n' +
-      (methodOf(error) === 'HEAD' ? '' : body),
-  );
+  writeRawHttpError(socket, new AppError(CLIENT_ERROR_CODES[error.code ?? ''] ?? 'BAD_REQUEST'), methodOf(error) === 'HEAD');
 }
