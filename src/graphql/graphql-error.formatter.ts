@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { AppError, ERROR_CATALOGUE, type ErrorCode, codeForStatus, toAppError } from '../errors/error-catalogue';
+import { sendError } from '../http/error.handler';
 import { graphqlResponseTypeFor } from './legacy-json-status.plugin';
 
 function isCatalogued(code: unknown): code is ErrorCode {
@@ -86,11 +87,6 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
  *   PriceExtensions in cost-limit.plugin.ts).
  */
 export function sendGraphqlError(error: unknown, request: FastifyRequest, reply: FastifyReply, extensions?: Readonly<Record<string, unknown>>): void {
-  const { appError, unexpected } = toAppError(error);
-  if (unexpected) request.log.error({ err: error }, 'unexpected error');
-  reply
-    .code(appError.status)
-    .headers(appError.headers)
-    .type(graphqlResponseTypeFor(request.headers.accept) ?? 'application/json; charset=utf-8')
-    .send({ errors: [graphqlError(appError)], ...(extensions && { extensions }) });
+  reply.type(graphqlResponseTypeFor(request.headers.accept) ?? 'application/json; charset=utf-8');
+  sendError(error, request, reply, (appError) => ({ errors: [graphqlError(appError)], ...(extensions && { extensions }) }));
 }

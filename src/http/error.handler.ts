@@ -4,14 +4,26 @@ import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue'
 import { writeRawHttpError } from '../errors/raw-http-error';
 
 /**
- * Fastify error handler of the REST surface: sends the spec's Error body
- * `{ code, message, status }` with `status` equal to the HTTP status, plus the error's headers.
- * Unexpected errors are logged in full and answered with a generic 500.
+ * The app's error handler (and its `frameworkErrors`, docs/errors.md): the error's status and
+ * headers, and by default the spec's Error body `{ code, message, status }`. Unexpected errors
+ * are logged in full and answered with a generic 500; a client's mistake keeps its 4xx.
+ *
+ * @param body - the body for the AppError to send, when not the Error body (GraphQL's `{ errors }`).
  */
-export function sendRestError(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
+export function sendError(
+  error: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: (appError: AppError) => unknown = (appError) => appError.toBody(),
+): void {
   const { appError, unexpected } = toAppError(error);
   if (unexpected) request.log.error({ err: error }, 'unexpected error');
-  reply.code(appError.status).headers(appError.headers).send(appError.toBody());
+  reply.code(appError.status).headers(appError.headers).send(body(appError));
+}
+
+/** The app's not-found handler: 404 NOT_FOUND naming the method and path, through {@link sendError}. */
+export async function refuseUnknownRoute(request: FastifyRequest): Promise<never> {
+  throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
 }
 
 /** Node's client error codes that are not a plain 400. */
