@@ -28,13 +28,15 @@ function graphqlError(error: AppError, at: Pick<GraphQLFormattedError, 'location
 }
 
 /**
- * An AppError as an Apollo plugin raises it before execution (query limits, rate limit): the
- * error `formatError` turns into {@link graphqlError}, carrying the HTTP status and headers
- * Apollo is to answer with (429 with Retry-After, 400, …).
+ * An AppError as a GraphQLError, for an Apollo plugin to throw before execution (query limits,
+ * rate limit) or graphql-ws to send in an `error` message: the error `formatError` turns into
+ * {@link graphqlError}, carrying the HTTP status and headers Apollo is to answer with (429 with
+ * Retry-After, 400, …).
  *
- * @returns the GraphQLError to throw from a plugin hook.
+ * @param raised - the AppError, or a catalogue code with `message` (the catalogue's by default).
  */
-export function raisedByPlugin(error: AppError): GraphQLError {
+export function thrownGraphqlError(raised: AppError | ErrorCode, message?: string): GraphQLError {
+  const error = raised instanceof AppError ? raised : new AppError(raised, message);
   return new GraphQLError(error.message, {
     originalError: error,
     extensions: { code: error.code, http: { status: error.status, headers: new Map(Object.entries(error.headers)) } },
@@ -61,7 +63,7 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
   return function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
     const original = unwrapResolverError(error);
     if (original instanceof AppError) return graphqlError(original, formatted);
-    // Raised by a plugin of ours (raisedByPlugin): no path, so unwrapResolverError keeps the GraphQLError.
+    // Raised by a plugin of ours or sent by graphql-ws (thrownGraphqlError): no path, so unwrapResolverError keeps the GraphQLError.
     const raised = (error as GraphQLError | null)?.originalError;
     if (raised instanceof AppError) return graphqlError(raised, formatted);
     const code = formatted.extensions?.code;

@@ -20,13 +20,13 @@ import { type Context, type SubscribePayload, handleProtocols, makeServer } from
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { ApiKeyService } from '../auth/api-key.service';
 import { bearerTokenOf } from '../auth/auth.hook';
-import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue';
+import { AppError, toAppError } from '../errors/error-catalogue';
 import { writeRawHttpError } from '../errors/raw-http-error';
 import { type RateLimitedClient, rateLimitUnits } from '../http/rate-limit';
 import { onStopAccepting } from '../operations/graceful-shutdown';
 import type { Metrics } from '../operations/metrics.registry';
 import { logQueryLimitRefusal, priceOf } from './cost-limit.plugin';
-import { createGraphqlErrorFormatter } from './graphql-error.formatter';
+import { createGraphqlErrorFormatter, thrownGraphqlError } from './graphql-error.formatter';
 import { PARSE_OPTIONS, type QueryLimitError, priceRefusal, unpriceableRefusal } from './query-limits';
 import { SUBSCRIPTION_CLOSE, SUBSCRIPTION_LIMITS } from './subscription.limits';
 import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
@@ -58,11 +58,6 @@ interface Connection {
 
 /** A connection's graphql-ws context. */
 type WsContext = Context<Record<string, unknown> | undefined, SocketExtra>;
-
-/** A GraphQL error carrying a catalogue code, as graphql-ws sends it in an `error` message. */
-function catalogued(code: ErrorCode, message: string): GraphQLError {
-  return new GraphQLError(message, { extensions: { code } });
-}
 
 /**
  * Answers an upgrade request that gets no WebSocket with the spec's Error body and the error's
@@ -270,7 +265,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
 
   const onSubscribe = async (ctx: WsContext, _id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
     const connection = connections.get(ctx.extra.socket);
-    if (!connection) return [catalogued('UNAUTHENTICATED', 'The connection is not authenticated.')];
+    if (!connection) return [thrownGraphqlError('UNAUTHENTICATED', 'The connection is not authenticated.')];
     const logRefusal = (errors: readonly Error[], cost?: number) =>
       logQueryLimitRefusal(log.child({ surface: 'websocket', apiKeyId: connection.apiKeyId }), errors, cost);
     let document: DocumentNode;
@@ -278,26 +273,26 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       document = parse(payload.query, PARSE_OPTIONS);
     } catch (error) {
       logRefusal([error as Error]);
-      return [catalogued('GRAPHQL_PARSE_FAILED', (error as Error).message)];
+      return [thrownGraphqlError('GRAPHQL_PARSE_FAILED', (error as Error).message)];
     }
     const invalid = validate(schema, document, rules);
     if (invalid.length > 0) {
       logRefusal(invalid);
-      return invalid.map((error) => catalogued('GRAPHQL_VALIDATION_FAILED', error.message));
+      return invalid.map((error) => thrownGraphqlError('GRAPHQL_VALIDATION_FAILED', error.message));
     }
     const operationName = payload.operationName ?? undefined;
     const operation = getOperationAST(document, operationName);
-    if (!operation) return [catalogued('OPERATION_RESOLUTION_FAILURE', 'The operation to run could not be determined.')];
+    if (!operation) return [thrownGraphqlError('OPERATION_RESOLUTION_FAILURE', 'The operation to run could not be determined.')];
     if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
-      return [catalogued('GRAPHQL_VALIDATION_FAILED', 'Only subscriptions are served over WebSocket: send queries and mutations to POST /graphql.')];
+      return [thrownGraphqlError('GRAPHQL_VALIDATION_FAILED', 'Only subscriptions are served over WebSocket: send queries and mutations to POST /graphql.')];
     }
     const variables = payload.variables ?? {};
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables);
-    if (coerced.errors) return coerced.errors.map((error) => catalogued('BAD_USER_INPUT', error.message));
+    if (coerced.errors) return coerced.errors.map((error) => thrownGraphqlError('BAD_USER_INPUT', error.message));
     const price = priceOf(schema, document, operation, operationName, variables);
     const refuse = (refusal: QueryLimitError, cost?: number) => {
       logRefusal([refusal], cost);
-      return [catalogued(refusal.code, refusal.message)];
+      return [thrownGraphqlError(refusal)];
     };
     if ('unpriceable' in price) return refuse(unpriceableRefusal());
     const refusal = priceRefusal(price);
@@ -305,7 +300,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     // graphql-ws lists this subscription among the connection's before running this hook.
     if (Object.keys(ctx.subscriptions).length > SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection) {
       return [
-        catalogued(
+        thrownGraphqlError(
           'TOO_MANY_REQUESTS',
           `Too many subscriptions on this connection: at most ${SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection} at once; complete one first.`,
         ),
@@ -316,7 +311,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     } catch (error) {
       const { appError, unexpected } = toAppError(error);
       if (unexpected) log.error({ err: error }, 'unexpected error charging a subscription');
-      return [catalogued(appError.code, appError.message)];
+      // Code and message only, like every WebSocket `error`: no retryAfterSeconds from the HTTP answer's Retry-After.
+      return [thrownGraphqlError(appError.code, appError.message)];
     }
     // What runs holds no source text and no tokens (comments included, which the token limit does not
     // count): a running subscription keeps only its AST, however large the message was.
