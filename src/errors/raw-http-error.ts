@@ -3,25 +3,15 @@ import type { Duplex } from 'node:stream';
 import type { AppError } from './error-catalogue';
 
 /**
- * Writes an AppError as a whole HTTP/1.1 answer on a socket Fastify does not own (Node's
- * `clientError`, a refused WebSocket upgrade), then ends the socket (docs/errors.md). The head is
- * the one Fastify's error answers have: JSON with a trailing newline, `Cache-Control: no-store`
- * and `nosniff` (security-headers.ts), the error's own headers, plus `Connection: close`.
- *
- * @param socket - the client connection, answered and ended.
- * @param error - the error: its status, headers and the spec's Error body.
- * @param head - true for a HEAD request: the same head (Content-Length included) without the body.
+ * Answers an AppError on a socket Fastify does not own (Node's `clientError`, a refused WebSocket upgrade) and ends it
+ * (docs/errors.md), with the head of Fastify's error answers (JSON ending with a newline, `no-store`, `nosniff`: see
+ * security-headers.ts), the error's headers and `Connection: close`; for a HEAD (`head`), the same head and no body.
  */
 export function writeRawHttpError(socket: Duplex, error: AppError, head = false): void {
   const body = `${JSON.stringify(error.toBody())}\n`;
-  const headers = {
-    'Content-Type': 'application/json; charset=utf-8',
-    ...error.headers,
-    'Content-Length': String(Buffer.byteLength(body)),
-    'Cache-Control': 'no-store',
-    'X-Content-Type-Options': 'nosniff',
-    Connection: 'close',
-  };
-  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
-  socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n${lines.join('')}\r\n${head ? '' : body}`);
+  const own = Object.entries(error.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.end(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\n${own.join('')}` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${head ? '' : body}`,
+  );
 }

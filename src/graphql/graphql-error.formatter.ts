@@ -10,12 +10,8 @@ function isCatalogued(code: unknown): code is ErrorCode {
 }
 
 /**
- * The one GraphQL form of a catalogued error (spec "Errors"): the message, where it happened,
- * and `extensions.code`; for an error to retry later (503, 429), `extensions.retryAfterSeconds`,
- * the `Retry-After` of its HTTP answer, so that a field error in a 200 answer says it too.
- *
- * @param error - the AppError to show: its code, message and `Retry-After` header.
- * @param at - `locations` and `path` of the field that raised it, when there is one.
+ * The one GraphQL form of an AppError (spec "Errors"): its message, `locations` and `path` from `at`, `extensions.code`, and for an error
+ * to retry later (503, 429) `extensions.retryAfterSeconds` from its `Retry-After`, so that a field error in a 200 answer says it too.
  */
 function graphqlError(error: AppError, at: Pick<GraphQLFormattedError, 'locations' | 'path'> = {}): GraphQLFormattedError {
   const retryAfter = error.headers['Retry-After'];
@@ -28,12 +24,8 @@ function graphqlError(error: AppError, at: Pick<GraphQLFormattedError, 'location
 }
 
 /**
- * An AppError as a GraphQLError, for an Apollo plugin to throw before execution (query limits,
- * rate limit) or graphql-ws to send in an `error` message: the error `formatError` turns into
- * {@link graphqlError}, carrying the HTTP status and headers Apollo is to answer with (429 with
- * Retry-After, 400, …).
- *
- * @param raised - the AppError, or a catalogue code with `message` (the catalogue's by default).
+ * An AppError (or a code and message) as the GraphQLError an Apollo plugin throws or graphql-ws sends, carrying the HTTP status and
+ * headers Apollo is to answer with (429 with Retry-After, 400, …); `formatError` renders it with {@link graphqlError}.
  */
 export function thrownGraphqlError(raised: AppError | ErrorCode, message?: string): GraphQLError {
   const error = raised instanceof AppError ? raised : new AppError(raised, message);
@@ -50,14 +42,11 @@ function httpStatusOf(error: unknown): number | undefined {
 }
 
 /**
- * Apollo `formatError`: every GraphQL error leaves with `extensions.code` from the catalogue
- * and nothing else in `extensions` (no stack trace, no exception details).
- * - AppError thrown by a resolver → its code and message;
- * - Apollo's own errors → their code when the catalogue gives it the HTTP status Apollo sends;
- *   otherwise the catalogue's code for that status (a GET mutation, answered 405, says
- *   METHOD_NOT_ALLOWED), so code and status never disagree;
- * - anything else → INTERNAL_SERVER_ERROR with a generic message; the original is passed to
- *   `logUnexpected` so operators still see it.
+ * Apollo `formatError`: every GraphQL error leaves with `extensions.code` from the catalogue and nothing else (no stack trace):
+ * - an AppError (thrown by a resolver, or {@link thrownGraphqlError}) → its code and message;
+ * - Apollo's own errors → their code when the catalogue gives it the HTTP status Apollo sends, else the catalogue's code for that
+ *   status (a GET mutation, answered 405, says METHOD_NOT_ALLOWED), so code and status never disagree;
+ * - anything else → INTERNAL_SERVER_ERROR with a generic message, the original passed to `logUnexpected`.
  */
 export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => void) {
   return function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
@@ -80,13 +69,10 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
 }
 
 /**
- * Fastify error handler of the GraphQL route, for errors raised before Apollo runs (the auth
- * hook, an unreadable body): the HTTP status and headers from the catalogue, and a GraphQL
- * response body `{ errors: [{ message, extensions: { code } }] }` in the media type Apollo would
- * answer this `Accept` with (`application/json` when it allows neither).
+ * Fastify error handler of the GraphQL route, for errors raised before Apollo runs (the auth hook, an unreadable body): {@link sendError}
+ * with the body `{ errors: [graphqlError] }` in the media type Apollo would answer this `Accept` with (`application/json` when none).
  *
- * @param extensions - the body's top-level `extensions`, if any (the rate limit's status: see
- *   PriceExtensions in cost-limit.plugin.ts).
+ * @param extensions - the body's top-level `extensions`, if any (the rate limit's status: see PriceExtensions in cost-limit.plugin.ts).
  */
 export function sendGraphqlError(error: unknown, request: FastifyRequest, reply: FastifyReply, extensions?: Readonly<Record<string, unknown>>): void {
   reply.type(graphqlResponseTypeFor(request.headers.accept) ?? 'application/json; charset=utf-8');

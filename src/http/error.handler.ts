@@ -4,18 +4,10 @@ import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue'
 import { writeRawHttpError } from '../errors/raw-http-error';
 
 /**
- * The app's error handler (and its `frameworkErrors`, docs/errors.md): the error's status and
- * headers, and by default the spec's Error body `{ code, message, status }`. Unexpected errors
- * are logged in full and answered with a generic 500; a client's mistake keeps its 4xx.
- *
- * @param body - the body for the AppError to send, when not the Error body (GraphQL's `{ errors }`).
+ * The app's error handler and `frameworkErrors` (docs/errors.md): the error's status and headers, and `body` (by default the spec's
+ * Error body); a client's mistake keeps its 4xx, anything unexpected is logged in full and answered 500.
  */
-export function sendError(
-  error: unknown,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  body: (appError: AppError) => unknown = (appError) => appError.toBody(),
-): void {
+export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply, body = (appError: AppError): unknown => appError.toBody()): void {
   const { appError, unexpected } = toAppError(error);
   if (unexpected) request.log.error({ err: error }, 'unexpected error');
   reply.code(appError.status).headers(appError.headers).send(body(appError));
@@ -36,11 +28,8 @@ const CLIENT_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
 const REQUEST_LINE = /(?:^|\n)([!#$%&'*+.^_`|~0-9A-Za-z-]+) [^ \r\n]+ HTTP\/\d\.\d\r?\n/g;
 
 /**
- * The method of the request Node could not parse, read from the bytes Node was parsing
- * (`rawPacket`, up to `bytesParsed`, where parsing stopped): the last request line there, as
- * requests before it on a keep-alive connection were served. Undefined when those bytes hold
- * no request line: it came in an earlier packet (a head over 16 KiB sent in pieces), or the
- * error is a timeout, which carries no bytes.
+ * The method of the last request line in the bytes Node was parsing (`rawPacket` up to `bytesParsed`; requests before it on the
+ * connection were served); undefined when they hold none (a head over 16 KiB sent in pieces, or a timeout).
  */
 function methodOf(error: NodeJS.ErrnoException): string | undefined {
   const { rawPacket, bytesParsed } = error as { rawPacket?: unknown; bytesParsed?: unknown };
@@ -50,16 +39,11 @@ function methodOf(error: NodeJS.ErrnoException): string | undefined {
 }
 
 /**
- * Node's `clientError` handler (Fastify's `clientErrorHandler` option): a request Node cannot
- * even parse (a malformed header or Content-Length, headers over the size limit) or that took
- * too long still gets the spec's Error body, then the connection closes. The answer to a HEAD
- * request has the same head (Content-Length states the body's length) and no body (RFC 9110
- * section 9.3.2), when the bytes Node was parsing show it was a HEAD (see `methodOf`).
+ * Node's `clientError` handler (Fastify's `clientErrorHandler`): a request Node cannot parse (a malformed header or Content-Length,
+ * headers over the size limit) or that took too long still gets the spec's Error body, and the connection closes; a HEAD, when the
+ * bytes show one, gets no body (RFC 9110 section 9.3.2).
  *
- * @param error - Node's error; `code` HPE_HEADER_OVERFLOW means the headers were too large,
- *   ERR_HTTP_REQUEST_TIMEOUT that the request took longer than the request timeout;
- *   `rawPacket` and `bytesParsed`, when present, tell which request failed.
- * @param socket - the client connection, answered by `writeRawHttpError` (errors/raw-http-error.ts).
+ * @param error - Node's error: `code` HPE_HEADER_OVERFLOW gives 431, ERR_HTTP_REQUEST_TIMEOUT 408, any other 400.
  */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   if (!socket.writable) return;
