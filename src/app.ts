@@ -10,10 +10,10 @@ import { createAuthHooks } from './auth/auth.hook';
 import { keepsDevApiKey } from './auth/dev-api-key';
 import { type Config, DEV_API_KEY_PATH } from './config';
 import { withOneBudget } from './database/database-deadline';
-import { AppError } from './errors/error-catalogue';
 import { createPetEventBus } from './events/pet-event.bus';
 import { graphqlPlugin } from './graphql/graphql.plugin';
 import { readCaller } from './http/caller.hook';
+import { answerClientError, refuseUnknownRoute, sendError } from './http/error.handler';
 import { parseJsonExactly } from './http/json-body.parser';
 import { endJsonWithNewline } from './http/json-newline.hook';
 import { landingPageRoutes } from './http/landing-page.routes';
@@ -24,7 +24,6 @@ import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
 import { petController } from './rest/pet.controller';
-import { answerClientError, sendRestError } from './rest/rest-error.handler';
 import { purgeExpiredKeys } from './idempotency/idempotency-purge';
 import { IdempotencyService } from './idempotency/idempotency.service';
 import { DeprecationTracker } from './observability/deprecation.tracker';
@@ -98,7 +97,7 @@ export async function buildApp({
     trustProxy: trustProxyOption(config.trustProxy),
     // Requests Fastify or Node reject before routing (a bad URL, a malformed header) still
     // get the spec's Error body.
-    frameworkErrors: (error, request, reply) => sendRestError(error, request, reply),
+    frameworkErrors: sendError,
     clientErrorHandler: answerClientError,
     bodyLimit: HTTP_LIMITS.restBodyBytes,
     maxParamLength: HTTP_LIMITS.maxParamLength,
@@ -136,10 +135,8 @@ export async function buildApp({
   // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.
   app.removeContentTypeParser('text/plain');
   parseJsonExactly(app);
-  app.setErrorHandler(sendRestError);
-  app.setNotFoundHandler(async (request) => {
-    throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
-  });
+  app.setErrorHandler(sendError);
+  app.setNotFoundHandler(refuseUnknownRoute);
   const limiter = await createRateLimiter(app, config.rateLimit);
   // Every operation on both surfaces: who is calling, how much they (their key, else their
   // address) may, the key lookup if needed and the 401 if any; then a key found only by that

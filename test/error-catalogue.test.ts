@@ -3,7 +3,7 @@ import fastify from 'fastify';
 import { GraphQLError } from 'graphql';
 import { AppError, ERROR_CATALOGUE, type ErrorCode, toAppError } from '../src/errors/error-catalogue';
 import { createGraphqlErrorFormatter, sendGraphqlError } from '../src/graphql/graphql-error.formatter';
-import { sendRestError } from '../src/rest/rest-error.handler';
+import { sendError } from '../src/http/error.handler';
 import { graphql, request, startTestApp } from './helpers/test-app';
 
 const codes = Object.keys(ERROR_CATALOGUE) as ErrorCode[];
@@ -30,7 +30,7 @@ describe('the catalogue', () => {
 
 describe('the two surfaces translate every code the same way', () => {
   const app = fastify();
-  app.get('/rest/:code', { errorHandler: sendRestError }, async (req) => {
+  app.get('/rest/:code', { errorHandler: sendError }, async (req) => {
     throw new AppError((req.params as { code: ErrorCode }).code, undefined, { 'X-Test': 'kept' });
   });
   app.get('/graphql/:code', { errorHandler: sendGraphqlError }, async (req) => {

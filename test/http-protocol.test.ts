@@ -87,6 +87,33 @@ describe('a HEAD request refused while Node parses it', () => {
   });
 });
 
+describe('raw answers on sockets Fastify does not own', () => {
+  const upgrade = 'Host: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
+  const headOf = async (raw: string) => parseRawResponse((await exchangeRaw(t.url, raw, { giveUpAfterMs: 5000 })).received);
+
+  test("when Node refuses a request and when a WebSocket upgrade is refused, then both carry a Fastify error answer's headers and a JSON body ending with a newline", async () => {
+    const clientError = await headOf('GET /v1/pets HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n');
+    const refusedUpgrade = await headOf(`GET /nowhere HTTP/1.1\r\n${upgrade}`);
+    const fastifyError = await fetch(`${t.url}/nowhere`);
+    const shared = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
+    for (const [name, value] of Object.entries(shared)) expect(fastifyError.headers.get(name)).toBe(value);
+    for (const answer of [clientError, refusedUpgrade]) {
+      const { 'content-length': length, ...rest } = answer.headers;
+      expect(rest).toEqual({ ...shared, connection: 'close' });
+      expect(Number(length)).toBe(Buffer.byteLength(answer.body));
+      expect(answer.body).toMatch(/^\{.*\}\n$/);
+    }
+  });
+
+  test('when a HEAD request asks for a WebSocket, then it is refused 405 with nothing after the head', async () => {
+    const answer = await headOf(`HEAD /graphql HTTP/1.1\r\n${upgrade}`);
+    expect(answer.status).toBe(405);
+    expect(answer.headers.allow).toBe('GET');
+    expect(Number(answer.headers['content-length'])).toBeGreaterThan(0);
+    expect(answer.body).toBe('');
+  });
+});
+
 describe('timeouts (docs/security.md "Limits")', () => {
   const requestTimeout = HTTP_LIMITS.requestTimeoutMs;
   // Concurrent: each waits for the server to close, about 10 s.

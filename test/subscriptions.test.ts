@@ -500,7 +500,7 @@ describe('petCreated over WebSocket', () => {
       async (_case, status, code, raw, headers) => {
         const answer = parseRawResponse((await exchangeRaw(t.url, raw, { giveUpAfterMs: 5000 })).received);
         expect(answer.status).toBe(status);
-        expect(answer.headers).toEqual(expect.objectContaining({ 'content-type': 'application/json', ...headers }));
+        expect(answer.headers).toEqual(expect.objectContaining({ 'content-type': 'application/json; charset=utf-8', ...headers }));
         expect(JSON.parse(answer.body)).toEqual({ code, message: expect.any(String), status });
       },
     );
@@ -519,7 +519,7 @@ describe('petCreated over WebSocket', () => {
       try {
         const answer = await refused();
         expect(answer.status).toBe(429);
-        expect(answer.headers).toEqual(expect.objectContaining({ 'content-type': 'application/json', 'retry-after': '3' }));
+        expect(answer.headers).toEqual(expect.objectContaining({ 'content-type': 'application/json; charset=utf-8', 'retry-after': '3' }));
         expect(JSON.parse(answer.body)).toEqual({
           code: 'TOO_MANY_REQUESTS',
           message: `Too many WebSockets from this address awaiting connection_init: at most ${SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress}; send connection_init on those first.`,
@@ -630,7 +630,7 @@ describe('shutdown', () => {
       // The subscription runs: a create reaches it.
       const created = await fetch(`${base}/v1/pets`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json; charset=utf-8' },
         body: JSON.stringify({ name: 'Last', categoryId: 1 }),
       });
       expect(created.status).toBe(201);
@@ -648,7 +648,7 @@ describe('shutdown', () => {
           method: 'POST',
           headers: {
             authorization: `Bearer ${apiKey}`,
-            'content-type': 'application/json',
+            'content-type': 'application/json; charset=utf-8',
             connection: 'Upgrade, HTTP2-Settings',
             upgrade: 'h2c',
             'http2-settings': '',

@@ -20,7 +20,7 @@ import { AppError } from '../errors/error-catalogue';
 import { type RateLimitStatus, rateLimitUnits } from '../http/rate-limit';
 import { byteBoundedLru } from './document-cache';
 import type { GraphqlContext } from './graphql-context';
-import { raisedByPlugin } from './graphql-error.formatter';
+import { thrownGraphqlError } from './graphql-error.formatter';
 import { priceRefusal, queryLimitOf, unpriceableRefusal } from './query-limits';
 import { DOCUMENT_CACHE_LIMITS, QUERY_LIMITS } from '../limits';
 
@@ -174,14 +174,14 @@ export function costLimitPlugin({ spend, statusOf }: RateLimiterAccess): ApolloS
             price = priceOf(schema, document, operation, request.operationName ?? undefined, request.variables ?? {});
             prices.set(key, price);
           }
-          if ('unpriceable' in price) throw raisedByPlugin(unpriceableRefusal());
+          if ('unpriceable' in price) throw thrownGraphqlError(unpriceableRefusal());
           cost = { requestedQueryCost: price.cost, maximumQueryCost: QUERY_LIMITS.maxCost, rateLimitUnits: rateLimitUnits(price.calls) };
           const refusal = priceRefusal(price);
-          if (refusal) throw raisedByPlugin(refusal);
+          if (refusal) throw thrownGraphqlError(refusal);
           try {
             await spend(contextValue.request, cost.rateLimitUnits - 1);
           } catch (error) {
-            throw error instanceof AppError ? raisedByPlugin(error) : error;
+            throw error instanceof AppError ? thrownGraphqlError(error) : error;
           }
         },
         async didEncounterErrors({ errors, contextValue }) {

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { AppError, ERROR_CATALOGUE, type ErrorCode, codeForStatus, toAppError } from '../errors/error-catalogue';
+import { sendError } from '../http/error.handler';
 import { graphqlResponseTypeFor } from './legacy-json-status.plugin';
 
 function isCatalogued(code: unknown): code is ErrorCode {
@@ -9,12 +10,8 @@ function isCatalogued(code: unknown): code is ErrorCode {
 }
 
 /**
- * The one GraphQL form of a catalogued error (spec "Errors"): the message, where it happened,
- * and `extensions.code`; for an error to retry later (503, 429), `extensions.retryAfterSeconds`,
- * the `Retry-After` of its HTTP answer, so that a field error in a 200 answer says it too.
- *
- * @param error - the AppError to show: its code, message and `Retry-After` header.
- * @param at - `locations` and `path` of the field that raised it, when there is one.
+ * The one GraphQL form of an AppError (spec "Errors"): its message, `locations` and `path` from `at`, `extensions.code`, and for an error
+ * to retry later (503, 429) `extensions.retryAfterSeconds` from its `Retry-After`, so that a field error in a 200 answer says it too.
  */
 function graphqlError(error: AppError, at: Pick<GraphQLFormattedError, 'locations' | 'path'> = {}): GraphQLFormattedError {
   const retryAfter = error.headers['Retry-After'];
@@ -27,13 +24,11 @@ function graphqlError(error: AppError, at: Pick<GraphQLFormattedError, 'location
 }
 
 /**
- * An AppError as an Apollo plugin raises it before execution (query limits, rate limit): the
- * error `formatError` turns into {@link graphqlError}, carrying the HTTP status and headers
- * Apollo is to answer with (429 with Retry-After, 400, …).
- *
- * @returns the GraphQLError to throw from a plugin hook.
+ * An AppError (or a code and message) as the GraphQLError an Apollo plugin throws or graphql-ws sends, carrying the HTTP status and
+ * headers Apollo is to answer with (429 with Retry-After, 400, …); `formatError` renders it with {@link graphqlError}.
  */
-export function raisedByPlugin(error: AppError): GraphQLError {
+export function thrownGraphqlError(raised: AppError | ErrorCode, message?: string): GraphQLError {
+  const error = raised instanceof AppError ? raised : new AppError(raised, message);
   return new GraphQLError(error.message, {
     originalError: error,
     extensions: { code: error.code, http: { status: error.status, headers: new Map(Object.entries(error.headers)) } },
@@ -47,20 +42,17 @@ function httpStatusOf(error: unknown): number | undefined {
 }
 
 /**
- * Apollo `formatError`: every GraphQL error leaves with `extensions.code` from the catalogue
- * and nothing else in `extensions` (no stack trace, no exception details).
- * - AppError thrown by a resolver → its code and message;
- * - Apollo's own errors → their code when the catalogue gives it the HTTP status Apollo sends;
- *   otherwise the catalogue's code for that status (a GET mutation, answered 405, says
- *   METHOD_NOT_ALLOWED), so code and status never disagree;
- * - anything else → INTERNAL_SERVER_ERROR with a generic message; the original is passed to
- *   `logUnexpected` so operators still see it.
+ * Apollo `formatError`: every GraphQL error leaves with `extensions.code` from the catalogue and nothing else (no stack trace):
+ * - an AppError (thrown by a resolver, or {@link thrownGraphqlError}) → its code and message;
+ * - Apollo's own errors → their code when the catalogue gives it the HTTP status Apollo sends, else the catalogue's code for that
+ *   status (a GET mutation, answered 405, says METHOD_NOT_ALLOWED), so code and status never disagree;
+ * - anything else → INTERNAL_SERVER_ERROR with a generic message, the original passed to `logUnexpected`.
  */
 export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => void) {
   return function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
     const original = unwrapResolverError(error);
     if (original instanceof AppError) return graphqlError(original, formatted);
-    // Raised by a plugin of ours (raisedByPlugin): no path, so unwrapResolverError keeps the GraphQLError.
+    // Raised by a plugin of ours or sent by graphql-ws (thrownGraphqlError): no path, so unwrapResolverError keeps the GraphQLError.
     const raised = (error as GraphQLError | null)?.originalError;
     if (raised instanceof AppError) return graphqlError(raised, formatted);
     const code = formatted.extensions?.code;
@@ -77,20 +69,12 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
 }
 
 /**
- * Fastify error handler of the GraphQL route, for errors raised before Apollo runs (the auth
- * hook, an unreadable body): the HTTP status and headers from the catalogue, and a GraphQL
- * response body `{ errors: [{ message, extensions: { code } }] }` in the media type Apollo would
- * answer this `Accept` with (`application/json` when it allows neither).
+ * Fastify error handler of the GraphQL route, for errors raised before Apollo runs (the auth hook, an unreadable body): {@link sendError}
+ * with the body `{ errors: [graphqlError] }` in the media type Apollo would answer this `Accept` with (`application/json` when none).
  *
- * @param extensions - the body's top-level `extensions`, if any (the rate limit's status: see
- *   PriceExtensions in cost-limit.plugin.ts).
+ * @param extensions - the body's top-level `extensions`, if any (the rate limit's status: see PriceExtensions in cost-limit.plugin.ts).
  */
 export function sendGraphqlError(error: unknown, request: FastifyRequest, reply: FastifyReply, extensions?: Readonly<Record<string, unknown>>): void {
-  const { appError, unexpected } = toAppError(error);
-  if (unexpected) request.log.error({ err: error }, 'unexpected error');
-  reply
-    .code(appError.status)
-    .headers(appError.headers)
-    .type(graphqlResponseTypeFor(request.headers.accept) ?? 'application/json; charset=utf-8')
-    .send({ errors: [graphqlError(appError)], ...(extensions && { extensions }) });
+  reply.type(graphqlResponseTypeFor(request.headers.accept) ?? 'application/json; charset=utf-8');
+  sendError(error, request, reply, (appError) => ({ errors: [graphqlError(appError)], ...(extensions && { extensions }) }));
 }

@@ -1,4 +1,4 @@
-import { type IncomingMessage, STATUS_CODES, ServerResponse } from 'node:http';
+import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -20,12 +20,13 @@ import { type Context, type SubscribePayload, handleProtocols, makeServer } from
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { ApiKeyService } from '../auth/api-key.service';
 import { bearerTokenOf } from '../auth/auth.hook';
-import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue';
+import { AppError, toAppError } from '../errors/error-catalogue';
+import { writeRawHttpError } from '../errors/raw-http-error';
 import { type RateLimitedClient, rateLimitUnits } from '../http/rate-limit';
 import { onStopAccepting } from '../http/graceful-shutdown';
 import type { Metrics } from '../observability/metrics.registry';
 import { logQueryLimitRefusal, priceOf } from './cost-limit.plugin';
-import { createGraphqlErrorFormatter } from './graphql-error.formatter';
+import { createGraphqlErrorFormatter, thrownGraphqlError } from './graphql-error.formatter';
 import { PARSE_OPTIONS, type QueryLimitError, priceRefusal, unpriceableRefusal } from './query-limits';
 import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
 import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
@@ -59,28 +60,18 @@ interface Connection {
 /** A connection's graphql-ws context. */
 type WsContext = Context<Record<string, unknown> | undefined, SocketExtra>;
 
-/** A GraphQL error carrying a catalogue code, as graphql-ws sends it in an `error` message. */
-function catalogued(code: ErrorCode, message: string): GraphQLError {
-  return new GraphQLError(message, { extensions: { code } });
-}
-
 /**
  * Answers an upgrade request that gets no WebSocket with the spec's Error body and the error's
  * headers, and closes the connection: at once when the peer closes its side, else after
  * {@link SUBSCRIPTION_LIMITS}.closeHandshakeMs, so a refused peer holds nothing.
  */
-function refuseUpgrade(socket: Duplex, error: AppError): void {
-  const body = JSON.stringify(error.toBody());
-  const headers = Object.entries(error.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+function refuseUpgrade(request: IncomingMessage, socket: Duplex, error: AppError): void {
   const cut = setTimeout(() => socket.destroy(), SUBSCRIPTION_LIMITS.closeHandshakeMs);
   cut.unref();
   socket.once('close', () => clearTimeout(cut));
   socket.on('error', () => socket.destroy());
   socket.once('end', () => socket.destroy());
-  socket.end(
-    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\n${headers.join('')}` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
-  );
+  writeRawHttpError(socket, error, request.method === 'HEAD');
 }
 
 /** The WebSocket versions ws speaks: 13 (RFC 6455) and 8 (its last draft). */
@@ -201,22 +192,22 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       socket.once('end', () => socket.destroy());
       app.routing(request, response);
     } else if (path !== '/graphql') {
-      refuseUpgrade(socket, new AppError('NOT_FOUND', `No WebSocket at ${path}: GraphQL subscriptions are at /graphql.`));
+      refuseUpgrade(request, socket, new AppError('NOT_FOUND', `No WebSocket at ${path}: GraphQL subscriptions are at /graphql.`));
     } else if (!accepting) {
-      refuseUpgrade(socket, new AppError('SERVICE_UNAVAILABLE', 'Shutting down.'));
+      refuseUpgrade(request, socket, new AppError('SERVICE_UNAVAILABLE', 'Shutting down.'));
     } else if ((pendingPerAddress.get(ip) ?? 0) >= SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress) {
       // Before ws makes anything: a refused upgrade costs only this answer.
       const message =
         `Too many WebSockets from this address awaiting connection_init: at most ` +
         `${SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress}; send connection_init on those first.`;
-      refuseUpgrade(socket, new AppError('TOO_MANY_REQUESTS', message, { 'Retry-After': String(SUBSCRIPTION_LIMITS.connectionInitWaitMs / 1000) }));
+      refuseUpgrade(request, socket, new AppError('TOO_MANY_REQUESTS', message, { 'Retry-After': String(SUBSCRIPTION_LIMITS.connectionInitWaitMs / 1000) }));
     } else {
       holdPending(request, socket, ip);
       wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
     }
   });
   // An invalid handshake (method, key, version): answered in the Error shape instead of ws's text/html.
-  wss.on('wsClientError', (error: Error, socket: Duplex, request: IncomingMessage) => refuseUpgrade(socket, handshakeRefusal(error, request)));
+  wss.on('wsClientError', (error: Error, socket: Duplex, request: IncomingMessage) => refuseUpgrade(request, socket, handshakeRefusal(error, request)));
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     metrics.countOpenSocket(1);
     const openedAt = performance.now();
@@ -275,7 +266,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
 
   const onSubscribe = async (ctx: WsContext, _id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
     const connection = connections.get(ctx.extra.socket);
-    if (!connection) return [catalogued('UNAUTHENTICATED', 'The connection is not authenticated.')];
+    if (!connection) return [thrownGraphqlError('UNAUTHENTICATED', 'The connection is not authenticated.')];
     const logRefusal = (errors: readonly Error[], cost?: number) =>
       logQueryLimitRefusal(log.child({ surface: 'websocket', apiKeyId: connection.apiKeyId }), errors, cost);
     let document: DocumentNode;
@@ -283,26 +274,26 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       document = parse(payload.query, PARSE_OPTIONS);
     } catch (error) {
       logRefusal([error as Error]);
-      return [catalogued('GRAPHQL_PARSE_FAILED', (error as Error).message)];
+      return [thrownGraphqlError('GRAPHQL_PARSE_FAILED', (error as Error).message)];
     }
     const invalid = validate(schema, document, rules);
     if (invalid.length > 0) {
       logRefusal(invalid);
-      return invalid.map((error) => catalogued('GRAPHQL_VALIDATION_FAILED', error.message));
+      return invalid.map((error) => thrownGraphqlError('GRAPHQL_VALIDATION_FAILED', error.message));
     }
     const operationName = payload.operationName ?? undefined;
     const operation = getOperationAST(document, operationName);
-    if (!operation) return [catalogued('OPERATION_RESOLUTION_FAILURE', 'The operation to run could not be determined.')];
+    if (!operation) return [thrownGraphqlError('OPERATION_RESOLUTION_FAILURE', 'The operation to run could not be determined.')];
     if (operation.operation !== OperationTypeNode.SUBSCRIPTION) {
-      return [catalogued('GRAPHQL_VALIDATION_FAILED', 'Only subscriptions are served over WebSocket: send queries and mutations to POST /graphql.')];
+      return [thrownGraphqlError('GRAPHQL_VALIDATION_FAILED', 'Only subscriptions are served over WebSocket: send queries and mutations to POST /graphql.')];
     }
     const variables = payload.variables ?? {};
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables);
-    if (coerced.errors) return coerced.errors.map((error) => catalogued('BAD_USER_INPUT', error.message));
+    if (coerced.errors) return coerced.errors.map((error) => thrownGraphqlError('BAD_USER_INPUT', error.message));
     const price = priceOf(schema, document, operation, operationName, variables);
     const refuse = (refusal: QueryLimitError, cost?: number) => {
       logRefusal([refusal], cost);
-      return [catalogued(refusal.code, refusal.message)];
+      return [thrownGraphqlError(refusal)];
     };
     if ('unpriceable' in price) return refuse(unpriceableRefusal());
     const refusal = priceRefusal(price);
@@ -310,7 +301,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     // graphql-ws lists this subscription among the connection's before running this hook.
     if (Object.keys(ctx.subscriptions).length > SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection) {
       return [
-        catalogued(
+        thrownGraphqlError(
           'TOO_MANY_REQUESTS',
           `Too many subscriptions on this connection: at most ${SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection} at once; complete one first.`,
         ),
@@ -321,7 +312,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     } catch (error) {
       const { appError, unexpected } = toAppError(error);
       if (unexpected) log.error({ err: error }, 'unexpected error charging a subscription');
-      return [catalogued(appError.code, appError.message)];
+      // Code and message only, like every WebSocket `error`: no retryAfterSeconds from the HTTP answer's Retry-After.
+      return [thrownGraphqlError(appError.code, appError.message)];
     }
     // What runs holds no source text and no tokens (comments included, which the token limit does not
     // count): a running subscription keeps only its AST, however large the message was.
