@@ -19,7 +19,6 @@ export interface GraphqlOperationSummary {
   label: string;
 }
 
-/** Only ids that are safe to log are kept. */
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /** Fastify's `genReqId`: the client's `X-Request-Id` when it is safe to log, else a new UUID. */
