@@ -1,49 +1,28 @@
 import { type DocumentNode, Kind, type OperationDefinitionNode, type SelectionSetNode, visit } from 'graphql';
 import { LRUCache } from 'lru-cache';
 
-/**
- * What V8 keeps per piece of a cached entry (Node 20, 64-bit), each a little above the heap
- * growth measured for it (test/graphql-document-caches.test.ts checks them against the heap).
- */
+/** What V8 keeps per piece of an entry (Node 20, 64-bit), kept above the heap growth by test/graphql-document-caches.test.ts. */
 const RETAINED_BYTES = Object.freeze({
-  /** A lexer token: graphql-js links every token from the document, comments included (88 measured). */
+  /** graphql-js links every lexer token from the document, comments included. */
   token: 96,
-  /** An AST node with its location (210 measured). */
   node: 224,
-  /** A document's Source object, arrays and string headers (0.5 to 1.3 KB measured). */
   document: 2048,
-  /** A cache entry's bookkeeping and a small value such as a price. */
   entry: 256,
-  /** A compiled operation's fixed part (about 2 KB measured). */
   compiledOperation: 2048,
-  /** Generated code per selected field without a selection set, fragments expanded (150 measured). */
   compiledLeafField: 256,
-  /** Generated code per selected field with a selection set, fragments expanded (up to 17.4 KB measured, introspection's). */
+  /** Sized for introspection's fields, the heaviest. */
   compiledObjectField: 20 * 1024,
 });
 
-/**
- * Counting stops at this many selections (fragments expanded), which bounds the work; the cost
- * limit refuses such an operation before it runs anyway (graphql-query-complexity gives up there).
- */
+/** Bounds the counting work; the cost limit refuses such an operation anyway. */
 const MAX_COUNTED_SELECTIONS = 10_000;
 
-/**
- * The bytes V8 keeps for a string: one per character unless one is above U+00FF, then two.
- *
- * @returns bytes; O(length), paid when an entry is stored, not on a hit. Throws nothing.
- */
+/** The bytes V8 keeps for a string: one per character unless one is above U+00FF, then two. */
 export function textBytes(text: string): number {
   return /[\u0100-\uffff]/.test(text) ? 2 * text.length : text.length;
 }
 
-/**
- * The bytes a parsed document keeps alive: its source text (every AST location points to it),
- * every lexer token (comments included), every AST node with its location.
- *
- * @param document - as graphql-js's `parse` returns it, with locations (Apollo's and the subscription server's).
- * @returns an estimate in bytes, at or above the heap growth measured. Throws nothing.
- */
+/** The bytes a parsed document (with locations) keeps alive, source text and tokens included; an upper estimate. */
 export function documentBytes(document: DocumentNode): number {
   let tokens = 0;
   for (let token = document.loc?.startToken ?? null; token !== null; token = token.next) tokens++;
@@ -56,14 +35,7 @@ export function documentBytes(document: DocumentNode): number {
   return textBytes(document.loc?.source.body ?? '') + tokens * RETAINED_BYTES.token + nodes * RETAINED_BYTES.node + RETAINED_BYTES.document;
 }
 
-/**
- * The bytes graphql-jit's compiled form of `operation` keeps alive: its document (see
- * {@link documentBytes}) and the generated code, which grows with the fields selected once
- * fragments are expanded, most for fields with a selection set.
- *
- * @param document - the validated document (no fragment cycles) holding `operation`.
- * @returns an estimate in bytes, at or above the heap growth measured. Throws nothing.
- */
+/** The bytes graphql-jit's compiled `operation` keeps alive, its document included; `document` must be validated (no fragment cycles). */
 export function compiledOperationBytes(document: DocumentNode, operation: OperationDefinitionNode): number {
   const fragments = new Map<string, SelectionSetNode>();
   for (const definition of document.definitions) {
@@ -87,15 +59,7 @@ export function compiledOperationBytes(document: DocumentNode, operation: Operat
   return documentBytes(document) + RETAINED_BYTES.compiledOperation + leaves * RETAINED_BYTES.compiledLeafField + objects * RETAINED_BYTES.compiledObjectField;
 }
 
-/**
- * An LRU bounded in bytes (docs/security.md "Limits"): each entry weighs its key, its bookkeeping and
- * `bytesOf(value)`; the least recently used go first, and an entry heavier than the whole
- * budget is not kept.
- *
- * @param maxBytes - the budget in bytes, one of {@link DOCUMENT_CACHE_LIMITS}.
- * @param bytesOf - the bytes a value keeps alive; it must not throw.
- * @returns an lru-cache LRUCache keyed by string.
- */
+/** An LRU bounded in bytes (docs/security.md "Limits"); `bytesOf` must not throw. */
 export function byteBoundedLru<V extends object | string>(maxBytes: number, bytesOf: (value: V) => number): LRUCache<string, V> {
   return new LRUCache<string, V>({
     maxSize: maxBytes,
@@ -104,14 +68,8 @@ export function byteBoundedLru<V extends object | string>(maxBytes: number, byte
 }
 
 /**
- * Apollo Server's cache interface (`KeyValueCache`, for its `documentStore` and `cache`
- * options) over {@link byteBoundedLru} (docs/security.md "Limits"), instead of Apollo's default, which
- * allows 30 MiB per cache and weighs a document by its JSON, leaving out the source text it
- * keeps (a 50 KiB comment weighed about 300 bytes).
- *
- * @param maxBytes - the budget in bytes, one of {@link DOCUMENT_CACHE_LIMITS}.
- * @param bytesOf - the bytes a value keeps alive: {@link documentBytes} for documents, {@link textBytes} for query texts.
- * @returns get/set/delete as Apollo calls them; `set`'s `ttl` is in seconds, as Apollo gives it. None rejects.
+ * Apollo's `KeyValueCache` over {@link byteBoundedLru}: Apollo's default weighs a document by its
+ * JSON, leaving out the source text it keeps. `ttl` is in seconds, as Apollo gives it.
  */
 export function apolloCache<V extends object | string>(maxBytes: number, bytesOf: (value: V) => number) {
   const entries = byteBoundedLru<V>(maxBytes, bytesOf);

@@ -14,25 +14,17 @@ import {
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { byteBoundedLru, compiledOperationBytes } from './document-cache';
 
-/** Why an operation runs on graphql-js instead of its compiled form: graphql-jit's first error. */
+/** `reason`: graphql-jit's first error, why the operation runs on graphql-js. */
 export type JitFallback = { operationName: string | null; reason: string };
 
-/**
- * A graphql-jit error as a graphql-js one: Apollo's plugins (GraphQL Armor's suggestion
- * blocker rewrites `message`) and error formatting expect a real GraphQLError, whose fields are
- * writable; jit's are not. Keeps message, path, locations, the original error and extensions.
- */
+/** Apollo's plugins (Armor's suggestion blocker rewrites `message`) need graphql-js's writable fields; jit's are not. */
 function asGraphqlJsError(error: GraphQLError): GraphQLError {
   const rebuilt = new GraphQLError(error.message, { path: error.path, originalError: error.originalError ?? undefined, extensions: error.extensions });
   if (error.locations) Object.defineProperty(rebuilt, 'locations', { value: error.locations, enumerable: true, writable: true });
   return rebuilt;
 }
 
-/**
- * Whether a `@skip` or `@include` of the document takes its `if` from a variable that is null
- * or not given: graphql-js refuses such an operation ("Argument "if" of non-null type
- * "Boolean!" must not be null."), as the GraphQL spec's CoerceArgumentValues says.
- */
+/** A `@skip`/`@include` whose `if` is a null or missing variable: graphql-js refuses it (GraphQL spec, CoerceArgumentValues). */
 function hasUnreadableCondition(document: DocumentNode, variables: Record<string, unknown>): boolean {
   let unreadable = false;
   visit(document, {
@@ -45,11 +37,7 @@ function hasUnreadableCondition(document: DocumentNode, variables: Record<string
   return unreadable;
 }
 
-/**
- * An error graphql-js raised itself while executing (an argument that does not coerce: a
- * GraphQLError with no code, maybe located at a field), coded as the client's input; any other
- * error is returned as it is.
- */
+/** Codes an error graphql-js raised itself (a GraphQLError with no code) as the client's input. */
 function asBadUserInput(error: GraphQLError): GraphQLError {
   const raised = error.originalError ?? error;
   if (!(raised instanceof GraphQLError) || raised.extensions.code !== undefined) return error;
@@ -57,34 +45,18 @@ function asBadUserInput(error: GraphQLError): GraphQLError {
 }
 
 /**
- * Apollo Server 5 executes through a gateway's executor when it is given one: this gateway
- * serves one fixed schema and runs each operation compiled by graphql-jit (bench/README.md
- * "What makes it fast"). Everything before execution stays Apollo's: parsing, the document cache,
- * validation (Armor's rules included) and the plugin hooks; only execution changes.
- * - Each (document, operation name) is compiled once, kept in an LRU of `maxBytes`, each
- *   weighed with the document it keeps and its generated code (compiledOperationBytes).
- * - Variables are coerced by graphql-js first, exactly as without the gateway (defaults,
- *   errors with their locations, one error where graphql-js gives one), and jit gets the
- *   coerced values (idempotent for this schema's ID, SafeInt, String, Int and enum inputs).
- * - An operation jit cannot compile runs on graphql-js's `execute`, and `onFallback` is told why;
- *   so does one whose `@skip`/`@include` condition is a null variable, which jit would read as
- *   false: graphql-js refuses it, and that error is coded BAD_USER_INPUT;
- *   a request naming no operation of its document goes to `execute` too, which reports it.
- * - Errors come back as graphql-js GraphQLErrors, so formatting is unchanged.
- *
- * @param schema - the executable schema (resolvers attached).
- * @param options.maxBytes - the LRU's budget in bytes (DOCUMENT_CACHE_LIMITS.compiledOperationBytes).
- * @param options.onFallback - called once per operation that could not be compiled.
- * @returns the object for ApolloServer's `gateway` option (pass no `schema` beside it).
+ * For ApolloServer's `gateway` option (no `schema` beside it): only execution changes, to
+ * graphql-jit, compiled once per (document, operation name) in an LRU of `maxBytes` (bench/README.md
+ * "What makes it fast"). graphql-js still coerces the variables, so errors read the same; what
+ * jit cannot compile runs on graphql-js, and `onFallback` is told once.
  */
 export function jitExecutorGateway(schema: GraphQLSchema, options: { maxBytes: number; onFallback: (fallback: JitFallback) => void }): GatewayInterface {
   // `query` undefined: jit could not compile it, and it runs on graphql-js. `bytes`: what the entry keeps alive.
   const compiled = byteBoundedLru<{ query: CompiledQuery | undefined; bytes: number }>(options.maxBytes, ({ bytes }) => bytes);
 
   const executor: GatewayExecutor = async ({ document, operation, operationName, queryHash, request, context }) => {
-    // No operation by the requested name (or no name among several): graphql-js says so, and
-    // Apollo answers OPERATION_RESOLUTION_FAILURE. `operationName` here is the resolved one (null
-    // then), so the client's is passed. Nothing to compile, nothing cached.
+    // No operation by that name: graphql-js reports it. `operationName` is the resolved one (null
+    // here), so the client's is passed.
     if (!operation) return execute({ schema, document, operationName: request.operationName, contextValue: context, variableValues: request.variables });
     const key = `${queryHash}\u0000${operationName ?? ''}`;
     let entry = compiled.get(key);

@@ -2,11 +2,7 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import { Kind } from 'graphql';
 import type { GraphqlContext } from './graphql-context';
 
-/**
- * Apollo plugin: once the operation is known, notes on the HTTP request what it is (the
- * client's operation name, and its type with its root fields) for the request's log line and
- * metrics (docs/operations.md "Logs", "Metrics").
- */
+/** Notes the operation on the HTTP request, for its log line and metrics (docs/operations.md "Logs"). */
 export function operationSummaryPlugin(): ApolloServerPlugin<GraphqlContext> {
   return {
     async requestDidStart() {

@@ -4,7 +4,6 @@ import { AfterCursor, PageSize, StatusFilter } from '../pets/pet.inputs';
 import { Pet } from '../pets/pet.entity';
 import type { PetStatus } from '../pets/pet-status.enum';
 
-/** One pet of a page and the cursor that continues the list after it (Relay "Edge Types"). */
 @ObjectType({ description: 'A pet in a page of `petsConnection`.' })
 export class PetEdge {
   @Field({ description: 'Pass as `after` to continue the list after this pet.' })
@@ -14,7 +13,6 @@ export class PetEdge {
   node!: Pet;
 }
 
-/** Where a page stands in the list (Relay "PageInfo"). */
 @ObjectType({ description: 'Where this page stands in the list (Relay PageInfo).' })
 export class PageInfo {
   @Field({ description: 'Whether more pets matched after this page when it was read.' })
@@ -40,7 +38,7 @@ export class PetConnection {
   pageInfo!: PageInfo;
 }
 
-/** Arguments of the connection over listPets (docs/pagination.md): `first` is listPets' `limit`, with its rules. */
+/** `first` is listPets' `limit`, with its rules. */
 @ArgsType()
 export class PetsConnectionArgs {
   @PageSize()

@@ -9,12 +9,11 @@ import { validateInput } from '../validation/validate-input';
 import { connectionFieldCost, databaseFieldCost } from './query-limits';
 import { PET_LIMITS } from '../limits';
 
-/** How many pets a `limit` argument can return, for pricing: out-of-range values are refused later anyway. */
+/** For pricing only: out-of-range values are refused later anyway. */
 function listSize(limit: unknown): number {
   return Number.isInteger(limit) ? Math.min(Math.max(limit as number, PET_LIMITS.listMin), PET_LIMITS.listMax) : PET_LIMITS.listMax;
 }
 
-/** A page as a Relay connection: each pet with the cursor after it. */
 function toConnection(page: PetPage): PetConnection {
   const edges = page.pets.map((pet) => ({ cursor: page.cursorAfter(pet), node: pet }));
   return {
@@ -28,21 +27,13 @@ function toConnection(page: PetPage): PetConnection {
   };
 }
 
-/**
- * The GraphQL adapter of the pet operations: declares `pets`, `petsConnection`, `pet` and `createPet` with their
- * descriptions and query costs, and hands each call to PetService, the same method the REST
- * controller calls. Arguments are passed on unvalidated (type-graphql's validation is off):
- * PetService applies the one set of rules.
- */
+/** The GraphQL adapter of PetService; arguments go on unvalidated, as PetService applies the one set of rules. */
 @Resolver(() => Pet)
 export class PetResolver {
-  /** @param petService - the pet operations. */
   constructor(private readonly petService: PetService) {}
 
-  /** listPets: see PetService.listPets. */
   @Query(() => [Pet], {
     description: 'Lists animals in ascending id order, optionally by status. To page, pass `after` (see `petsConnection`).',
-    // Cost for the query limits: the selection once per pet that may come back, at least 100 (databaseFieldCost).
     complexity: ({ args, childComplexity }) => databaseFieldCost(listSize(args.limit), childComplexity),
   })
   async pets(@Args(() => ListPetsArgs) args: ListPetsArgs): Promise<Pet[]> {
@@ -52,7 +43,6 @@ export class PetResolver {
   /** listPets as a Relay connection; `first` is checked under its own name, then read as `limit`. */
   @Query(() => PetConnection, {
     description: 'Lists animals in ascending id order, optionally by status, a page at a time: pass `pageInfo.endCursor` as `after` for the next page.',
-    // Priced as `pets`, the edges once per pet that may come back, and `pageInfo` once (connectionFieldCost).
     complexity: ({ args, childComplexity, node }) => connectionFieldCost(listSize(args.first), childComplexity, node),
   })
   async petsConnection(@Args(() => PetsConnectionArgs) args: PetsConnectionArgs): Promise<PetConnection> {
@@ -60,22 +50,21 @@ export class PetResolver {
     return toConnection(await this.petService.listPets({ limit: first, after, status }));
   }
 
-  /** getPet (deprecated): see PetService.getPet; null when no pet has the id. */
   @Query(() => Pet, {
     nullable: true,
     description: 'Returns one animal by identifier, or null when it does not exist.',
     deprecationReason: GET_PET_DEPRECATION.graphqlReason,
-    // One lookup costs 100 (at most 10 database fields per operation), and 1 rate-limit unit, as getPet does on REST.
+    // 1 rate-limit unit, as getPet on REST.
     complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
   pet(@Args(() => PetIdArgs) args: PetIdArgs, @Ctx('caller') caller: GraphqlContext['caller']): Promise<Pet | null> {
     return this.petService.getPet(args, caller);
   }
 
-  /** createPet: see PetService.createPet; the Idempotency-Key comes with the caller. */
+  /** The Idempotency-Key comes with the caller. */
   @Mutation(() => Pet, {
     description: 'Adds a new animal. Send an Idempotency-Key header to make retries safe.',
-    // One create costs 100, and 1 rate-limit unit, as createPet does on REST.
+    // 1 rate-limit unit, as createPet on REST.
     complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
   async createPet(@Arg('input', () => NewPetInput) input: NewPetInput, @Ctx('caller') caller: GraphqlContext['caller']): Promise<Pet> {

@@ -5,15 +5,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookH
 import Negotiator from 'negotiator';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 
-/*
- * The GraphQL playground: GraphiQL 3 for people exploring `/graphql` in a browser, served
- * entirely by this process from the installed npm packages (no CDN, no font or image from
- * elsewhere). The page and its assets hold no data and need no API key; every GraphQL request
- * the page sends goes to `/graphql` like any other client's, through the auth hook, and its
- * subscriptions over a WebSocket on `/graphql` with the typed headers as `connection_init` payload.
- */
+// GraphiQL, served from the installed packages (no CDN). The page holds no data and needs no
+// API key; the requests it sends go through the auth hook like any client's.
 
-/** Where the playground's static files are served. */
 export const PLAYGROUND_PREFIX = '/graphql/playground/';
 
 const JS = 'text/javascript; charset=utf-8';
@@ -22,10 +16,7 @@ const CSS = 'text/css; charset=utf-8';
 /** One year: asset URLs carry a hash of their content, so a changed file gets a new URL. */
 const ASSET_CACHE_CONTROL = 'public, max-age=31536000, immutable';
 
-/**
- * Only this origin, and no inline script or style: the bootstrap is the served
- * `playground.js`. GraphiQL's fonts are `data:` URLs inside its CSS.
- */
+/** No inline script or style: the bootstrap is the served `playground.js`. GraphiQL's fonts are `data:` URLs in its CSS. */
 export const PLAYGROUND_CSP = [
   "default-src 'none'",
   "script-src 'self'",
@@ -56,20 +47,12 @@ const DEFAULT_QUERY = `# Pet Store GraphQL playground
 }
 `;
 
-/** Where the page keeps the key: sessionStorage, i.e. this browser tab only, gone when it closes. */
+/** A sessionStorage item: this browser tab only, gone when it closes. */
 const KEY_ITEM = 'pet-store:api-key';
 
-// Runs in the browser, after React, ReactDOM, GraphiQL and graphql-ws have set their globals
-// (docs/explorers.md). A first visit shows a key form, not GraphiQL: GraphiQL fetches
-// the schema as soon as it mounts, which without a key is a 401 and "Error fetching schema". The
-// key typed there is tried once (`{ __typename }`); a refused key is said so on the page; an
-// accepted one is kept in sessionStorage (this tab only) and GraphiQL mounts with it in the Headers
-// tab, so the schema loads at once, without a reload. GraphiQL's own state (tabs, queries) is kept
-// in sessionStorage too: nothing goes to localStorage.
-// Subscriptions go over a WebSocket on the same /graphql (docs/subscriptions.md): each run gets a
-// lazy graphql-ws client whose connection_init payload is the headers in the Headers tab, so the
-// key there authenticates the socket as it does an HTTP request. Queries and mutations never open
-// it (the client connects on its first subscription only).
+// Runs in the browser (docs/explorers.md). A key form comes before GraphiQL, which fetches the
+// schema as it mounts: without a key, a 401 and "Error fetching schema". Nothing goes to
+// localStorage. Each run's graphql-ws client sends the Headers tab as its connection_init payload.
 const BOOTSTRAP = `(function () {
   'use strict';
   var KEY_ITEM = ${JSON.stringify(KEY_ITEM)};
@@ -148,11 +131,10 @@ body { display: flex; flex-direction: column; font-family: system-ui, sans-serif
 interface Asset {
   contentType: string;
   body: Buffer;
-  /** Short hash of `body`, put in the page's URL of the asset to bust caches on change. */
+  /** Put in the asset's URL to bust caches on change. */
   version: string;
 }
 
-/** A file of an installed package, found from wherever this module runs (src/ or dist/). */
 function packageFile(packageName: string, file: string): string {
   return path.join(path.dirname(require.resolve(`${packageName}/package.json`)), file);
 }
@@ -162,7 +144,6 @@ function asset(contentType: string, body: Buffer | string): Asset {
   return { contentType, body: bytes, version: createHash('sha256').update(bytes).digest('hex').slice(0, 12) };
 }
 
-/** Reads every asset once; throws (stopping the start) when a package file is missing. */
 function loadAssets(): Map<string, Asset> {
   const read = (packageName: string, file: string) => readFileSync(packageFile(packageName, file));
   return new Map([
@@ -176,7 +157,6 @@ function loadAssets(): Map<string, Asset> {
   ]);
 }
 
-/** `text` for an HTML text node or a quoted attribute value. */
 function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
@@ -213,20 +193,11 @@ ${scripts.map((name) => `<script src="${href(name)}"></script>`).join('\n')}
 /** What GraphQL clients ask for, before text/html: on a tie (a bare wildcard Accept), the API wins. */
 const NEGOTIABLE_TYPES = ['application/graphql-response+json', 'application/json', 'multipart/mixed', 'text/html'];
 
-/**
- * Content negotiation for `GET /graphql` (RFC 9110 §12.5.1, by the `negotiator` package):
- * whether the caller prefers an HTML page to a GraphQL JSON response. Ranked by quality, then
- * the specificity of the matching range, then its position in the header; a tie goes to the
- * API, so a bare wildcard Accept (curl, fetch) and a missing header keep getting JSON.
- *
- * @param accept - the request's `Accept` header, if any.
- * @returns true when `text/html` strictly beats every GraphQL response type; never throws.
- */
+/** Whether `Accept` strictly prefers `text/html` to every GraphQL response type (RFC 9110 §12.5.1). */
 export function prefersHtml(accept: string | undefined): boolean {
   return accept !== undefined && new Negotiator({ headers: { accept } }).mediaType(NEGOTIABLE_TYPES) === 'text/html';
 }
 
-/** A GET or HEAD without a `query` parameter: the answer depends on `Accept` (page or API). */
 function isNegotiable(request: FastifyRequest): boolean {
   if (request.method !== 'GET' && request.method !== 'HEAD') return false;
   const query = request.query as Record<string, unknown> | undefined;
@@ -234,19 +205,10 @@ function isNegotiable(request: FastifyRequest): boolean {
 }
 
 /**
- * Sets up the GraphQL playground (GraphiQL) in a Fastify scope: reads its files once, now,
- * from the installed `react`, `react-dom` and `graphiql` packages, and serves them with
- * `GET /graphql/playground/<name>` (long-lived `Cache-Control`, no API key; other methods
- * 405, errors rendered by the app's error handler, in the REST Error shape).
- *
- * @param app - the scope that also serves `/graphql`.
- * @param keyCommand - the shell command that gets a key on this set-up, shown in the key form's hints.
- * @returns the `onRequest` hook `servePlaygroundToBrowsers`, to put on the `/graphql` route
- *   BEFORE the auth hook: for a GET or HEAD whose `Accept` prefers `text/html` and that has no
- *   `query` parameter it answers the playground page (200, `text/html`, a strict
- *   Content-Security-Policy, no API key needed) and ends the request; for anything else it
- *   does nothing, so the request goes on to authentication and Apollo as before.
- * @throws when a package file cannot be found or read (a broken install): the app does not start.
+ * Serves the playground's assets under {@link PLAYGROUND_PREFIX}; `keyCommand` is the shell
+ * command shown for getting a key. Returns an `onRequest` hook for `/graphql` that must run
+ * BEFORE the auth hook: it answers browsers the page and lets anything else through.
+ * @throws when a package file is missing (a broken install), so the app does not start.
  */
 export async function registerPlayground(app: FastifyInstance, keyCommand: string): Promise<onRequestAsyncHookHandler> {
   const assets = loadAssets();
@@ -255,7 +217,6 @@ export async function registerPlayground(app: FastifyInstance, keyCommand: strin
   await app.register(async (scope) => {
     for (const [name, { contentType, body }] of assets) {
       const url = PLAYGROUND_PREFIX + name;
-      // Hidden from the OpenAPI document: these are files, not API operations.
       scope.get(url, { schema: { hide: true } }, async (_request, reply) =>
         reply.header('Content-Type', contentType).header('Cache-Control', ASSET_CACHE_CONTROL).send(body),
       );

@@ -2,21 +2,11 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import { AppError, type ErrorCode } from '../errors/error-catalogue';
 import type { GraphqlContext } from './graphql-context';
 
-/** The codes of a database that could not serve the operation (docs/errors.md). */
 const UNAVAILABLE: ReadonlySet<unknown> = new Set<ErrorCode>(['SERVICE_UNAVAILABLE', 'GATEWAY_TIMEOUT']);
 
 /**
- * Apollo plugin: an operation of which no root field resolved because the database could not
- * answer gets the HTTP answer REST gives (docs/errors.md), in both response formats: 503 with
- * `Retry-After`, or 504 when a create among them never had its COMMIT confirmed. That is, every
- * error is SERVICE_UNAVAILABLE or GATEWAY_TIMEOUT, and `data` is null or each of its root
- * fields is null with such an error at its path. Otherwise the answer stays 200 with `data`;
- * each such field error carries `extensions.retryAfterSeconds` (graphql-error.formatter.ts).
- *
- * Input: Apollo's `willSendResponse` context (the formatted single result). Output: it may set
- * `response.http.status` and the `Retry-After` header. Throws nothing.
- *
- * @returns the plugin, to register in `plugins` of the ApolloServer.
+ * When no root field resolved because the database could not answer, gives the HTTP status REST
+ * gives (503 with `Retry-After`, or 504); a partial answer stays 200 (docs/errors.md).
  */
 export function unavailableStatusPlugin(): ApolloServerPlugin<GraphqlContext> {
   return {

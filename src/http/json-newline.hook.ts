@@ -4,14 +4,9 @@ import type { FastifyInstance } from 'fastify';
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
 
 /**
- * Ends every JSON response body with a newline (docs/rest.md), so that the outputs of
- * consecutive `curl` commands do not run together. An `onSend` hook on the serialised string,
- * so the routes keep Fastify's fast-json-stringify serialisers; Fastify sets `Content-Length`
- * after `onSend`, so it counts the newline (HEAD included). Bodies that already end with one
- * (Apollo Server's) and bodies that are not strings (streams, buffers: static files) are left
- * as they are; so is every other media type.
- *
- * @param app - the root instance: the hook applies to every route, the 404 and error answers included.
+ * Ends every JSON response body with a newline so consecutive `curl` outputs do not run together
+ * (docs/rest.md). Done in `onSend` so routes keep fast-json-stringify, and `Content-Length`, set
+ * after `onSend`, counts the newline. Register on the root instance to cover 404s and errors.
  */
 export function endJsonWithNewline(app: FastifyInstance): void {
   app.addHook('onSend', async (_request, reply, payload) => {

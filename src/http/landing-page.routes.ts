@@ -4,17 +4,13 @@ import Negotiator from 'negotiator';
 import { rejectOtherMethods } from './method-not-allowed';
 import { SURFACE_PATHS } from '../surface-paths';
 
-/** One surface the landing page points to: a relation name (the JSON key), its path and what it is. */
 interface Surface {
   readonly rel: string;
   readonly path: string;
   readonly title: string;
 }
 
-/**
- * What `GET /` lists, in this order (docs/explorers.md). Paths are origin-relative,
- * so the page is right behind any proxy; `main.ts` logs the same list as absolute URLs.
- */
+/** What `GET /` lists, in this order. Paths are origin-relative, so the page is right behind any proxy. */
 export const SURFACES: readonly Surface[] = Object.freeze([
   {
     rel: 'graphql',
@@ -29,10 +25,7 @@ export const SURFACES: readonly Surface[] = Object.freeze([
 
 const STYLE = 'body { font: 16px/1.5 system-ui, sans-serif; max-width: 40rem; margin: 2rem auto; padding: 0 1rem; } code { font-size: 0.95em; }';
 
-/**
- * No script at all, and only the one inline style block this module wrote, allowed by its
- * hash (CSP Level 2), so no injected style or script could run.
- */
+/** No script, and only this module's inline style, allowed by its hash, so nothing injected could run. */
 export const LANDING_PAGE_CSP = [
   "default-src 'none'",
   `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
@@ -62,21 +55,15 @@ ${SURFACES.map(({ path, title }) => `<li><a href="${path}"><code>${path}</code><
 </html>
 `;
 
-/** The WebSocket URL of subscriptions for an HTTP origin: `ws://` for `http://`, `wss://` for `https://`, path `/graphql`. */
 function subscriptionsUrlOf(origin: string): string {
   return `${origin.replace(/^http/, 'ws')}${SURFACE_PATHS.graphql}`;
 }
 
-/** The JSON answer's paths: `{"graphql": "/graphql", "rest": "/v1/pets", …}`. */
 const LINKS = Object.fromEntries(SURFACES.map(({ rel, path }) => [rel, path]));
 
 /**
- * `GET /` (and HEAD): a small landing page listing where the surfaces are (docs/explorers.md). The representation is negotiated on `Accept` (RFC 9110 §12.5.1, `negotiator`):
- * `text/html` when the caller prefers it to JSON (browsers), else JSON (curl, fetch, no
- * `Accept`; a tie goes to JSON): `{"name": "Pet Store gateway", "links": {…}}`, the paths of
- * {@link SURFACES} by relation, plus `subscriptions`, the absolute `ws://` (or `wss://`) URL. Public: no API key, no rate limit (registered
- * outside the guard, like the health routes); hidden from the OpenAPI document, as it is not
- * part of `/v1`. Other methods: 405 with `Allow`.
+ * `GET /`: where the surfaces are (docs/explorers.md), as HTML when the caller prefers it to
+ * JSON (browsers), else JSON (a tie goes to JSON). Public: registered outside the guard.
  */
 export const landingPageRoutes: FastifyPluginAsync = async (app) => {
   app.get('/', { schema: { hide: true } }, async (request, reply) => {
@@ -96,26 +83,13 @@ export const landingPageRoutes: FastifyPluginAsync = async (app) => {
   rejectOtherMethods(app, '/', ['GET', 'HEAD']);
 };
 
-/**
- * The address a browser on this machine can open for a listener: a wildcard bind (`0.0.0.0`,
- * `::`) is reached on loopback, and an IPv6 address is bracketed.
- *
- * @param host - the interface bound (HOST), e.g. `127.0.0.1`, `0.0.0.0`, `::1`, `api.internal`.
- * @param port - the TCP port bound.
- * @returns an origin such as `http://127.0.0.1:3000` or `http://[::1]:3000`.
- */
+/** The origin a browser on this machine can open for a listener, e.g. `http://[::1]:3000`; a wildcard bind maps to loopback. */
 export function originOf(host: string, port: number): string {
   const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
 }
 
-/**
- * The start-up log line's list of surfaces (README "Two commands"): the landing page, then
- * each of {@link SURFACES} and the WebSocket URL, as absolute URLs, as `GET /` lists them.
- *
- * @param origin - from {@link originOf}.
- * @returns e.g. `http://127.0.0.1:3000/ (graphql http://127.0.0.1:3000/graphql, rest http://127.0.0.1:3000/v1/pets, …, subscriptions ws://127.0.0.1:3000/graphql)`.
- */
+/** The start-up log line's absolute URLs of the surfaces, as `GET /` lists them (README "Two commands"). */
 export function describeSurfaces(origin: string): string {
   const named = SURFACES.map(({ rel, path }) => `${rel} ${origin}${path}`);
   return `${origin}/ (${[...named, `subscriptions ${subscriptionsUrlOf(origin)}`].join(', ')})`;

@@ -2,15 +2,8 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import { AppError } from '../errors/error-catalogue';
 
 /**
- * Answers every other method on a known path with 405 METHOD_NOT_ALLOWED and an `Allow`
- * header (RFC 9110 §15.5.6). Needs no API key: the set of methods is public. A CORS preflight
- * gets here only from an origin CORS does not allow (an allowed one is answered 204 before
- * routing): its message names CORS_ORIGINS, where origins are allowed.
- *
- * @param app - the Fastify scope whose error handler renders the error.
- * @param url - the route path, as registered for the allowed methods.
- * @param allowed - every method the path serves, HEAD included where it is served.
- * @param options.errorHandler - renders the 405 instead of the scope's handler (the path's own error shape).
+ * Answers every method but `allowed` (HEAD included where served) on `url` with 405 and `Allow`
+ * (RFC 9110 §15.5.6). No API key: the set of methods is public.
  */
 export function rejectOtherMethods(app: FastifyInstance, url: string, allowed: readonly string[], options: Pick<RouteOptions, 'errorHandler'> = {}): void {
   const header = [...allowed].sort().join(', ');
@@ -20,7 +13,7 @@ export function rejectOtherMethods(app: FastifyInstance, url: string, allowed: r
     schema: { hide: true },
     ...options,
     handler: async (request) => {
-      // A browser's CORS preflight reaches this only when its origin is not allowed: say where origins are allowed.
+      // An allowed origin's preflight is answered before routing, so one here is from a refused origin.
       const origin = request.headers.origin;
       const message =
         request.method === 'OPTIONS' && origin && request.headers['access-control-request-method']

@@ -7,19 +7,12 @@ import { DATABASE_DEADLINES } from '../limits';
 import type { ServiceState } from './service-state';
 import { SURFACE_PATHS } from '../surface-paths';
 
-/** What the health routes need. */
 export interface HealthRoutesOptions {
   dataSource: DataSource;
   state: ServiceState;
 }
 
-/**
- * Whether the schema is up to date on the primary, for `/readyz`. Migrations only run at
- * start-up, so once none is pending that stays true and is not asked again.
- *
- * @returns a function that resolves to true when no migration is pending; false when some are,
- *   or the primary cannot tell within DATABASE_DEADLINES.readinessMs.
- */
+/** Migrations only run at start-up, so once none is pending the primary is not asked again. */
 function migrationsApplied(dataSource: DataSource): () => Promise<boolean> {
   let migrated = false;
   let last: { at: number; answer: Promise<boolean> } | undefined;
@@ -38,14 +31,8 @@ function migrationsApplied(dataSource: DataSource): () => Promise<boolean> {
 }
 
 /**
- * `GET /healthz` (liveness: the process serves HTTP; never touches the database) and
- * `GET /readyz` (readiness: not shutting down; the primary answers within 500 ms and, on a
- * Galera cluster, is Synced in the primary component; no migration is pending). The database
- * servers are checked at most once per second (database-health.ts), shared by every probe.
- * Both are public and outside the rate limits. A ready answer is `200 {"status":"ok","nodes":[…]}`,
- * an unready one the Error body with 503 SERVICE_UNAVAILABLE, a message saying why, and the
- * same `nodes`: each server's NodeState (database-node.ts; a replica out of the read rotation does not
- * make the instance unready: reads go to the primary meanwhile). docs/operations.md "Endpoints".
+ * `GET /healthz` (liveness; never touches the database) and `GET /readyz` (readiness: 200, or 503
+ * SERVICE_UNAVAILABLE with the reason; both carry `nodes`). docs/operations.md "Endpoints".
  */
 export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app, { dataSource, state }) => {
   const migrated = migrationsApplied(dataSource);

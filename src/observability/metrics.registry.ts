@@ -2,9 +2,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { DataSource } from 'typeorm';
 import { type DatabaseNode, nodesOf } from '../database/database-node';
 
-/** Label values of one served request, as `petstore_http_request_duration_seconds` records them. */
+/** Label values of one served request. */
 export interface RequestLabels {
-  /** `rest`, `graphql` or `other` (health, documents, playground). */
   surface: 'rest' | 'graphql' | 'other';
   /** REST: the route pattern (`/v1/pets/:petId`); GraphQL: the operation type and root fields (`query pets`); else the route or `unmatched`. */
   route: string;
@@ -15,17 +14,13 @@ export interface RequestLabels {
 /** The service's Prometheus metrics (docs/operations.md "Metrics"), in a registry of their own. */
 export interface Metrics {
   registry: Registry;
-  /** Records one finished request; `seconds` is its duration. */
   observeRequest: (labels: RequestLabels, seconds: number) => void;
-  /** Counts one call of a deprecated operation by an API key. */
   countDeprecatedCall: (operation: string, apiKeyId: number) => void;
-  /** Reports the connection pools of `dataSource` (MySQL only) from now on. */
+  /** Reports the connection pools of `dataSource` (MySQL only). */
   watchDatabasePool: (dataSource: DataSource) => void;
-  /** A WebSocket on `/graphql` opened (+1) or closed (-1) (docs/subscriptions.md). */
   countOpenSocket: (delta: 1 | -1) => void;
-  /** A subscription started (+1) or ended (-1). */
   countActiveSubscription: (delta: 1 | -1) => void;
-  /** One event sent to one subscriber of `subscription` (the root field, e.g. `petCreated`). */
+  /** `subscription` is the root field, e.g. `petCreated`. */
   countDeliveredEvent: (subscription: string) => void;
 }
 
@@ -37,24 +32,11 @@ interface MysqlPool {
   config?: { connectionLimit?: number };
 }
 
-/** mysql2's pool of a node's DataSource, once it is connected. */
 function poolOf(node: DatabaseNode): MysqlPool | undefined {
   return (node.dataSource.driver as unknown as { pool?: MysqlPool }).pool;
 }
 
-/**
- * Creates the metrics: process metrics (prom-client's defaults, `process_*` and `nodejs_*`),
- * `petstore_http_request_duration_seconds` (histogram by surface, route, method, status),
- * `petstore_db_pool_connections` (gauge by node and state: `total`, `idle`, `limit`, and
- * `waiting` requests), `petstore_db_node_ready` (gauge by node and role: 1 when the primary
- * can serve or a replica is in the read rotation, at the latest check), `petstore_db_replica_lag_seconds`
- * (gauge by node: a replica's reported lag; absent while it cannot tell), `petstore_deprecated_calls_total` (counter by operation and API key id),
- * and for subscriptions `petstore_websocket_connections` (gauge: open sockets),
- * `petstore_subscriptions_active` (gauge) and `petstore_subscription_events_total` (counter by
- * subscription: events delivered, one per subscriber).
- *
- * @returns a fresh {@link Metrics}; each app has its own registry, so several can run in one process.
- */
+/** Creates the metrics in a fresh registry, so several apps can run in one process. */
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -88,7 +70,6 @@ export function createMetrics(): Metrics {
     registers: [registry],
   });
   const pools: DataSource[] = [];
-  /** Every database server behind the watched DataSources: each primary and its replicas. */
   const watchedNodes = () =>
     pools.flatMap((dataSource) => {
       const { primary, replicas } = nodesOf(dataSource);

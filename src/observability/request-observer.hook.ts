@@ -19,7 +19,6 @@ export interface GraphqlOperationSummary {
   label: string;
 }
 
-/** A client's X-Request-Id is kept when it is 1-128 of these characters; anything else is replaced. */
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /** Fastify's `genReqId`: the client's `X-Request-Id` when it is safe to log, else a new UUID. */
@@ -37,12 +36,7 @@ function labelsOf(request: FastifyRequest, status: number): RequestLabels {
   return { surface: 'other', route, method, status };
 }
 
-/**
- * Fastify's request log lines, one per request (docs/operations.md "Logs"): nothing when a request
- * comes in, and when its response has been sent a line `request completed` with method,
- * route, status, durationMs, requestId, apiKeyId and, for GraphQL, the operation
- * (info; error for 5xx or a failed response).
- */
+/** One log line per request, once its response is sent (docs/operations.md "Logs"). */
 export class RequestLogController extends LogController {
   constructor() {
     super({ requestIdLogLabel: 'requestId' });
@@ -64,10 +58,7 @@ export class RequestLogController extends LogController {
   }
 }
 
-/**
- * Answers every request of `app` with `X-Request-Id` (the request id from
- * {@link requestIdOf}, also in its log lines) and records it in `metrics` once it is sent.
- */
+/** Answers every request with `X-Request-Id` and records it in `metrics` once it is sent. */
 export function observeRequests(app: FastifyInstance, metrics: Metrics): void {
   app.addHook('onSend', async (request, reply) => {
     reply.header('X-Request-Id', request.id);

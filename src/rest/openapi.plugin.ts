@@ -5,21 +5,13 @@ import { SHARED_SCHEMAS } from './openapi.schemas';
 import { SWAGGER_UI_OPTIONS } from './swagger-ui.options';
 import { SURFACE_PATHS } from '../surface-paths';
 
-/** Where the document and the docs are served. */
-
-/** Public base addresses listed as servers after this server (spec "Versioning"; PUBLIC_BASE_URL, STAGING_BASE_URL); each ends in /v1. */
+/** Listed as servers after this one (spec "Versioning"); each ends in /v1. */
 export interface OpenapiServers {
   readonly publicBaseUrl?: string;
   readonly stagingBaseUrl?: string;
 }
 
-/**
- * Makes the OpenAPI 3.1 document of `/v1` from the routes themselves (@fastify/swagger reads
- * each route's schema; the schemas come from openapi.schemas.ts). Call before the routes are
- * registered; then {@link serveOpenapi} publishes it.
- *
- * @param config.publicBaseUrl, config.stagingBaseUrl - listed as servers after this server (`/v1`).
- */
+/** Makes the OpenAPI 3.1 document of `/v1` from the route schemas: call before the routes are registered. */
 export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiServers): Promise<void> {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await app.register(fastifySwagger, {
@@ -52,11 +44,7 @@ export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiS
   });
 }
 
-/**
- * Serves the document at `/v1/openapi.json` and `/v1/openapi.yaml`, and Swagger UI (from the
- * swagger-ui-dist package, no CDN) at `/docs`, presented as swagger-ui.options.ts says. None of them needs an API key: they describe
- * the API and hold no data.
- */
+/** Serves the document and Swagger UI (no CDN); no API key needed: they hold no data. */
 export async function serveOpenapi(app: FastifyInstance): Promise<void> {
   app.get(SURFACE_PATHS.openapiJson, { schema: { hide: true } }, async () => app.swagger());
   app.get(SURFACE_PATHS.openapiYaml, { schema: { hide: true } }, async (_request, reply) =>
@@ -65,8 +53,7 @@ export async function serveOpenapi(app: FastifyInstance): Promise<void> {
   await app.register(fastifySwaggerUi, {
     routePrefix: SURFACE_PATHS.docs,
     ...SWAGGER_UI_OPTIONS,
-    // Only this server, no inline script or style; no upgrade-insecure-requests, which would
-    // break /docs over plain HTTP from another machine.
+    // No upgrade-insecure-requests: it would break /docs over plain HTTP from another machine.
     staticCSP:
       "default-src 'self'; base-uri 'self'; frame-ancestors 'self'; img-src 'self' data:; " +
       "object-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self';",

@@ -3,13 +3,8 @@ import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-catalogue';
 import { IDENTIFIER_SCHEMA, ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
 
 /**
- * JSON Schemas of the REST contract, derived from the code that enforces it (no second
- * hand-written copy): inputs from the class-validator rules of the input classes, defaults
- * from their property initialisers, the Pet from NewPet plus its id, the Error from the
- * error catalogue. The routes carry them; @fastify/swagger turns them into the OpenAPI
- * document, and Fastify serialises responses with them.
- *
- * A JSON Schema: the keywords this file reads are typed, any other passes through as is.
+ * JSON Schemas of the REST contract, derived from the code that enforces it so there is no
+ * second hand-written copy. Only the keywords this file reads are typed.
  */
 interface Schema {
   [keyword: string]: unknown;
@@ -20,7 +15,7 @@ interface Schema {
   required?: string[];
 }
 
-// Its SchemaObject (openapi3-ts, not a direct dependency) seen as a Schema.
+// Its SchemaObject comes from openapi3-ts, not a direct dependency.
 const fromRules = validationMetadatasToSchemas() as Record<string, Schema>;
 
 /** The schema of an input class as the validator applies it: defaults filled, unknown properties refused. */
@@ -32,20 +27,15 @@ function inputSchema(type: new () => object): Schema {
     if (property.type && property.not?.type === 'null') delete property.not;
     if (defaults[name] !== undefined) property.default = defaults[name];
   }
-  // A property with a default may be left out.
   schema.required = (schema.required ?? []).filter((name) => defaults[name] === undefined);
   if (schema.required.length === 0) delete schema.required;
-  // validateInput() refuses every property its class does not declare.
   schema.additionalProperties = false;
   return schema;
 }
 
 /**
- * The schema of a request body's component: as {@link inputSchema}, but each default is stated in its property's
- * description instead of as `default`. openapi-typescript, with its default options, reads a `default` on a property
- * of a component schema as "always present" and makes the property required, so a create without `status` would not
- * compile in its clients; @hey-api/openapi-ts and orval keep it optional either way. Parameters keep `default`: every
- * generator reads that one as meant.
+ * As {@link inputSchema}, but defaults go in the description: openapi-typescript reads a `default`
+ * in a component schema as "always present", so its clients could not omit `status` on create.
  */
 function requestBodySchema(type: new () => object): Schema {
   const schema = inputSchema(type);
@@ -62,12 +52,7 @@ const newPet = requestBodySchema(NewPetInput);
 /** NewPet's properties as a response sends them: always present, so no default to state. */
 const petProperties = inputSchema(NewPetInput).properties ?? {};
 
-/**
- * The examples of the OpenAPI document (Swagger UI pre-fills "Try it out" with `newPet` and
- * shows the others as sample responses): real values that validate against their schemas
- * (test/openapi-examples.test.ts), instead of the strings Swagger UI would generate from the
- * name's pattern.
- */
+/** Real values (checked against their schemas in tests), instead of what Swagger UI would generate from the patterns. */
 export const OPENAPI_EXAMPLES = Object.freeze({
   newPet: { name: 'Rex', categoryId: 1, status: 'available' },
   pet: { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
@@ -77,12 +62,11 @@ export const OPENAPI_EXAMPLES = Object.freeze({
   ],
 } as const);
 
-/** The spec's Error body for a catalogue code, with the catalogue's message: an example of an error response. */
+/** The spec's Error body for a catalogue code. */
 export function errorExample(code: ErrorCode): { code: ErrorCode; message: string; status: number } {
   return { code, message: ERROR_CATALOGUE[code].message, status: ERROR_CATALOGUE[code].status };
 }
 
-/** Shared schemas, registered with `app.addSchema` and listed in `components.schemas`. */
 export const SHARED_SCHEMAS: Schema[] = [
   { $id: 'NewPet', description: 'A new animal (spec "NewPet").', ...newPet, examples: [OPENAPI_EXAMPLES.newPet] },
   {
@@ -113,7 +97,6 @@ export const SHARED_SCHEMAS: Schema[] = [
   },
 ];
 
-/** Query string of listPets. */
 export const LIST_PETS_QUERY = inputSchema(ListPetsArgs);
 
 /** Path parameters of getPet: the REST name `petId` for PetIdArgs.id. */
@@ -123,7 +106,7 @@ export const PET_ID_PARAMS: Schema = {
   required: ['petId'],
 };
 
-/** Response headers, by name, for the route schemas. Each is sent on every such response, unless its description begins "Only when". */
+/** Each is sent on every such response, unless its description begins "Only when". */
 export const HEADERS = {
   WWW_AUTHENTICATE: { 'WWW-Authenticate': { type: 'string', description: 'RFC 6750 Bearer challenge.' } },
   LOCATION: { Location: { type: 'string', description: 'Path of the created Pet, /v1/pets/{id}.' } },
@@ -149,14 +132,8 @@ export const HEADERS = {
 } as const;
 
 /**
- * A JSON response of a route, in the form that keeps its examples in the OpenAPI document: a schema
- * with `$ref` loses its other keywords there, so the example sits next to it, in the media type.
- *
- * @param description - the response's description.
- * @param ref - the shared schema of the body, e.g. `Pet#`.
- * @param example - one example body (`example`), or several by name (`examples`: `{ [name]: { summary, value } }`).
- * @param headers - the response headers' schemas, by name.
- * @returns a Fastify `schema.response` entry: `{ description, headers?, content: { 'application/json': { schema, example(s) } } }`.
+ * A route's JSON response (`ref` e.g. `Pet#`). The example sits in the media type, not the schema:
+ * a schema with `$ref` loses its other keywords in the OpenAPI document.
  */
 export function jsonResponse(
   description: string,
@@ -171,14 +148,7 @@ export function jsonResponse(
   };
 }
 
-/**
- * Error responses of a route, one per HTTP status, from the catalogue.
- *
- * @param codes - the catalogue codes the route can answer.
- * @param headers - extra response headers sent with every one of them (e.g. deprecation headers).
- * @returns a Fastify `schema.response` fragment: `{ [status]: jsonResponse(…) }` of the Error schema, whose example is
- *   the catalogue's body (code, message, status) of each code with that status, named after its code when there are several.
- */
+/** A route's error responses, one per HTTP status, with an example per catalogue code; `headers` go on each. */
 export function errorResponses(codes: ErrorCode[], headers: Record<string, Schema> = {}): Record<number, Schema> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) byStatus.set(ERROR_CATALOGUE[code].status, [...(byStatus.get(ERROR_CATALOGUE[code].status) ?? []), code]);

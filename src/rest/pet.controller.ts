@@ -8,15 +8,12 @@ import { parsePositiveInteger } from '../validation/positive-integer';
 import { HEADERS, LIST_PETS_QUERY, OPENAPI_EXAMPLES, PET_ID_PARAMS, errorResponses, jsonResponse } from './openapi.schemas';
 import { IDEMPOTENCY_LIMITS } from '../limits';
 
-/** What the REST surface needs. */
 export interface PetControllerOptions {
-  /** The pet operations, shared with the GraphQL surface. */
   petService: PetService;
-  /** The onRequest hooks guarding every operation: authentication, rate limiting, then `readCaller`. */
+  /** Authentication, rate limiting, then `readCaller`, in that order. */
   guard: onRequestAsyncHookHandler[];
 }
 
-/** getPet's deprecation headers: each value, and what the OpenAPI document says of it. */
 const DEPRECATION: Record<string, { value: string; description: string }> = {
   // RFC 9745: an RFC 9651 date, i.e. "@" and Unix seconds.
   Deprecation: {
@@ -32,36 +29,22 @@ const DEPRECATION_HEADER_SCHEMAS = Object.fromEntries(
   Object.entries(DEPRECATION).map(([name, { value, description }]) => [name, { type: 'string', description: `${description} \`${value}\`` }]),
 );
 
-/**
- * Query values are strings; an integer written plainly (no sign, no leading zero, as petId)
- * is passed on as a number so the input rules can judge it. Anything else stays a string
- * and fails the rules.
- */
+/** A plainly written integer becomes a number so the input rules can judge it; anything else stays a string and fails them. */
 function fromQueryValue(value: unknown): unknown {
   if (typeof value !== 'string') return value;
   return value === '0' ? 0 : (parsePositiveInteger(value) ?? value);
 }
 
-/**
- * The `Link` header of a page that has a next one (RFC 8288, docs/pagination.md): an
- * origin-relative URL with the page's `limit` and `status` and the next cursor.
- *
- * @param path - the list's path, e.g. `/v1/pets`.
- * @param page - the page just read, with a next cursor.
- * @returns e.g. `</v1/pets?limit=20&status=sold&after=MS5zb2xk…>; rel="next"`.
- */
+/** e.g. `</v1/pets?limit=20&status=sold&after=MS5zb2xk…>; rel="next"` (docs/pagination.md). */
 function nextPageLink(path: string, page: PetPage): string {
   const query = new URLSearchParams({ limit: String(page.limit), ...(page.status && { status: page.status }), after: page.nextCursor ?? '' });
   return `<${path}?${query.toString()}>; rel="next"`;
 }
 
 /**
- * The REST facade at `/v1` (spec "Endpoints"). Each handler only translates: query string,
- * path and body in, unvalidated; the PetService operation (the same one GraphQL calls)
- * validates and does the work; its result or AppError out as the spec's JSON. The shared guard (authentication and rate
- * limiting) covers the whole scope
- * of the operations, so a route added there cannot be left public by mistake; only the 405
- * answers for other methods sit outside it.
+ * The REST facade at `/v1` (spec "Endpoints"): handlers only translate; PetService validates.
+ * The guard covers the whole scope of the operations, so a route added there cannot be left
+ * public by mistake; only the 405 answers sit outside it.
  */
 export const petController: FastifyPluginAsync<PetControllerOptions> = async (app, { petService, guard }) => {
   await app.register(petOperations, { petService, guard });
@@ -71,8 +54,7 @@ export const petController: FastifyPluginAsync<PetControllerOptions> = async (ap
 
 const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { petService, guard }) => {
   for (const hook of guard) app.addHook('onRequest', hook);
-  // Route schemas document the contract and serialise responses; input is validated once,
-  // by PetService's rules, so Fastify's own validation is switched off here.
+  // Input is validated once, by PetService's rules; route schemas only document and serialise.
   app.setValidatorCompiler(() => () => true);
 
   app.get(
