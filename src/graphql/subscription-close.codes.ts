@@ -1,11 +1,16 @@
+import { SUBSCRIPTION_LIMITS } from '../limits';
+
 /** WebSocket close codes the server sends, besides graphql-ws's own (docs/subscriptions.md "Close codes"). */
 export const SUBSCRIPTION_CLOSE = Object.freeze({
   forbidden: { code: 4403, reason: 'Forbidden: send {"Authorization": "Bearer <API_KEY>"} in connection_init with a valid key.' },
   revoked: { code: 4403, reason: 'Forbidden: the API key was revoked.' },
-  /** Too many connections for the key, or the rate limit is spent. */
+  /** Too many connections for the key; a spent rate limit closes with the same code and the limit's own message. */
   tooManyConnections: { code: 4429, reason: 'Too many requests: too many open connections for this API key.' },
   unavailable: { code: 1013, reason: 'Service unavailable: retry shortly.' },
   /** 1008, not 1013: the client's fault. */
-  slowConsumer: { code: 1008, reason: 'Policy violation: the client does not read its events; more than 1 MiB was waiting.' },
+  slowConsumer: {
+    code: 1008,
+    reason: `Policy violation: the client does not read its events; more than ${SUBSCRIPTION_LIMITS.maxBufferedBytes / 1024 ** 2} MiB was waiting.`,
+  },
   goingAway: { code: 1001, reason: 'Going away: the server is shutting down.' },
 });
