@@ -32,7 +32,7 @@ function IsIdentifier(): PropertyDecorator {
 
 /**
  * At most `max` code points, the unit of utf8mb4 `VARCHAR(max)` and of JSON Schema's `maxLength`; class-validator's
- * `@MaxLength` skips variation selectors, so names it passed overflowed the column (docs/decisions.md).
+ * `@MaxLength` skips variation selectors, so names it passes can overflow the column (docs/decisions.md).
  */
 function MaxCodePoints(max: number): PropertyDecorator {
   const rule = ValidateBy({
