@@ -54,7 +54,7 @@ const trustProxy = makeValidator<false | number | string[]>((input) => {
   return entries.length > 0 ? entries : false;
 });
 
-/** Raised when the environment holds bad values; the message names every bad key. */
+/** Its message names every bad key. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
@@ -62,10 +62,10 @@ export class ConfigError extends Error {
 /** METRICS_PORT, when unset, is PORT plus this: 9464 (Prometheus exporters' customary port) for PORT 3000. */
 export const METRICS_PORT_OFFSET = 6464;
 
-/** Where the embedded database lives when DATABASE_URL is absent (relative to the working directory). */
+/** Relative to the working directory. */
 export const EMBEDDED_DATABASE_PATH = path.join('data', 'petstore.sqlite');
 
-/** Where the development key is kept outside production (relative to the working directory; docs/api-keys.md "The development key"). */
+/** Relative to the working directory (docs/api-keys.md "The development key"). */
 export const DEV_API_KEY_PATH = path.join('data', 'dev-api-key');
 
 function checkMysqlUrl(input: string): string {
@@ -109,10 +109,7 @@ const originList = makeValidator<string[]>((input) => {
   return origins;
 });
 
-/**
- * The environment the service reads (docs/configuration.md), each variable described once: its
- * rule (the validator), its default, its meaning (`desc`). {@link loadConfig} reads it into a {@link Config}.
- */
+/** The environment the service reads (docs/configuration.md), each variable's rule, default and meaning written once. */
 export const CONFIG_SPEC = Object.freeze({
   PORT: port({ default: 3000, desc: 'TCP port the HTTP server listens on.' }),
   HOST: host({ default: '127.0.0.1', desc: 'Interface the HTTP server binds to; 0.0.0.0 in containers.' }),
@@ -201,15 +198,7 @@ export const CONFIG_SPEC = Object.freeze({
   }),
 });
 
-/**
- * Reads and validates the configuration: the variables of {@link CONFIG_SPEC}
- * (docs/configuration.md), then the rules between them (METRICS_PORT, PORT + 6464 when unset, differs
- * from PORT and fits in 65535; replicas need a primary), grouped by the module that uses them.
- *
- * @param env - the environment to read, normally `process.env`; keys absent from it take the spec's defaults.
- * @returns a frozen {@link Config}.
- * @throws ConfigError naming every bad key at once.
- */
+/** Reads {@link CONFIG_SPEC} from `env`, then the rules between variables; throws ConfigError naming every bad key at once. */
 export function loadConfig(env: NodeJS.ProcessEnv) {
   const clean = cleanEnv(env, CONFIG_SPEC, {
     reporter: ({ errors }) => {
@@ -261,9 +250,5 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
   });
 }
 
-/**
- * The validated, frozen service configuration {@link loadConfig} returns: the variables of
- * {@link CONFIG_SPEC}, grouped as their users take them (`database`: DatabaseConfig,
- * `rateLimit`: RateLimitConfig, `metrics` and `shutdown` for main.ts).
- */
+/** The variables of {@link CONFIG_SPEC}, grouped as the modules that use them take them. */
 export type Config = ReturnType<typeof loadConfig>;

@@ -16,15 +16,7 @@ import { createLogger } from './observability/logger';
 import { createMetrics } from './observability/metrics.registry';
 import { buildMetricsServer } from './observability/metrics.server';
 
-/**
- * What start-up prints about the development key (docs/api-keys.md "The development key"), on standard output
- * beside the JSON log lines: the key itself only when it was just created; else where it is, or
- * that the file there belongs to another database.
- *
- * @param devKey - from ensureDevApiKey; null prints nothing.
- * @param origin - the server's origin, for the example command.
- * @returns the text, '' or lines ending with a newline.
- */
+/** What start-up prints of the development key (docs/api-keys.md "The development key"): the key itself only when just created. */
 function devKeyNotice(devKey: DevApiKeyState | null, origin: string): string {
   if (!devKey) return '';
   const file = path.relative('.', devKey.file);
@@ -41,13 +33,7 @@ function devKeyNotice(devKey: DevApiKeyState | null, origin: string): string {
   }
 }
 
-/**
- * `npm start`: reads the configuration, opens the database (retrying a bounded number of
- * times) and migrates it under the migration lock, serves the API on PORT and `/metrics` on
- * METRICS_PORT, then (outside production) makes sure of the development key and says where it
- * is, and on SIGTERM/SIGINT drains and stops (docs/operations.md "Signals"): exit 0 when every request finished
- * within the grace period, 1 otherwise.
- */
+/** `npm start` (docs/operations.md "Start-up"); on SIGTERM/SIGINT drains, exiting 1 if requests outlast the grace period (docs/operations.md "Signals"). */
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const log = createLogger(config.logLevel);

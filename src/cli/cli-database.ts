@@ -5,11 +5,8 @@ import { lockEmbeddedDatabase } from '../database/embedded-lock';
 import { openDatabase } from '../database/open-database';
 
 /**
- * Runs a CLI command's `action` on the configured database (DATABASE_URL, or the embedded
- * file, locked against a running server), then closes everything.
- *
- * @param options.migrate - apply pending migrations first (default true); false only connects.
- * @throws ConfigError, the embedded lock's error when a server holds the file, what `action` throws.
+ * Runs `action` on the configured database (the embedded file locked against a running server), then closes everything.
+ * @throws ConfigError; the embedded lock's error; what `action` throws.
  */
 export async function withDatabase(action: (dataSource: DataSource) => Promise<void>, { migrate = true } = {}): Promise<void> {
   const config = loadConfig(process.env);

@@ -13,12 +13,7 @@ export const CONTRACT_FILES = Object.freeze({
   openapi: path.join('contract', 'openapi.json'),
 });
 
-/**
- * The OpenAPI document exactly as the server publishes it, for the default configuration
- * (servers: this server only; the environment is not read), built on a throw-away in-memory database.
- *
- * @returns the document serialised as pretty JSON with a final newline.
- */
+/** The OpenAPI document as the server publishes it with the default configuration (the environment is not read), as pretty JSON. */
 export async function renderOpenapi(): Promise<string> {
   const dataSource = await openDatabase({ type: 'sqlite', path: ':memory:' });
   const app = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent' }), dataSource });

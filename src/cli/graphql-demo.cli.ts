@@ -8,16 +8,9 @@ import WebSocket from 'ws';
 import { CONFIG_SPEC, DEV_API_KEY_PATH } from '../config';
 import { originOf } from '../http/landing-page.routes';
 
-/** How long the demo waits for its subscription's event before it gives up (ms). */
 const EVENT_TIMEOUT_MS = 10_000;
 
-/**
- * Subscribes to `petCreated(status: pending)` over WebSocket (docs/subscriptions.md) with
- * graphql-ws's client, the key in `connection_init`; `ws` is its WebSocket (Node 20 has no global one).
- *
- * @returns the first event (rejects with the server's error or close reason, or after
- *   {@link EVENT_TIMEOUT_MS}), and `dispose` to close the socket.
- */
+/** Subscribes to `petCreated(status: pending)` (docs/subscriptions.md); `ws` because Node 20 has no global WebSocket. */
 function subscribeToPendingPets(graphqlUrl: string, apiKey: string) {
   const client = createClient({
     url: graphqlUrl.replace(/^http/, 'ws'),
@@ -47,13 +40,7 @@ function subscribeToPendingPets(graphqlUrl: string, apiKey: string) {
   return { first, dispose: () => client.dispose() };
 }
 
-/**
- * Where the demo finds the server and its key: `--url`, else GRAPHQL_URL, else `/graphql` on
- * HOST and PORT read as the server reads them (config.ts); API_KEY, else the development key
- * file the server writes on the embedded database.
- *
- * @throws Error saying what to set when there is no key.
- */
+/** The server: `--url`, else GRAPHQL_URL, else HOST and PORT as config.ts reads them; the key: API_KEY, else the dev key file. */
 async function target(url: string | undefined): Promise<{ url: string; apiKey: string }> {
   const env = cleanEnv(process.env, { HOST: CONFIG_SPEC.HOST, PORT: CONFIG_SPEC.PORT });
   const graphqlUrl = url ?? process.env.GRAPHQL_URL ?? `${originOf(env.HOST, env.PORT)}/graphql`;
@@ -69,12 +56,7 @@ function describe(error: unknown): string {
   return `HTTP ${error.response.status}: ${messages}`;
 }
 
-/**
- * `npm run demo:graphql`: every GraphQL operation through real clients: queries and the
- * mutation with graphql-request, the subscription with graphql-ws (it subscribes first, then
- * receives the pet that createPet stores). Where: see {@link target}. Prints each operation
- * and its result as JSON; exits 1 on any error, with the server's message.
- */
+/** `npm run demo:graphql`: every GraphQL operation through real clients, printed as JSON; exits 1 on any error. */
 async function run(options: { url?: string }): Promise<void> {
   const { url, apiKey } = await target(options.url);
   const client = new GraphQLClient(url, {

@@ -6,10 +6,8 @@ import { markUnreachable, nodeOf, readerOf } from './database-node';
 import { DATABASE_DEADLINES } from '../limits';
 
 /**
- * The database did not finish a call within its deadline, and its connection was destroyed.
- * A transaction of the call never sent COMMIT, so the server rolls it back: nothing of it is
- * stored. (A single statement outside a transaction may have run; pets are only ever written
- * in transactions.) Answered 503 SERVICE_UNAVAILABLE: safe to retry.
+ * A call outlasted its deadline and its connection was destroyed before any COMMIT, so nothing of its transaction is stored:
+ * 503, safe to retry. (A statement outside a transaction may have run; pets are only written in transactions.)
  */
 export class DatabaseDeadlineError extends Error {
   override readonly name = 'DatabaseDeadlineError';
@@ -20,19 +18,11 @@ export class DatabaseDeadlineError extends Error {
   }
 }
 
-/**
- * COMMIT was sent and its answer never came (deadline passed, or the connection broke): the
- * server may or may not have committed. Answered 504 GATEWAY_TIMEOUT, never the "safe to
- * retry" 503.
- */
+/** COMMIT was sent and never confirmed, so it may have committed: 504, never the "safe to retry" 503. */
 export class CommitOutcomeUnknownError extends Error {
   override readonly name = 'CommitOutcomeUnknownError';
 
-  /**
-   * @param written - what the transaction's work returned before COMMIT was sent: what is
-   *   stored if the COMMIT went through (e.g. the new row with its id), so that the caller can
-   *   find out later.
-   */
+  /** `written`: what the work returned before COMMIT (e.g. the new row), so the caller can look for it later. */
   constructor(
     message: string,
     options: ErrorOptions,
@@ -42,15 +32,13 @@ export class CommitOutcomeUnknownError extends Error {
   }
 }
 
-/** How to run one database call. */
 export interface DatabaseCallOptions {
-  /** `slave` reads from a replica in the read rotation (database-node.ts), else the primary; `master` (the default) is the primary. */
+  /** `slave`: a replica in the read rotation (database-node.ts) if any; `master` (default): the primary. */
   mode?: 'master' | 'slave';
-  /** Run `work` in a transaction, committed when it returns and rolled back when it throws. */
   transaction?: boolean;
-  /** Not part of the request that started it (e.g. cleaning up after a failure): outside its {@link withOneBudget}. */
+  /** Outside the {@link withOneBudget} of the request that started it (e.g. follow-up after a reply). */
   background?: boolean;
-  /** The deadline in ms (default {@link DATABASE_DEADLINES}.callMs), cut to what is left of the request's budget. */
+  /** Default {@link DATABASE_DEADLINES}.callMs, cut to what is left of the request's budget. */
   timeoutMs?: number;
 }
 
@@ -59,30 +47,20 @@ interface DestroyableConnection {
   destroy(): void;
 }
 
-/** When the database budget of the request being served ends (performance.now() ms), if one is. */
+/** The performance.now() at which the current request's database budget ends. */
 const budgets = new AsyncLocalStorage<number>();
 
 /**
- * Runs `work` (a request: app.ts opens one per HTTP request) with one database budget: every
- * {@link withinDeadline} call it makes, together, ends within {@link DATABASE_DEADLINES}.callMs
- * from now, so a request of several calls (a key lookup, an Idempotency-Key claim, a create)
- * is answered as quickly as a request of one.
- *
- * @returns what `work` returns.
+ * Runs `work` (one HTTP request, app.ts) with one database budget: all its {@link withinDeadline} calls together end within
+ * {@link DATABASE_DEADLINES}.callMs, so a request of several calls answers as quickly as one of one call.
  */
 export function withOneBudget<T>(work: () => T): T {
   return budgets.run(performance.now() + DATABASE_DEADLINES.callMs, work);
 }
 
-/** Pooled connections to Galera nodes whose session already reads causally. */
 const causalSessions = new WeakSet<DestroyableConnection>();
 
-/**
- * On a Galera node, makes the connection's session wait, before each read, until the node has
- * applied every write the cluster committed before it (`wsrep_sync_wait = 1`): a pet created
- * through any node is then found through every other, including one that just rejoined. Once
- * per pooled connection; nothing elsewhere.
- */
+/** On Galera, `wsrep_sync_wait = 1` once per connection, so a pet created through any node is found through every other. */
 async function readCausally(dataSource: DataSource, runner: QueryRunner, connection: DestroyableConnection): Promise<void> {
   if (!nodeOf(dataSource)?.galera || causalSessions.has(connection)) return;
   await runner.query('SET SESSION wsrep_sync_wait = 1');
@@ -90,32 +68,12 @@ async function readCausally(dataSource: DataSource, runner: QueryRunner, connect
 }
 
 /**
- * Runs one database call on a connection of its own, within a deadline counted from now that
- * covers waiting for a pooled connection, the connection's queue and every statement
- * (mysql2's own query timeout starts only when a statement becomes its connection's active
- * command, so statements queued behind a stalled one would have none). When the deadline
- * passes, the connection is destroyed, never returned to the pool, so no later call queues
- * behind the stalled statement; the server rolls back whatever was not committed. sql.js runs
- * in-process and cannot stall: there, no deadline applies (see {@link inProcess}).
- *
- * With `transaction`, the outcome is exact: a deadline or a broken connection before COMMIT
- * was sent means nothing is stored ({@link DatabaseDeadlineError} or the driver's error);
- * after COMMIT was sent and before its answer, the outcome is unknown
- * ({@link CommitOutcomeUnknownError}); a transaction that loses a conflict (deadlock, Galera
- * certification conflict, lock wait timeout), at COMMIT or before, was rolled back by the
- * server and is run again, up to {@link DATABASE_DEADLINES}.conflictAttempts times within the
- * same deadline, then its error is thrown (503). A read sent to a replica whose connection
- * fails is read again on the primary, within the same deadline, and the replica leaves the
- * read rotation until its next check.
- *
- * @param dataSource - an initialised primary DataSource (from openDatabase).
- * @param work - the statements to run, through the given EntityManager only; with
- *   `transaction`, it may run more than once (each run rolled back but the last).
- * @param options - primary or replica, transaction, deadline (never past the budget of the
- *   request being served, {@link withOneBudget}, unless `background`).
- * @returns what `work` returns.
- * @throws DatabaseDeadlineError (also at once when the request's budget is spent),
- *   CommitOutcomeUnknownError, or whatever `work` or the driver throws.
+ * Runs one call on a connection of its own, under one deadline covering the pool wait, the connection's queue and every
+ * statement (docs/failures.md "The database"). mysql2's query timeout starts only when a statement becomes active, so
+ * statements queued behind a stalled one would have none; at the deadline the connection is destroyed, so nothing queues
+ * behind it. With `transaction`, a conflict (deadlock, Galera certification, lock wait) is run again within the same
+ * deadline, so `work` may run more than once. A replica read whose connection fails is read again on the primary.
+ * @throws DatabaseDeadlineError (503, nothing committed); CommitOutcomeUnknownError (504); what `work` or the driver throws.
  */
 export async function withinDeadline<T>(
   dataSource: DataSource,
@@ -141,7 +99,6 @@ export async function withinDeadline<T>(
   }
 }
 
-/** {@link withinDeadline} on one server: `target`, the primary or a replica. */
 async function callOn<T>(target: DataSource, work: (manager: EntityManager) => Promise<T>, transaction: boolean, timeoutMs: number): Promise<T> {
   const runner = target.createQueryRunner('master');
   let connection: DestroyableConnection | undefined;
@@ -159,7 +116,6 @@ async function callOn<T>(target: DataSource, work: (manager: EntityManager) => P
   const call = (async () => {
     connection = (await runner.connect()) as DestroyableConnection;
     if (expired) {
-      // The wait for a connection outlasted the deadline: the connection is unused, pool it again.
       await runner.release();
       throw new DatabaseDeadlineError(timeoutMs);
     }
@@ -176,7 +132,7 @@ async function callOn<T>(target: DataSource, work: (manager: EntityManager) => P
         return result;
       } catch (error) {
         if (expired || !isConflict(error) || attempt >= DATABASE_DEADLINES.conflictAttempts) throw error;
-        // The server rolled the transaction back (a lock wait timeout only its statement): end it, then run it again.
+        // A lock wait timeout rolls back only its statement: end the transaction before running it again.
         await runner.rollbackTransaction();
         await sleep(Math.random() * DATABASE_DEADLINES.conflictBackoffMs * attempt);
       }
@@ -196,15 +152,11 @@ async function callOn<T>(target: DataSource, work: (manager: EntityManager) => P
     clearTimeout(timer);
     // A stalled statement may still fail later, on its destroyed connection: nobody waits for it.
     if (expired) call.catch(() => undefined);
-    // Pools the connection again, unless it was destroyed (then this only ends the runner).
     await runner.release();
   }
 }
 
-/**
- * A call on sql.js: in-process, and synchronous from BEGIN to COMMIT (it writes its file only
- * after COMMIT), so it can neither stall nor interleave with another call's transaction.
- */
+/** sql.js needs no deadline: in-process and synchronous from BEGIN to COMMIT, it can neither stall nor interleave. */
 function inProcess<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>, transaction: boolean): Promise<T> {
   return transaction ? dataSource.transaction(work) : work(dataSource.manager);
 }

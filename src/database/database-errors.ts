@@ -1,10 +1,7 @@
-/** Ours (database-deadline.ts): a call outlasted its deadline and was abandoned, uncommitted. */
+/** Ours (database-deadline.ts), not the driver's. */
 export const DEADLINE_EXCEEDED = 'DATABASE_DEADLINE_EXCEEDED';
 
-/**
- * The connection itself failed (the driver's and Node's socket codes): whatever was in flight
- * may or may not have reached the server, so a COMMIT in flight has an unknown outcome.
- */
+/** The connection failed: whatever was in flight may or may not have reached the server. */
 const CONNECTION_LOST_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -20,10 +17,7 @@ const CONNECTION_LOST_CODES = new Set([
   'ER_CONNECTION_KILLED',
 ]);
 
-/**
- * The server answered, and refused for now: the statement did nothing, and the same request
- * can succeed shortly (on this server once it is ready, or on another).
- */
+/** The server refused for now: the statement did nothing and may succeed shortly. */
 const NOT_READY_CODES = new Set([
   'ER_CON_COUNT_ERROR',
   'ER_SERVER_SHUTDOWN',
@@ -35,14 +29,10 @@ const NOT_READY_CODES = new Set([
   'ER_OPTION_PREVENTS_STATEMENT',
 ]);
 
-/**
- * The transaction lost a conflict and was rolled back: 1213, a deadlock, which is also how
- * Galera reports a certification conflict, even at COMMIT; 1205, a lock wait timeout (the
- * caller rolls back the rest). Running the transaction again is safe.
- */
+/** Safe to run again: 1213 is also Galera's certification conflict, even at COMMIT; 1205 rolls back only its statement. */
 const CONFLICT_CODES = new Set(['ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT']);
 
-/** The driver's code of an error (TypeORM keeps the driver's error in `driverError`). */
+/** TypeORM wraps the driver's error in `driverError`. */
 function codeOf(error: unknown): unknown {
   const candidate = error as { code?: unknown; driverError?: { code?: unknown } } | null;
   return candidate?.driverError?.code ?? candidate?.code;
@@ -53,38 +43,22 @@ function hasCode(codes: ReadonlySet<string>, error: unknown): boolean {
   return typeof code === 'string' && codes.has(code);
 }
 
-/** Tells whether a statement failed on a unique key (ER_DUP_ENTRY): the row is already there. */
+/** ER_DUP_ENTRY: the row is already there. */
 export function isDuplicateKey(error: unknown): boolean {
   return codeOf(error) === 'ER_DUP_ENTRY';
 }
 
-/**
- * Tells whether the connection to the database failed (refused, reset, lost, killed): a
- * statement in flight may or may not have run.
- *
- * @param error - anything thrown by TypeORM or mysql2.
- */
+/** The connection failed (refused, reset, lost, killed): a statement in flight may or may not have run. */
 export function isConnectionLost(error: unknown): boolean {
   return hasCode(CONNECTION_LOST_CODES, error);
 }
 
-/**
- * Tells whether a transaction failed on a conflict (deadlock, Galera certification conflict,
- * lock wait timeout) and may simply be run again (`withinDeadline` does, a bounded number of times).
- *
- * @param error - anything thrown by TypeORM or mysql2.
- */
+/** A transaction lost a conflict and may simply be run again. */
 export function isConflict(error: unknown): boolean {
   return hasCode(CONFLICT_CODES, error);
 }
 
-/**
- * Tells whether an error means the database cannot serve now (down, unreachable, too slow, a
- * Galera node not ready, a conflict that outlasted its retries), as opposed to a bug or a bad
- * query: answered 503 SERVICE_UNAVAILABLE with Retry-After (error-catalogue.ts).
- *
- * @param error - anything thrown by TypeORM or mysql2.
- */
+/** The database cannot serve now, as opposed to a bug: answered 503 with Retry-After (error-catalogue.ts). */
 export function isDatabaseUnavailable(error: unknown): boolean {
   return codeOf(error) === DEADLINE_EXCEEDED || isConnectionLost(error) || hasCode(NOT_READY_CODES, error) || isConflict(error);
 }

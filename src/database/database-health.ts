@@ -3,26 +3,23 @@ import { withinDeadline } from './database-deadline';
 import { type DatabaseNode, type NodeState, nodesOf } from './database-node';
 import { DATABASE_DEADLINES } from '../limits';
 
-/** Galera's `wsrep_local_state` of a node that has everything and serves: Synced. */
+/** Galera's `wsrep_local_state` Synced. */
 const WSREP_SYNCED = '4';
 
-/** A Galera node that says Synced, but cannot complete a causal read. */
 const NOT_CAUGHT_UP = 'not caught up';
 
 type StatusRow = { Variable_name: string; Value: string };
 type ReplicaStatusRow = Record<string, string | number | null>;
 
-/** Whether the server is a Galera node (`wsrep_on = ON`); MySQL without Galera has no such variable. */
+/** `wsrep_on = ON`; MySQL without Galera has no such variable. */
 export async function isGaleraNode(manager: EntityManager): Promise<boolean> {
   const rows: StatusRow[] = await manager.query(`SHOW VARIABLES LIKE 'wsrep_on'`);
   return rows[0]?.Value === 'ON';
 }
 
 /**
- * A Galera node's own view (SHOW commands: they answer on a node outside the primary component,
- * where SELECTs are refused): ready when Synced, in the primary component, and a causal read
- * goes through. `answered` is set once the node has given its status, so that a causal read
- * that outlasts the check's deadline reads as `not caught up`, not `unreachable`.
+ * SHOW, as it answers outside the primary component, where SELECT is refused. `answered` tells a causal read that
+ * outlasted the deadline (`not caught up`) from a node that never answered (`unreachable`).
  */
 async function galeraState(manager: EntityManager, progress: { answered: boolean }): Promise<{ ready: boolean; state: string }> {
   const rows: StatusRow[] = await manager.query(
@@ -34,8 +31,7 @@ async function galeraState(manager: EntityManager, progress: { answered: boolean
   if (status.wsrep_ready !== 'ON' || status.wsrep_local_state !== WSREP_SYNCED) {
     return { ready: false, state: status.wsrep_local_state_comment || 'not ready' };
   }
-  // Just resumed from a pause, or with peers gone but not yet evicted, a node may report Synced
-  // while a causal read (the session's wsrep_sync_wait) fails or waits: it cannot serve yet.
+  // Just resumed, or with peers gone but not yet evicted, a node reports Synced while causal reads fail or wait.
   try {
     await manager.query('SELECT 1');
   } catch {
@@ -45,10 +41,8 @@ async function galeraState(manager: EntityManager, progress: { answered: boolean
 }
 
 /**
- * An asynchronous replica's lag, as it reports it (`SHOW REPLICA STATUS`; `SHOW SLAVE STATUS`
- * on servers older than MariaDB 10.5 and MySQL 8.0.22): undefined when the server replicates
- * from nothing (a Galera node, a reader endpoint whose storage is shared), null when its SQL
- * thread is stopped or it cannot tell (Seconds_Behind_Master is NULL).
+ * Seconds behind its source; undefined when it replicates from nothing (Galera, shared storage), null when its SQL thread
+ * is stopped or it cannot tell. `SHOW SLAVE STATUS` for servers before MariaDB 10.5 and MySQL 8.0.22.
  */
 async function replicaLag(manager: EntityManager): Promise<number | null | undefined> {
   let rows: ReplicaStatusRow[];
@@ -64,10 +58,7 @@ async function replicaLag(manager: EntityManager): Promise<number | null | undef
   return sqlRunning === 'Yes' && lag !== null && lag !== undefined ? Number(lag) : null;
 }
 
-/**
- * Connects a replica that could not be reached at start (in the background: a check never
- * waits for a connection timeout), and finds out whether it is a Galera node.
- */
+/** In the background, so a check never waits for a connection timeout. */
 function connectInBackground(node: DatabaseNode): void {
   node.connecting ??= node.dataSource
     .initialize()
@@ -78,7 +69,7 @@ function connectInBackground(node: DatabaseNode): void {
     .finally(() => (node.connecting = undefined));
 }
 
-/** Checks one node now, within DATABASE_DEADLINES.readinessMs; records and returns its state. */
+/** Checks one node now; records and returns its state. */
 async function checkNode(node: DatabaseNode, maxLagSeconds: number): Promise<NodeState> {
   const { name, role } = node;
   let state: NodeState;
@@ -114,14 +105,8 @@ async function checkNode(node: DatabaseNode, maxLagSeconds: number): Promise<Nod
 const lastChecks = new WeakMap<object, { at: number; states: Promise<readonly NodeState[]> }>();
 
 /**
- * Checks the primary and every replica behind a primary DataSource (docs/operations.md "Scale-out notes"),
- * at most once per {@link DATABASE_DEADLINES.nodeCheckIntervalMs}: callers within that time share the result.
- * A replica is in the read rotation while reachable, Synced (a Galera node) and no more than
- * DATABASE_REPLICA_MAX_LAG_SECONDS behind its source (a stopped SQL thread counts as unbounded); the primary is
- * ready while reachable and, on Galera, Synced in the primary component.
- *
- * @param primary - the primary DataSource from openDatabase.
- * @returns each node's state, the primary first.
+ * Each node's state, the primary first (docs/operations.md "Scale-out notes"); at most one check per
+ * {@link DATABASE_DEADLINES.nodeCheckIntervalMs}, callers within it sharing the result.
  */
 export function checkNodes(primary: DataSource): Promise<readonly NodeState[]> {
   const nodes = nodesOf(primary);
@@ -132,13 +117,7 @@ export function checkNodes(primary: DataSource): Promise<readonly NodeState[]> {
   return states;
 }
 
-/**
- * Checks the nodes every {@link DATABASE_DEADLINES.nodeCheckIntervalMs} while there are replicas, so that a
- * replica that lags, stops replicating or goes away leaves the read rotation (and comes back)
- * without waiting for traffic. The timer never keeps the process alive.
- *
- * @returns a function that stops the checks.
- */
+/** Checks the nodes periodically while there are replicas, so the read rotation follows them without traffic; returns a stop function. */
 export function watchReplicas(primary: DataSource): () => void {
   if (nodesOf(primary).replicas.length === 0) return () => undefined;
   const timer = setInterval(() => void checkNodes(primary), DATABASE_DEADLINES.nodeCheckIntervalMs);

@@ -4,29 +4,17 @@ import type { DataSource } from 'typeorm';
 import { MIGRATION_LOCK } from '../limits';
 import { isConflict, isDuplicateKey } from './database-errors';
 
-/** The lock's table, created outside the migrations (they run under the lock). */
+/** Created outside the migrations, which run under the lock. */
 const LOCK_TABLE = 'migrations_lock';
 
-/** Raised when another instance holds the migration lock for longer than {@link MIGRATION_LOCK.waitSeconds}. */
 export class MigrationLockTimeoutError extends Error {
   override readonly name = 'MigrationLockTimeoutError';
 }
 
 /**
- * Runs `work` (migrating or reverting) while holding the database's migration lock, so that
- * instances starting together migrate one after the other: the first applies the migrations,
- * the others then find none pending. The lock is a row of `migrations_lock` with a lease, not
- * `GET_LOCK`: on a Galera cluster `GET_LOCK` holds on one node only, while two nodes inserting
- * the same row conflict and only one commits, so the row holds cluster-wide (as on one
- * server). The holder renews the lease while `work` runs; a holder that dies leaves a lease
- * that expires within {@link MIGRATION_LOCK.leaseSeconds}. On SQLite, where the embedded file lock already
- * keeps out a second process, `work` simply runs.
- *
- * @param dataSource - an initialised DataSource on the primary.
- * @param work - what to do under the lock.
- * @returns what `work` returns.
- * @throws MigrationLockTimeoutError when the lock is not obtained within
- *   {@link MIGRATION_LOCK.waitSeconds}; what `work` or the database throws.
+ * Runs `work` under the migration lock, so instances starting together migrate one after the other. A leased row, not
+ * `GET_LOCK`, which holds on one Galera node only; a dead holder's lease expires. SQLite has the embedded file lock instead.
+ * @throws MigrationLockTimeoutError after {@link MIGRATION_LOCK.waitSeconds}.
  */
 export async function withMigrationLock<T>(dataSource: DataSource, work: () => Promise<T>): Promise<T> {
   if (dataSource.options.type !== 'mysql') return work();
@@ -37,7 +25,6 @@ export async function withMigrationLock<T>(dataSource: DataSource, work: () => P
   );
   const giveUpAt = Date.now() + MIGRATION_LOCK.waitSeconds * 1000;
   for (;;) {
-    // A lease its holder stopped renewing (it died): free it.
     await dataSource.query(`DELETE FROM ${LOCK_TABLE} WHERE name = ? AND expires_at < NOW(3)`, [name]);
     try {
       await dataSource.query(`INSERT INTO ${LOCK_TABLE} (name, holder, expires_at) VALUES (?, ?, NOW(3) + INTERVAL ${MIGRATION_LOCK.leaseSeconds} SECOND)`, [
@@ -46,7 +33,7 @@ export async function withMigrationLock<T>(dataSource: DataSource, work: () => P
       ]);
       break;
     } catch (error) {
-      // Someone holds the lock (its row is there), or took it at the same moment on another Galera node.
+      // Held, or taken at the same moment on another Galera node.
       if (!isDuplicateKey(error) && !isConflict(error)) throw error;
     }
     if (Date.now() > giveUpAt) {

@@ -8,36 +8,27 @@ import { DatabaseNode, registerNodes } from './database-node';
 import { withMigrationLock } from './migration-lock';
 import { DATABASE_DEADLINES } from '../limits';
 
-/** How to connect at start-up. */
 export interface OpenDatabaseOptions {
-  /** Connection attempts before giving up (default 1); the pauses between them double from 0.5 s. */
+  /** Default 1; the pauses between them double from 0.5 s. */
   attempts?: number;
-  /** Apply pending migrations (default true); with false, only connect (`/readyz` fails while any is pending). */
+  /** Default true; with false, `/readyz` fails while a migration is pending. */
   migrate?: boolean;
-  /** Told of each failed attempt that will be retried, with the pause before the next, in ms. */
   onRetry?: (failure: { attempt: number; attempts: number; error: Error; delayMs: number }) => void;
-  /** Where the database layer logs slow statements and driver warnings (JSON lines); nowhere by default. */
+  /** Slow statements and driver warnings; nowhere by default. */
   log?: Logger;
 }
 
-/** Raised when the database cannot be reached at start-up; the message names where, without credentials. */
+/** Its message names where, without credentials. */
 export class DatabaseUnreachableError extends Error {
   override readonly name = 'DatabaseUnreachableError';
 }
 
-/**
- * Raised at start-up when the database answered, or the host name did not resolve, in a way no
- * retry can change: a database that does not exist, a user refused. Says what to do, in one line.
- */
+/** A start-up failure no retry can change (unknown database or host, user refused); its message says what to do. */
 export class DatabaseRefusedError extends Error {
   override readonly name = 'DatabaseRefusedError';
 }
 
-/**
- * The driver's error codes that are permanent, with what to do about each (docs/operations.md
- * "Running on MySQL"). Anything else (ECONNREFUSED, ETIMEDOUT, ER_CON_COUNT_ERROR "too many connections",
- * EAI_AGAIN, a server still starting) is taken as transient and retried.
- */
+/** Permanent codes, with their remedy (docs/operations.md "Running on MySQL"); anything else is retried. */
 const PERMANENT_ERRORS: Readonly<Record<string, string>> = Object.freeze({
   ER_BAD_DB_ERROR:
     'Create it and grant your user access to it (CREATE DATABASE, GRANT: docs/operations.md "Running on MySQL"), or fix its name in DATABASE_URL.',
@@ -55,21 +46,9 @@ function describe(database: DatabaseConfig): string {
 }
 
 /**
- * Connects (retrying a bounded number of times, transient failures only) and, unless told
- * not to, brings the schema up to date under the migration lock, so that several instances
- * starting together apply each migration once. On MySQL it also learns whether the server is
- * a Galera node (its sessions then read causally), opens each read replica with a DataSource
- * of its own (one that cannot be reached yet is connected later, reads going to the primary
- * meanwhile) and checks the replicas every second (docs/operations.md "Scale-out notes"); destroying the
- * returned DataSource stops those checks and closes the replicas too.
- *
- * @param database - which database to open.
- * @param options - connection attempts and a retry observer.
- * @returns the initialised DataSource, all migrations applied.
- * @throws DatabaseRefusedError at once, without retrying, for a permanent error (an unknown
- *   database, access denied, an unknown host); DatabaseUnreachableError when every attempt
- *   failed on a transient one; MigrationLockTimeoutError when another instance holds the
- *   migration lock too long; the driver's error when a migration fails.
+ * Connects, retrying transient failures, and migrates under the migration lock so instances starting together apply each
+ * migration once; opens and watches the replicas (docs/operations.md "Scale-out notes"), closed with the returned DataSource.
+ * @throws DatabaseRefusedError (no retry); DatabaseUnreachableError; MigrationLockTimeoutError; a failed migration's error.
  */
 export async function openDatabase(database: DatabaseConfig, { attempts = 1, migrate = true, onRetry, log }: OpenDatabaseOptions = {}): Promise<DataSource> {
   let dataSource: DataSource | undefined;
@@ -98,10 +77,7 @@ export async function openDatabase(database: DatabaseConfig, { attempts = 1, mig
   return dataSource;
 }
 
-/**
- * Registers the primary and the read replicas behind `primary` (database-node.ts), starts the
- * replicas' checks, and makes `primary.destroy()` stop them and close the replicas first.
- */
+/** Registers the nodes and starts the replicas' checks; `primary.destroy()` then stops them and closes the replicas first. */
 async function attachNodes(primary: DataSource, database: DatabaseConfig, log: Logger | undefined): Promise<void> {
   const node = new DatabaseNode('primary', 'primary', primary);
   if (database.type !== 'mysql') return registerNodes({ primary: node, replicas: [], maxLagSeconds: DATABASE_DEADLINES.replicaMaxLagSeconds });

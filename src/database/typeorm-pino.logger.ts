@@ -2,14 +2,10 @@ import type { Logger as PinoLogger } from 'pino';
 import type { Logger } from 'typeorm';
 
 /**
- * TypeORM's logger, writing to the service's pino logger (docs/operations.md "Logs": JSON lines
- * only) instead of plain text on standard output. Slow statements (over
- * `DATABASE_DEADLINES.slowQueryMs`) are logged at `warn` with their duration and SQL, never
- * their parameters (pet names, key hashes); driver warnings at `warn`; migrations at `info`.
- * Statement errors are not logged here: the request that met one logs it with its answer.
+ * TypeORM's logger as JSON lines (docs/operations.md "Logs"). Slow statements never carry their parameters (pet names, key
+ * hashes); statement errors are left to the request that met them.
  */
 export class TypeormPinoLogger implements Logger {
-  /** @param output - where lines go (each carries `component: "database"`). */
   constructor(private readonly output: PinoLogger) {}
 
   logQuery(): void {}

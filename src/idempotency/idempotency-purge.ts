@@ -2,10 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { IDEMPOTENCY_LIMITS } from '../limits';
 import type { IdempotencyService } from './idempotency.service';
 
-/**
- * Purges expired idempotency keys when the app is ready and then every `IDEMPOTENCY_LIMITS.purgeIntervalMs`, until
- * it closes. A failed purge is logged and tried again at the next interval.
- */
+/** Purges expired keys when the app is ready, then periodically until it closes; a failure waits for the next round. */
 export function purgeExpiredKeys(app: FastifyInstance, idempotency: IdempotencyService): void {
   const purge = () => idempotency.purgeExpired().catch((error) => app.log.warn({ err: error }, 'idempotency purge failed'));
   const timer = setInterval(() => void purge(), IDEMPOTENCY_LIMITS.purgeIntervalMs).unref();

@@ -14,15 +14,14 @@ export class IdempotencyRecord {
   @Column({ name: 'api_key_id', type: 'bigint', transformer: int64Transformer })
   apiKeyId!: number;
 
-  /** The client's Idempotency-Key. */
   @Column({ name: 'idempotency_key', type: 'varchar', length: IDEMPOTENCY_LIMITS.maxKeyLength })
   key!: string;
 
-  /** SHA-256 (hex) of the validated input: the same key with other input is refused. */
+  /** SHA-256 (hex) of the validated input. */
   @Column({ name: 'request_hash', type: 'varchar', length: 64 })
   requestHash!: string;
 
-  /** The pet the request created; null while it is in flight. */
+  /** Null while the request is in flight. */
   @Column({ name: 'pet_id', type: 'bigint', nullable: true, transformer: int64Transformer })
   petId!: number | null;
 

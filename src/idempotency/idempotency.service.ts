@@ -7,32 +7,15 @@ import { IdempotencyRecord } from './idempotency-record.entity';
 import { IDEMPOTENCY_LIMITS } from '../limits';
 
 /**
- * Idempotent creates (IETF draft-ietf-httpapi-idempotency-key-header, Stripe's semantics).
- * Stored in the database, so they hold across restarts and instances.
- * - first request: an in-flight row is committed, then the work and the row's completion
- *   commit together (a request cut off midway leaves no pet, and can be retried);
- * - same key, same input, done: the first result is returned again (no second row);
- * - same key while the first is in flight: 409 IDEMPOTENCY_KEY_IN_USE;
- * - same key, other input: 422 IDEMPOTENCY_KEY_REUSED;
- * - a COMMIT the database never confirmed (504): the key keeps whatever was committed, so a
- *   retry replays the pet if it was stored, or runs once more after 20 s if it was not.
- * Each step is one database call within its deadline (`withinDeadline`). Knows neither GraphQL nor HTTP.
+ * Idempotent creates, as docs/idempotency.md tells them. An in-flight row is committed first, then the work and the row's
+ * completion commit together, so a request cut off midway leaves no pet and its key can be retried.
  */
 export class IdempotencyService {
   constructor(private readonly dataSource: DataSource) {}
 
   /**
-   * Runs `work` once per (apiKeyId, key).
-   *
-   * @param scope.apiKeyId - the caller's API key id; keys of different callers never meet.
-   * @param scope.key - the Idempotency-Key as sent (1-255 printable ASCII characters).
-   * @param input - the validated input; its fingerprint must match on a replay.
-   * @param work - creates the resource with the given EntityManager (inside the transaction).
-   * @param replay - loads the resource made by the first request, through the given
-   *   EntityManager (on the primary: a read replica may not have it yet).
-   * @returns the created or the replayed resource.
-   * @throws AppError IDEMPOTENCY_KEY_IN_USE (409) or IDEMPOTENCY_KEY_REUSED (422);
-   *   DatabaseDeadlineError (503) or CommitOutcomeUnknownError (504) when the database fails.
+   * Runs `work` (in the transaction) once per (apiKeyId, key); later calls with the same `input` get `replay`'s result.
+   * @throws AppError IDEMPOTENCY_KEY_IN_USE (409), IDEMPOTENCY_KEY_REUSED (422); DatabaseDeadlineError (503); CommitOutcomeUnknownError (504).
    */
   async once<T extends { id: number }>(
     scope: { apiKeyId: number; key: string },
@@ -64,10 +47,10 @@ export class IdempotencyService {
         { transaction: true },
       );
     } catch (error) {
-      // The record may hold the pet: keep it, so that a retry finds out which.
+      // The record may hold the pet: keep it, so that a retry finds out.
       if (error instanceof CommitOutcomeUnknownError) throw error;
-      // Nothing was created: free the key so that the client may retry. While the database
-      // fails, the client is not kept waiting for that (the key is free after 20 s anyway).
+      // Nothing was created: free the key for a retry, without making the client wait while the database fails
+      // (an abandoned claim is taken over anyway).
       const freed = withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).delete({ id: record.id }), {
         background: true,
       });
@@ -77,7 +60,7 @@ export class IdempotencyService {
     }
   }
 
-  /** Deletes the keys older than the retention period; returns how many. */
+  /** Returns how many were deleted. */
   async purgeExpired(now = new Date()): Promise<number> {
     const result = await this.dataSource
       .getRepository(IdempotencyRecord)
@@ -85,7 +68,7 @@ export class IdempotencyService {
     return result.affected ?? 0;
   }
 
-  /** Inserts the in-flight row, or finds the existing one (taking it over when abandoned). */
+  /** Inserts the in-flight row, or finds the existing one, taking it over when expired or abandoned. */
   private async claim(scope: { apiKeyId: number; key: string }, requestHash: string): Promise<IdempotencyRecord & { claimedNow: boolean }> {
     const records = this.dataSource.getRepository(IdempotencyRecord);
     const where = { apiKeyId: scope.apiKeyId, key: scope.key };
@@ -95,7 +78,7 @@ export class IdempotencyService {
       await withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).insert(fresh));
       return Object.assign(fresh, { claimedNow: true });
     } catch (error) {
-      // A conflict (the same key claimed at the same moment on another Galera node) means the row is there.
+      // A conflict: the same key claimed at the same moment on another Galera node.
       if (isDatabaseUnavailable(error) && !isConflict(error)) throw error;
       const existing = await withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).findOneBy(where));
       if (!existing) throw error;

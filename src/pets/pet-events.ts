@@ -1,24 +1,15 @@
 import type { Pet } from './pet.entity';
 
 /**
- * The port through which the pet operations announce what happened (docs/subscriptions.md):
- * PetService calls it, transport-free; the in-memory or Redis transport behind it lives in
- * `events/`, and the GraphQL subscription `petCreated` listens to it.
+ * The port through which PetService announces stored pets; `events/` carries them to `petCreated` (docs/subscriptions.md).
+ * The contract, stated only here: `created` is called once per committed pet, after its COMMIT; never for a create refused
+ * or rolled back, nor for an Idempotency-Key replay (it stores nothing). A create answered 504 is announced once if later
+ * found stored ({@link UNCONFIRMED_CREATE_CHECKS}), else never. Best effort: `created` neither throws nor waits, never failing the create.
  */
 export interface PetEvents {
-  /**
-   * A pet was stored: called once per stored pet, after its transaction committed; never for a
-   * create that failed or rolled back, nor for an Idempotency-Key replay. Must not throw, nor
-   * wait: delivery is best effort and never fails the create.
-   *
-   * @param pet - the stored pet `{ id, name, categoryId, status }`, as the create returns it.
-   */
+  /** `pet` as the create returns it; see PetEvents. */
   created(pet: Pet): void;
 }
 
-/**
- * How a create answered 504 (its COMMIT never confirmed) is settled: its row is looked up on the
- * primary every `intervalMs` while the database cannot answer, for at most `maxMs`; found, the
- * pet is announced then (docs/subscriptions.md).
- */
+/** How a create answered 504 is settled: its row is looked up on the primary every `intervalMs` while the database is unavailable, for at most `maxMs`. */
 export const UNCONFIRMED_CREATE_CHECKS = Object.freeze({ intervalMs: 1_000, maxMs: 10 * 60_000 });

@@ -1,10 +1,6 @@
 import { registerEnumType } from 'type-graphql';
 
-/**
- * Availability of an animal (spec "PetStatus"): exactly these three values, spelled the same
- * on both surfaces (GraphQL enum values are lower case here so that filters and payloads are
- * identical over REST and GraphQL).
- */
+/** Availability (spec "PetStatus"); lower case in GraphQL too, so both surfaces spell values alike. */
 export enum PetStatus {
   available = 'available',
   pending = 'pending',

@@ -5,18 +5,12 @@ import { PetStatus } from './pet-status.enum';
 import { SafeInt } from './safe-int.type';
 import { PET_LIMITS } from '../limits';
 
-/**
- * An animal of the store (spec "Pet"): the TypeORM entity of table `pet` and the GraphQL
- * `Pet` type. Over REST it is sent as is: `{ id, name, categoryId, status }`, all four
- * always present (status is never null: it defaults to `available`).
- */
-// simpleResolvers: plain property reads, without type-graphql's per-field resolver wrapper (no
-// field resolvers or middlewares on Pet).
+/** An animal (spec "Pet"): table `pet`, the GraphQL `Pet` type, and the REST body as is. */
+// simpleResolvers: no per-field wrapper, as Pet has no field resolvers or middlewares.
 @ObjectType({ description: 'An animal of the store.', simpleResolvers: true })
 @Entity({ name: 'pet' })
 @Index('idx_pet_status_id', ['status', 'id'])
 export class Pet {
-  /** Assigned by the database on creation; int64 kept within ±(2^53-1). */
   @Field(() => ID, { description: 'Unique identifier assigned on creation (an int64, sent as a string).' })
   @PrimaryColumn({ type: 'bigint', transformer: int64Transformer })
   @Generated('increment')

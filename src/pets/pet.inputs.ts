@@ -11,13 +11,10 @@ import { PET_LIMITS } from '../limits';
 const REQUIRED = { message: '$property is required' };
 const STATUS_MESSAGE = { message: `$property must be one of: ${Object.values(PetStatus).join(', ')}` };
 
-/** How an identifier looks over REST (OpenAPI): spec "Pet.id", int64 kept within the safe range. */
+/** An identifier in OpenAPI (spec "Pet.id"): int64 kept within the safe range. */
 export const IDENTIFIER_SCHEMA = Object.freeze({ type: 'integer', format: 'int64', minimum: 1, maximum: PET_LIMITS.maxInt64 });
 
-/**
- * A decimal string naming a positive identifier no larger than 2^53-1 (no sign, no leading
- * zero); documented in OpenAPI as {@link IDENTIFIER_SCHEMA}.
- */
+/** A decimal string naming a positive identifier up to 2^53-1 (no sign, no leading zero). */
 function IsIdentifier(): PropertyDecorator {
   const rule = ValidateBy({
     name: 'isIdentifier',
@@ -34,20 +31,14 @@ function IsIdentifier(): PropertyDecorator {
 }
 
 /**
- * A string of at most `max` Unicode code points: the unit MySQL counts in a utf8mb4
- * `VARCHAR(max)` column, so what passes always fits, on every database. (class-validator's
- * `@MaxLength` counts validator.js's way, which skips variation selectors: `"x" * 99 + "❤️"`
- * is 101 code points yet passed as 100, and MySQL refused it.) Documented in OpenAPI as
- * `maxLength`, which JSON Schema also counts in code points. docs/decisions.md: `name` bounds.
- *
- * @param max - the largest number of code points accepted.
+ * At most `max` code points, the unit of utf8mb4 `VARCHAR(max)` and of JSON Schema's `maxLength`; class-validator's
+ * `@MaxLength` skips variation selectors, so names it passes can overflow the column (docs/decisions.md).
  */
 function MaxCodePoints(max: number): PropertyDecorator {
   const rule = ValidateBy({
     name: 'maxCodePoints',
     constraints: [max],
     validator: {
-      // A string iterates by code point; an unpaired surrogate (refused by the name's pattern anyway) counts as one.
       validate: (value: unknown) => typeof value === 'string' && [...value].length <= max,
       defaultMessage: buildMessage((each) => `${each}$property must be at most $constraint1 characters (Unicode code points)`),
     },
@@ -59,11 +50,7 @@ function MaxCodePoints(max: number): PropertyDecorator {
   };
 }
 
-/**
- * A cursor this service wrote (docs/pagination.md), for the same filter as the list it is
- * used with: the `status` property of the same input. Documented in OpenAPI as a base64url
- * string of at most `cursorMaxLength` characters.
- */
+/** A cursor this service wrote (docs/pagination.md), for the same `status` as the input it is in. */
 function IsPetCursor(): PropertyDecorator {
   // GraphQL may send null for an absent filter.
   const statusOf = (args: ValidationArguments) => (args.object as { status?: PetStatus | null }).status ?? undefined;
@@ -98,16 +85,14 @@ function IsPetCursor(): PropertyDecorator {
 const AFTER_DESCRIPTION =
   'Opaque cursor: the list continues after the pet it names. Take it from the previous page (REST: the `Link` header with rel="next"; GraphQL: `endCursor` or an edge\'s `cursor`) and keep the same status filter.';
 
-/** Body of createPet (spec "NewPet"). `status` defaults to `available` when omitted. */
+/** Body of createPet (spec "NewPet"). */
 @InputType({ description: 'A new animal to add.' })
 export class NewPetInput {
   @Field({ description: `The animal's name: 1 to ${PET_LIMITS.nameMaxLength} characters (Unicode code points), not blank, no control characters.` })
   @IsDefined(REQUIRED)
   @IsString()
-  // Not blank: at least one character that shows, i.e. not white space, control, format (Cf:
-  // zero-width space, BOM, …) or default-ignorable (variation selectors, Hangul fillers, …);
-  // no control characters; well-formed Unicode (no unpaired surrogate, which each database
-  // would store differently). One pattern, so OpenAPI states the same rule.
+  // One pattern, so OpenAPI states the same rule: a visible character (not white space, Cf or
+  // default-ignorable), no control character, no unpaired surrogate (databases store them differently).
   @Matches(/^[^\p{Cc}\p{Cs}]*[^\p{White_Space}\p{Cc}\p{Cf}\p{Cs}\p{Default_Ignorable_Code_Point}][^\p{Cc}\p{Cs}]*$/u, {
     message: '$property must have a visible character and no control characters or unpaired surrogates',
   })
@@ -134,7 +119,7 @@ function stacked(...decorators: PropertyDecorator[]): PropertyDecorator {
   return (target, property) => [...decorators].reverse().forEach((decorate) => decorate(target, property));
 }
 
-/** The page size of listPets, `limit` or `first` (spec "Limits"): an integer from listMin to listMax. */
+/** The page size of listPets, `limit` or `first` (spec "Limits"). */
 export const PageSize = () =>
   stacked(
     Field(() => Int, { nullable: true, description: `Maximum number of animals returned (${PET_LIMITS.listMin} to ${PET_LIMITS.listMax}).` }),
@@ -143,7 +128,6 @@ export const PageSize = () =>
     Max(PET_LIMITS.listMax),
   );
 
-/** listPets' optional status filter (spec "listPets"). */
 export const StatusFilter = () =>
   stacked(
     Field(() => PetStatus, { nullable: true, description: 'Only animals with this status.' }),
@@ -151,7 +135,7 @@ export const StatusFilter = () =>
     IsEnum(PetStatus, STATUS_MESSAGE),
   );
 
-/** listPets' optional cursor (docs/pagination.md); the property is typed string so that the OpenAPI schema, read from the design type, says string. */
+/** listPets' cursor; typed string because OpenAPI reads the design type. */
 export const AfterCursor = () =>
   stacked(
     Field(() => String, { nullable: true, description: AFTER_DESCRIPTION }),
@@ -168,7 +152,6 @@ export class ListPetsArgs {
   @StatusFilter()
   status?: PetStatus | null;
 
-  // Or null, from GraphQL: no cursor.
   @AfterCursor()
   after?: string;
 }

@@ -1,10 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/**
- * Creates `pet` and `api_key`. One migration for both drivers: MySQL gets BIGINT keys and
- * utf8mb4; SQLite needs `INTEGER PRIMARY KEY` for AUTOINCREMENT.
- * `idx_pet_status_id` serves `WHERE status = ? ORDER BY id LIMIT ?` (listPets with a filter).
- */
+/** One migration for both drivers: SQLite needs `INTEGER PRIMARY KEY` for AUTOINCREMENT. `idx_pet_status_id` serves filtered listPets. */
 export class CreatePetAndApiKey1763769600000 implements MigrationInterface {
   name = 'CreatePetAndApiKey1763769600000';
 

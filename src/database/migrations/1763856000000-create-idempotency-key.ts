@@ -1,13 +1,9 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/**
- * Creates `idempotency_key`: one row per (API key, Idempotency-Key) of a create request,
- * with the fingerprint of its input and, once done, the id of the pet it created.
- */
+/** One row per (API key, Idempotency-Key): the input's fingerprint and, once done, the pet it created. */
 export class CreateIdempotencyKey1763856000000 implements MigrationInterface {
   name = 'CreateIdempotencyKey1763856000000';
 
-  /** Creates the table, its unique (api_key_id, idempotency_key) and its created_at index. */
   async up(queryRunner: QueryRunner): Promise<void> {
     if (queryRunner.connection.driver.options.type === 'mysql') {
       await queryRunner.query(`CREATE TABLE idempotency_key (
@@ -35,7 +31,6 @@ export class CreateIdempotencyKey1763856000000 implements MigrationInterface {
     }
   }
 
-  /** Drops the table. */
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query('DROP TABLE idempotency_key');
   }
