@@ -6,21 +6,21 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
-import { createAuthHooks } from './auth/auth.hook';
 import { keepsDevApiKey } from './auth/dev-api-key';
 import { type Config, DEV_API_KEY_PATH } from './config';
 import { withOneBudget } from './database/database-deadline';
 import { AppError } from './errors/error-catalogue';
 import { createPetEventBus } from './events/pet-event.bus';
 import { graphqlPlugin } from './graphql/graphql.plugin';
+import { createGuard } from './guard/guard';
+import { createRateLimiter } from './guard/rate-limiter';
+import { guardRequests } from './guard/request.guard';
 import { SUBSCRIPTION_LIMITS } from './graphql/subscription.limits';
-import { readCaller } from './http/caller.hook';
 import { HTTP_LIMITS } from './http/http-limits';
 import { parseJsonExactly } from './http/json-body.parser';
 import { endJsonWithNewline } from './http/json-newline.hook';
 import { landingPageRoutes } from './http/landing-page.routes';
 import { refuseBadRequestHeads } from './http/request-head.hook';
-import { createRateLimiter } from './http/rate-limit';
 import { hardenResponses } from './http/security-headers';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
@@ -129,7 +129,6 @@ export async function buildApp({
   const petService = new PetService(new PetRepository(dataSource), idempotency, deprecations, petEvents);
   purgeHourly(app, idempotency);
   const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey), { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
-  const { identify, requireApiKey } = createAuthHooks(apiKeys);
 
   // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.
   app.removeContentTypeParser('text/plain');
@@ -138,25 +137,23 @@ export async function buildApp({
   app.setNotFoundHandler(async (request) => {
     throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
   });
-  const limiter = await createRateLimiter(app, config.rateLimit);
-  // Every operation on both surfaces: who is calling, how much they (their key, else their
-  // address) may, the key lookup if needed and the 401 if any; then a key found only by that
-  // lookup pays for the request too, the address having paid for the lookup (docs/security.md "Limits");
-  // last, the caller the pet operations are given (API key id, checked Idempotency-Key).
-  const guard = [identify, limiter.limit, requireApiKey, limiter.limit, readCaller];
+  const limiter = createRateLimiter(config.rateLimit, app.log);
+  app.addHook('onClose', () => limiter.close());
+  // One guard for every operation on both surfaces and every WebSocket connection (docs/security.md "Limits").
+  const guard = createGuard(apiKeys, limiter);
+  const requests = guardRequests(app, guard);
   await describeWithOpenapi(app, config);
-  await app.register(petController, { prefix: '/v1', petService, guard });
+  await app.register(petController, { prefix: '/v1', petService, guard: requests.hook });
   await app.register(graphqlPlugin, {
     petService,
-    guard,
-    rateLimiter: limiter,
+    guard: requests,
     production: config.nodeEnv === 'production',
     // On the embedded database the server holds the file, so the apikey CLI cannot open it: the development key is the way in.
     keyCommand: keepsDevApiKey(config) ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',
     subscriptions: {
       pubSub: petEvents.pubSub,
+      guard,
       apiKeys,
-      spendFor: limiter.spendFor,
       metrics,
       clientAddressOf: clientAddressOf(config.trustProxy),
       keyRecheckMs: Math.max(config.apiKeyCacheSeconds * 1000, SUBSCRIPTION_LIMITS.minKeyRecheckMs),

@@ -4,7 +4,7 @@ import { bool, cleanEnv, host, makeValidator, port, str } from 'envalid';
 import { API_KEY_CACHE } from './auth/api-key.service';
 import type { DatabaseConfig } from './database/database-config';
 import { DEFAULT_REPLICA_MAX_LAG_SECONDS } from './database/database-node';
-import type { RateLimitConfig } from './http/rate-limit';
+import type { RateLimitConfig } from './guard/rate-limiter';
 import { LOG_LEVELS } from './operations/logger';
 import { parsePositiveInteger } from './validation/positive-integer';
 

@@ -7,16 +7,16 @@ import {
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyService } from '../auth/api-key.service';
 import type { PetPubSub } from '../events/pet-event.bus';
-import { callerOf } from '../http/caller.hook';
+import type { Guard } from '../guard/guard';
+import { type RequestGuard, callerOf } from '../guard/request.guard';
 import { HTTP_LIMITS } from '../http/http-limits';
 import { rejectOtherMethods } from '../http/method-not-allowed';
-import type { RateLimitedClient } from '../http/rate-limit';
 import type { Metrics } from '../operations/metrics.registry';
 import type { PetService } from '../pets/pet.service';
-import { type RateLimiterAccess, costLimitPlugin } from './cost-limit.plugin';
+import { costLimitPlugin } from './cost-limit.plugin';
 import { CSRF_PREVENTION } from './csrf-prevention';
 import { DOCUMENT_CACHE_LIMITS, apolloCache, documentBytes, textBytes } from './document-cache.limits';
 import type { GraphqlContext } from './graphql-context';
@@ -35,10 +35,8 @@ import { refuseSubscriptionsOverHttp } from './subscriptions-over-http.rule';
 export interface GraphqlPluginOptions {
   /** The pet operations, shared with the REST surface. */
   petService: PetService;
-  /** The onRequest hooks guarding every operation: authentication, rate limiting, then `readCaller`. */
-  guard: onRequestAsyncHookHandler[];
-  /** Charges a request extra rate-limit units (by its calls), and tells where its client's rate limit stands (http/rate-limit.ts). */
-  rateLimiter: RateLimiterAccess;
+  /** The guard of every operation (its onRequest hook), which also charges an operation by its calls and tells where its rate limit stands. */
+  guard: RequestGuard;
   /** Production hides field suggestions from error messages. */
   production: boolean;
   /** The shell command that gets a key on this set-up (the development key file, or the apikey CLI), for the playground's hints. */
@@ -47,10 +45,10 @@ export interface GraphqlPluginOptions {
   subscriptions: {
     /** Where `petCreated` listens: the pet event bus. */
     pubSub: PetPubSub;
-    /** The guard's key checks and cache. */
+    /** The guard, for connections and subscriptions. */
+    guard: Guard;
+    /** The guard's key checks and cache, for re-checking open connections. */
     apiKeys: ApiKeyService;
-    /** Charges rate-limit units outside an HTTP request. */
-    spendFor: (client: RateLimitedClient, units: number) => Promise<void>;
     metrics: Metrics;
     /** The client's address of an upgrade request, with the app's proxy trust (TRUST_PROXY). */
     clientAddressOf: (request: IncomingMessage) => string;
@@ -73,7 +71,7 @@ export interface GraphqlPluginOptions {
  */
 export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
   app,
-  { petService, guard, rateLimiter, production, keyCommand, subscriptions },
+  { petService, guard, production, keyCommand, subscriptions },
 ) => {
   const armor = armorSettings(production);
   const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
@@ -103,7 +101,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
     // no-store anyway), no usage reporting or inline tracing.
     plugins: [
       ...armor.plugins,
-      costLimitPlugin(rateLimiter),
+      costLimitPlugin(guard),
       operationSummaryPlugin(),
       legacyJsonStatusPlugin(),
       unavailableStatusPlugin(),
@@ -119,7 +117,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
   const servePlaygroundToBrowsers = await registerPlayground(app, keyCommand);
   // Refused before Apollo runs (401, 413, 415, the guard's 429): the answer still tells where the rate limit stands.
   const sendError = (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const rateLimit = rateLimiter.statusOf(request);
+    const rateLimit = guard.statusOf(request);
     sendGraphqlError(error, request, reply, rateLimit && { rateLimit });
   };
 
@@ -132,7 +130,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
     exposeHeadRoute: false,
     schema: { hide: true },
     // The playground first: it answers browsers' page visits without a key and leaves every other request to the auth hook.
-    onRequest: [servePlaygroundToBrowsers, ...guard],
+    onRequest: [servePlaygroundToBrowsers, guard.hook],
     errorHandler: sendError,
     handler: fastifyApolloHandler(apollo, { context: async (request) => ({ caller: callerOf(request), request }) }),
   });

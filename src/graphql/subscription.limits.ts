@@ -9,7 +9,7 @@ export const SUBSCRIPTION_LIMITS = Object.freeze({
   maxSubscriptionsPerConnection: 10,
   /** Open connections of one API key on one instance; one more is closed with 4429. */
   maxConnectionsPerKey: 20,
-  /** Rate-limit units (requests) a connection costs when it opens; a subscription costs 1 more (rateLimitUnits in http/rate-limit.ts). */
+  /** Rate-limit units (requests) a connection costs when it opens; a subscription costs 1 more (rateLimitUnits in guard/rate-limiter.ts). */
   connectionCost: 1,
   /** The client must send `connection_init` within this time (ms), else the socket is closed with 4408. */
   connectionInitWaitMs: 3_000,

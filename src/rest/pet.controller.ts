@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { AppError } from '../errors/error-catalogue';
-import { callerOf } from '../http/caller.hook';
+import { callerOf } from '../guard/request.guard';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import { IDEMPOTENCY_LIMITS } from '../idempotency/idempotency.limits';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
@@ -12,8 +12,8 @@ import { HEADERS, LIST_PETS_QUERY, OPENAPI_EXAMPLES, PET_ID_PARAMS, errorRespons
 export interface PetControllerOptions {
   /** The pet operations, shared with the GraphQL surface. */
   petService: PetService;
-  /** The onRequest hooks guarding every operation: authentication, rate limiting, then `readCaller`. */
-  guard: onRequestAsyncHookHandler[];
+  /** The onRequest hook guarding every operation (guard/request.guard.ts): key, rate limit, caller. */
+  guard: onRequestAsyncHookHandler;
 }
 
 /** getPet's deprecation headers: each value, and what the OpenAPI document says of it. */
@@ -70,7 +70,7 @@ export const petController: FastifyPluginAsync<PetControllerOptions> = async (ap
 };
 
 const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { petService, guard }) => {
-  for (const hook of guard) app.addHook('onRequest', hook);
+  app.addHook('onRequest', guard);
   // Route schemas document the contract and serialise responses; input is validated once,
   // by PetService's rules, so Fastify's own validation is switched off here.
   app.setValidatorCompiler(() => () => true);

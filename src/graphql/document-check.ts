@@ -1,0 +1,164 @@
+import type { FastifyBaseLogger } from 'fastify';
+import {
+  type DocumentNode,
+  GraphQLIncludeDirective,
+  type GraphQLField,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  GraphQLSkipDirective,
+  type OperationDefinitionNode,
+  OperationTypeNode,
+  SchemaMetaFieldDef,
+  TypeMetaFieldDef,
+  TypeNameMetaFieldDef,
+  type ValidationRule,
+  getOperationAST,
+  getVariableValues,
+  parse,
+  validate,
+  visit,
+} from 'graphql';
+import { type ComplexityEstimator, fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
+import type { ErrorCode } from '../errors/error-catalogue';
+import { PARSE_OPTIONS, QUERY_LIMITS, type QueryLimitError, priceRefusal, queryLimitOf, unpriceableRefusal } from './query-limits';
+
+/** What an operation costs: its cost (limit QUERY_LIMITS.maxCost), its creates (limit QUERY_LIMITS.maxMutations) and its calls to the pet store (what the rate limit charges). */
+export type OperationPrice = { cost: number; mutations: number; calls: number } | { unpriceable: true };
+
+/**
+ * The price of an operation: its cost (schema `complexity` extensions, `__typename` and the other
+ * meta fields 0 of their own, 1 per other field), its number of root fields that run, which are
+ * its calls to the pet store (each a page, a lookup, a create or a subscription; aliases and
+ * fragments included, `@skip`/`@include` applied, meta fields left out), and of those its
+ * Mutation root fields; or `unpriceable` when graphql-query-complexity gives up (past
+ * QUERY_LIMITS.maxPricedSelections selections with fragments expanded, beyond what an operation
+ * within the depth and cost limits holds). A `@skip`/`@include` whose condition cannot be read (`if: $v` with `$v` null)
+ * counts its selection: execution then answers the error graphql-js gives. Used for HTTP operations (cost-limit.plugin.ts) and subscriptions ({@link checkDocument}).
+ *
+ * @returns `{ cost, mutations, calls }`, cost in the units of QUERY_LIMITS.maxCost, or `{ unpriceable: true }`.
+ */
+export function priceOf(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  operationName: string | undefined,
+  variables: Record<string, unknown>,
+): OperationPrice {
+  const roots = new Set([schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()]);
+  const price = (query: DocumentNode) => {
+    const measure = (estimators: ComplexityEstimator[]) =>
+      getComplexity({ schema, query, operationName, variables, estimators, maxQueryNodes: QUERY_LIMITS.maxPricedSelections });
+    const cost = measure([metaFieldEstimator, fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
+    // Each root field counts 1 whatever it selects; nothing below a root field is a call.
+    const calls = measure([({ type, field }) => (roots.has(type as GraphQLObjectType) && !META_FIELDS.has(field) ? 1 : 0)]);
+    return { cost, calls, mutations: operation.operation === OperationTypeNode.MUTATION ? calls : 0 };
+  };
+  try {
+    return price(document);
+  } catch {
+    // A `@skip`/`@include` whose `if` does not coerce (a null variable) throws here: priced with
+    // every condition taken as true, the operation runs, and execution reports it as graphql-js does.
+  }
+  try {
+    return price(visit(document, { Directive: (node) => (CONDITIONS.has(node.name.value) ? null : undefined) }));
+  } catch {
+    return { unpriceable: true };
+  }
+}
+
+/** The meta fields every type or the Query type answers from the schema itself: `__typename`, `__schema`, `__type`. */
+const META_FIELDS: ReadonlySet<GraphQLField<unknown, unknown>> = new Set([TypeNameMetaFieldDef, SchemaMetaFieldDef, TypeMetaFieldDef]);
+
+/**
+ * The price of a meta field: nothing of its own, its selection as usual. So `__typename`, which
+ * Apollo Client's cache adds to every selection set and which is answered from the type without a
+ * resolver, costs 0; `__schema` and `__type` cost what they select, 1 per field as any field
+ * answered from memory (the standard introspection query 219), which keeps hand-written
+ * introspection documents (exempt from the depth limit) bounded by the cost limit too.
+ */
+const metaFieldEstimator: ComplexityEstimator = ({ field, childComplexity }) => (META_FIELDS.has(field) ? childComplexity : undefined);
+
+/** The directives that may leave a selection out: `@skip` and `@include`. */
+const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, GraphQLIncludeDirective.name]);
+
+/**
+ * Logs, at info, that one of the query limits refused an operation (docs/operations.md "Logs"): the limit,
+ * its maximum, what the operation held when measured (its cost, its creates), its cost when it was
+ * priced, and the message the client got. For HTTP operations (cost-limit.plugin.ts) and subscriptions.
+ *
+ * @param log - the request's (or the server's) logger.
+ * @param errors - the request errors of one operation; the first that a limit raised is logged,
+ *   and nothing when none was (see queryLimitOf in query-limits.ts).
+ * @param cost - the operation's cost, in units of QUERY_LIMITS.maxCost, when it was priced (a
+ *   refusal by depth, aliases, directives or tokens comes before any price).
+ */
+export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Error[], cost?: number): void {
+  for (const error of errors) {
+    const refusal = queryLimitOf(error);
+    if (!refusal) continue;
+    const { limit, maximum, found } = refusal;
+    const queryLimit = { limit, maximum, ...(found !== undefined && { found }) };
+    log.info({ queryLimit, ...(cost !== undefined && { cost }), reason: error.message }, 'GraphQL operation refused by a query limit');
+    return;
+  }
+}
+
+/** The query limit an operation of that price breaks (cost, creates, or no price at all), if any. */
+export function refusalOf(price: OperationPrice): QueryLimitError | undefined {
+  return 'unpriceable' in price ? unpriceableRefusal() : priceRefusal(price);
+}
+
+/** Why a document is refused: a catalogue code and its message, as graphql-ws sends it. */
+export interface DocumentRefusal {
+  code: ErrorCode;
+  message: string;
+}
+
+/** A GraphQL request outside Apollo (a WebSocket `subscribe`). */
+export interface DocumentRequest {
+  query: string;
+  operationName?: string | null;
+  variables?: Record<string, unknown> | null;
+}
+
+/**
+ * Checks a request as Apollo and cost-limit.plugin.ts check one over HTTP: parsed with the token
+ * limit, validated with graphql-js's rules plus `rules`, its operation of the type `only`
+ * expects, its variables coerced, priced ({@link priceOf}) within the query limits. A refusal by
+ * a query limit is logged at info ({@link logQueryLimitRefusal}).
+ *
+ * @returns the document without locations (what runs keeps no source text), its operation and
+ *   price; or the refusals, with catalogue codes.
+ */
+export function checkDocument(
+  schema: GraphQLSchema,
+  rules: readonly ValidationRule[],
+  { query, operationName, variables }: DocumentRequest,
+  log: FastifyBaseLogger,
+  only: { operation: OperationTypeNode; message: string },
+): { refusals: DocumentRefusal[] } | { document: DocumentNode; operationName?: string; price: { cost: number; calls: number } } {
+  const refused = (code: ErrorCode, errors: readonly Error[], cost?: number) => {
+    logQueryLimitRefusal(log, errors, cost);
+    return { refusals: errors.map((error) => ({ code, message: error.message })) };
+  };
+  let document: DocumentNode;
+  try {
+    document = parse(query, PARSE_OPTIONS);
+  } catch (error) {
+    return refused('GRAPHQL_PARSE_FAILED', [error as Error]);
+  }
+  const invalid = validate(schema, document, rules);
+  if (invalid.length > 0) return refused('GRAPHQL_VALIDATION_FAILED', invalid);
+  const name = operationName ?? undefined;
+  const operation = getOperationAST(document, name);
+  if (!operation) return { refusals: [{ code: 'OPERATION_RESOLUTION_FAILURE', message: 'The operation to run could not be determined.' }] };
+  if (operation.operation !== only.operation) return { refusals: [{ code: 'GRAPHQL_VALIDATION_FAILED', message: only.message }] };
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
+  if (coerced.errors) return { refusals: coerced.errors.map((error) => ({ code: 'BAD_USER_INPUT', message: error.message })) };
+  const price = priceOf(schema, document, operation, name, variables ?? {});
+  if ('unpriceable' in price) return refused('GRAPHQL_VALIDATION_FAILED', [unpriceableRefusal()]);
+  const refusal = priceRefusal(price);
+  if (refusal) return refused(refusal.code, [refusal], price.cost);
+  // What runs holds no source text and no tokens (comments included, which the token limit does not count).
+  return { document: parse(query, { ...PARSE_OPTIONS, noLocation: true }), operationName: name, price };
+}
