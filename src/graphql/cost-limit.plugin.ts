@@ -1,8 +1,8 @@
 import type { ApolloServerPlugin } from '@apollo/server';
-import type { FastifyRequest } from 'fastify';
 import { getVariableValues } from 'graphql';
 import { AppError } from '../errors/error-catalogue';
 import { type RateLimitStatus, rateLimitUnits } from '../guard/rate-limiter';
+import type { RequestGuard } from '../guard/request.guard';
 import { type OperationPrice, logQueryLimitRefusal, priceOf, refusalOf } from './document-check';
 import { DOCUMENT_CACHE_LIMITS, byteBoundedLru } from './document-cache.limits';
 import type { GraphqlContext } from './graphql-context';
@@ -27,38 +27,18 @@ export interface PriceExtensions {
   rateLimit?: RateLimitStatus;
 }
 
-/** What the price plugin needs from the guard (guard/request.guard.ts). */
-export interface RateLimiterAccess {
-  /**
-   * Charges the caller's rate limit that many more units, or throws the AppError
-   * TOO_MANY_REQUESTS without charging when fewer are left.
-   */
-  spend: (request: FastifyRequest, units: number) => Promise<void>;
-  /** Where the caller's rate limit stands, as the answer's RateLimit header fields say it. */
-  statusOf: (request: FastifyRequest) => RateLimitStatus | undefined;
-}
-
 /**
- * Rejects an operation that creates more than {@link QUERY_LIMITS}.maxMutations times or costs
- * more than {@link QUERY_LIMITS}.maxCost, once its variables are known (so `pets(limit: $n)` is
- * priced with the real `$n`, and `@skip`/`@include` are applied), and charges the rate limit for
- * the whole operation: `rateLimitUnits` of its calls (guard/rate-limiter.ts), one per root field as
- * REST charges one per request, of which the request already paid 1 when it came in. This runs in `didResolveOperation`, before
- * anything executes, so a refused operation reads and writes nothing. An operation that cannot be
- * priced (fragments that expand past {@link QUERY_LIMITS}.maxPricedSelections selections) is
- * refused too. Each (document, operation name, variables) is priced once and remembered (an LRU
- * of DOCUMENT_CACHE_LIMITS.priceBytes). Costs come from the schema's `complexity` extensions
- * (type-graphql's `complexity` option, see databaseFieldCost in query-limits.ts), 1 per field
- * otherwise. Every refusal by a query limit, these and the document limits (depth, aliases,
- * directives, tokens), is logged at info with {@link logQueryLimitRefusal}. Every answer gets
- * {@link PriceExtensions} in its `extensions`: the price once known, and the rate limit's status.
+ * Refuses, before anything runs, an operation over the query limits once its variables are known
+ * (document-check.ts), and charges the rate limit `rateLimitUnits` of its calls, of which its
+ * request paid 1 at the door (docs/security.md "Limits"). Prices are remembered per (document,
+ * operation name, variables) in an LRU of DOCUMENT_CACHE_LIMITS.priceBytes. Every answer gets
+ * {@link PriceExtensions}; every refusal by a query limit is logged.
  *
- * @param rateLimiter - the guard's `spend` and `statusOf` (see guard/request.guard.ts).
- * @returns an Apollo plugin; a rejection is HTTP 400 GRAPHQL_VALIDATION_FAILED whose message names
- *   the limit, its maximum and the operation's figure (priceRefusal in query-limits.ts), an
- *   exhausted rate limit HTTP 429 TOO_MANY_REQUESTS.
+ * @param rateLimiter - the guard's `spend` and `statusOf` (guard/request.guard.ts).
+ * @returns an Apollo plugin; a refusal is HTTP 400 GRAPHQL_VALIDATION_FAILED (priceRefusal in
+ *   query-limits.ts), an exhausted rate limit HTTP 429 TOO_MANY_REQUESTS.
  */
-export function costLimitPlugin({ spend, statusOf }: RateLimiterAccess): ApolloServerPlugin<GraphqlContext> {
+export function costLimitPlugin({ spend, statusOf }: Pick<RequestGuard, 'spend' | 'statusOf'>): ApolloServerPlugin<GraphqlContext> {
   // The price of an operation depends on its document, its name and its variables only: each
   // combination is priced once (bench/README.md "What makes it fast"), `unpriceable` included. An entry keeps its
   // key (the variables' JSON can be most of a 64 KiB body) and three numbers, no document.

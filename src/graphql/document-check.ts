@@ -26,16 +26,13 @@ import { PARSE_OPTIONS, QUERY_LIMITS, type QueryLimitError, priceRefusal, queryL
 export type OperationPrice = { cost: number; mutations: number; calls: number } | { unpriceable: true };
 
 /**
- * The price of an operation: its cost (schema `complexity` extensions, `__typename` and the other
- * meta fields 0 of their own, 1 per other field), its number of root fields that run, which are
- * its calls to the pet store (each a page, a lookup, a create or a subscription; aliases and
- * fragments included, `@skip`/`@include` applied, meta fields left out), and of those its
- * Mutation root fields; or `unpriceable` when graphql-query-complexity gives up (past
- * QUERY_LIMITS.maxPricedSelections selections with fragments expanded, beyond what an operation
- * within the depth and cost limits holds). A `@skip`/`@include` whose condition cannot be read (`if: $v` with `$v` null)
- * counts its selection: execution then answers the error graphql-js gives. Used for HTTP operations (cost-limit.plugin.ts) and subscriptions ({@link checkDocument}).
+ * The price of an operation (docs/security.md "Limits"): its cost (schema `complexity` extensions,
+ * meta fields 0 of their own, 1 per other field), its calls (root fields that run, aliases and
+ * fragments included, `@skip`/`@include` applied, meta fields left out) and of those its Mutation
+ * root fields; `unpriceable` past QUERY_LIMITS.maxPricedSelections selections. A condition that
+ * cannot be read (`if: $v`, `$v` null) counts its selection; execution reports the error.
  *
- * @returns `{ cost, mutations, calls }`, cost in the units of QUERY_LIMITS.maxCost, or `{ unpriceable: true }`.
+ * @returns `{ cost, mutations, calls }`, cost in units of QUERY_LIMITS.maxCost, or `{ unpriceable: true }`.
  */
 export function priceOf(
   schema: GraphQLSchema,
@@ -70,11 +67,8 @@ export function priceOf(
 const META_FIELDS: ReadonlySet<GraphQLField<unknown, unknown>> = new Set([TypeNameMetaFieldDef, SchemaMetaFieldDef, TypeMetaFieldDef]);
 
 /**
- * The price of a meta field: nothing of its own, its selection as usual. So `__typename`, which
- * Apollo Client's cache adds to every selection set and which is answered from the type without a
- * resolver, costs 0; `__schema` and `__type` cost what they select, 1 per field as any field
- * answered from memory (the standard introspection query 219), which keeps hand-written
- * introspection documents (exempt from the depth limit) bounded by the cost limit too.
+ * A meta field costs nothing of its own, its selection as usual: `__typename`, which Apollo
+ * Client adds everywhere, is free; hand-written introspection stays bounded by the cost limit.
  */
 const metaFieldEstimator: ComplexityEstimator = ({ field, childComplexity }) => (META_FIELDS.has(field) ? childComplexity : undefined);
 
@@ -82,15 +76,8 @@ const metaFieldEstimator: ComplexityEstimator = ({ field, childComplexity }) => 
 const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, GraphQLIncludeDirective.name]);
 
 /**
- * Logs, at info, that one of the query limits refused an operation (docs/operations.md "Logs"): the limit,
- * its maximum, what the operation held when measured (its cost, its creates), its cost when it was
- * priced, and the message the client got. For HTTP operations (cost-limit.plugin.ts) and subscriptions.
- *
- * @param log - the request's (or the server's) logger.
- * @param errors - the request errors of one operation; the first that a limit raised is logged,
- *   and nothing when none was (see queryLimitOf in query-limits.ts).
- * @param cost - the operation's cost, in units of QUERY_LIMITS.maxCost, when it was priced (a
- *   refusal by depth, aliases, directives or tokens comes before any price).
+ * Logs at info the first of `errors` that a query limit raised (docs/operations.md "Logs"): the
+ * limit, its maximum, what the operation held, its `cost` when priced, and the client's message.
  */
 export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Error[], cost?: number): void {
   for (const error of errors) {

@@ -58,21 +58,14 @@ export interface GraphqlPluginOptions {
 }
 
 /**
- * Serves GraphQL at `/graphql` (GET and POST) through Apollo Server. Every request passes
- * the shared auth hook first; errors before Apollo runs get a GraphQL-shaped body, errors
- * inside it are formatted from the catalogue. Apollo stops when the Fastify app closes.
- * A browser visiting `GET /graphql` (Accept prefers text/html, no `query` parameter) gets the
- * GraphiQL playground instead, without an API key (see `./playground`); the GraphQL requests
- * the playground sends are ordinary requests and pass the auth hook. A WebSocket upgrade on
- * `/graphql` runs subscriptions (graphql-ws, see `./subscription.server`), with the same
- * schema, keys, rate limit and document limits. Every answer's `extensions` tell its price and
- * where the rate limit stands (PriceExtensions in `./cost-limit.plugin`), errors raised before
- * Apollo runs included.
+ * Serves GraphQL at `/graphql` (GET and POST) through Apollo Server, every request behind the
+ * guard; errors before Apollo runs get a GraphQL-shaped body, errors inside it are formatted from
+ * the catalogue. A browser's page visit gets the GraphiQL playground without a key (`./playground`).
+ * A WebSocket upgrade runs subscriptions (`./subscription.server`) with the same schema, guard and
+ * document limits. Every answer's `extensions` tell its price and where the rate limit stands
+ * (PriceExtensions in `./cost-limit.plugin`). Apollo stops when the Fastify app closes.
  */
-export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
-  app,
-  { petService, guard, production, keyCommand, subscriptions },
-) => {
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, production, keyCommand, subscriptions }) => {
   const armor = armorSettings(production);
   const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
   const apollo = new ApolloServer<GraphqlContext>({
@@ -82,7 +75,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
       onFallback: ({ operationName, reason }) => app.log.warn({ operationName, reason }, 'GraphQL operation runs uncompiled'),
     }),
     formatError: createGraphqlErrorFormatter((error) => app.log.error({ err: error }, 'unexpected GraphQL error')),
-    // Every caller has passed the auth hook, so introspection is for authenticated callers only.
+    // Every caller has passed the guard, so introspection is for authenticated callers only.
     introspection: true,
     ...armor,
     validationRules: [...armor.validationRules, refuseSubscriptionsOverHttp],
@@ -129,7 +122,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
     // HEAD would reach Apollo, which has no answer for it: it gets 405 like any other method.
     exposeHeadRoute: false,
     schema: { hide: true },
-    // The playground first: it answers browsers' page visits without a key and leaves every other request to the auth hook.
+    // The playground first: it answers browsers' page visits without a key and leaves every other request to the guard.
     onRequest: [servePlaygroundToBrowsers, guard.hook],
     errorHandler: sendError,
     handler: fastifyApolloHandler(apollo, { context: async (request) => ({ caller: callerOf(request), request }) }),

@@ -9,7 +9,7 @@ import { rejectOtherMethods } from '../http/method-not-allowed';
  * The GraphQL playground: GraphiQL 3 for people exploring `/graphql` in a browser, served
  * entirely by this process from the installed npm packages (no CDN, no font or image from
  * elsewhere). The page and its assets hold no data and need no API key; every GraphQL request
- * the page sends goes to `/graphql` like any other client's, through the auth hook, and its
+ * the page sends goes to `/graphql` like any other client's, through the guard, and its
  * subscriptions over a WebSocket on `/graphql` with the typed headers as `connection_init` payload.
  */
 
@@ -242,7 +242,7 @@ function isNegotiable(request: FastifyRequest): boolean {
  * @param app - the scope that also serves `/graphql`.
  * @param keyCommand - the shell command that gets a key on this set-up, shown in the key form's hints.
  * @returns the `onRequest` hook `servePlaygroundToBrowsers`, to put on the `/graphql` route
- *   BEFORE the auth hook: for a GET or HEAD whose `Accept` prefers `text/html` and that has no
+ *   BEFORE the guard: for a GET or HEAD whose `Accept` prefers `text/html` and that has no
  *   `query` parameter it answers the playground page (200, `text/html`, a strict
  *   Content-Security-Policy, no API key needed) and ends the request; for anything else it
  *   does nothing, so the request goes on to authentication and Apollo as before.

@@ -71,39 +71,18 @@ function authorizationOf(params: Record<string, unknown> | undefined): unknown {
 }
 
 /**
- * GraphQL subscriptions over WebSocket on `/graphql`, the port and path of HTTP GraphQL
- * (docs/subscriptions.md): the `graphql-transport-ws` protocol (graphql-ws over ws, in
- * `noServer` mode on Fastify's HTTP server's `upgrade` event; an upgrade to any other path is
- * answered 404, and 503 once shutting down). Every refused upgrade is answered in the Error shape.
- * - An invalid handshake is 400 (405 with `Allow: GET` for another method than GET). Past
- *   {@link SUBSCRIPTION_LIMITS}.maxPendingConnectionsPerAddress upgraded sockets of one address
- *   (TRUST_PROXY applied) that are not authenticated yet, the next upgrade is 429 with
- *   `Retry-After`, before ws makes a socket.
- * - `connection_init` must carry `{"Authorization": "Bearer <key>"}` (the name in any case),
- *   checked by the HTTP guard's ApiKeyService and cache; else the socket is closed with 4403.
- *   An attempt without a key this process knows costs its address (TRUST_PROXY applied) one
- *   request, before any lookup, as on HTTP; then each connection costs its key
- *   {@link SUBSCRIPTION_LIMITS}.connectionCost. Past the
- *   rate limit, or past {@link SUBSCRIPTION_LIMITS}.maxConnectionsPerKey open connections of
- *   one key on this instance, the socket is closed with 4429; when the database or the rate
- *   limit's store cannot answer, with 1013.
- * - Every `keyRecheckMs` the keys of the open connections are looked up again (one query), and
- *   the sockets of revoked keys are closed with 4403.
- * - `subscribe` documents are parsed with the HTTP token limit, validated with graphql-js's
- *   rules plus the HTTP ones (depth, aliases, directives), priced like HTTP operations
- *   (cost-limit.plugin.ts) and must be subscriptions (queries and mutations go over HTTP); a
- *   refusal by one of these limits names it and its maximum, as on HTTP, and is logged at info. Each
- *   costs its key `rateLimitUnits` of its calls (its one root field: 1); past the rate limit, or past
- *   {@link SUBSCRIPTION_LIMITS}.maxSubscriptionsPerConnection at once, it is refused with an
- *   `error` message whose `extensions.code` is TOO_MANY_REQUESTS. Every error carries a
- *   catalogue code, never a stack trace.
- * - Sockets are pinged every {@link SUBSCRIPTION_LIMITS}.keepAliveMs and dropped when the pong
- *   echoing the ping has not come by the next ping; a socket with more than
- *   {@link SUBSCRIPTION_LIMITS}.maxBufferedBytes waiting for its peer is closed with 1008
- *   (subscription.transport.ts); at shutdown they are closed with 1001 (see graceful-shutdown.ts).
- *
- * @param app - the Fastify app, whose HTTP server's upgrades this takes.
- * @param options - see {@link SubscriptionServerOptions}.
+ * GraphQL subscriptions over WebSocket on `/graphql` (docs/subscriptions.md): graphql-ws over ws,
+ * on the upgrades http/upgrade.router.ts routes here; an invalid handshake is 400 (405 for
+ * another method), in the Error shape.
+ * - `connection_init` carries `{"Authorization": "Bearer <key>"}` (the name in any case), admitted
+ *   by the HTTP requests' guard at {@link SUBSCRIPTION_LIMITS}.connectionCost: a key refused is
+ *   closed with 4403, the rate limit or {@link SUBSCRIPTION_LIMITS}.maxConnectionsPerKey with 4429,
+ *   a database or counters that cannot answer with 1013.
+ * - `subscribe` documents pass the HTTP document limits (document-check.ts), must be subscriptions,
+ *   and cost their key `rateLimitUnits` of their calls; past the rate limit or
+ *   {@link SUBSCRIPTION_LIMITS}.maxSubscriptionsPerConnection they get an `error` message
+ *   TOO_MANY_REQUESTS. Every error carries a catalogue code, never a stack trace.
+ * - Open connections: subscription.lifecycle.ts; keep-alive and slow peers: subscription.transport.ts.
  */
 export function serveSubscriptions(app: FastifyInstance, options: SubscriptionServerOptions): void {
   const { schema, guard, metrics, log } = options;

@@ -96,7 +96,7 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
       const { failure, token, knownId } = await recognise(authorization);
       if (knownId === undefined) await charge(state, { address }, 1);
       if (failure) throw failure;
-      const apiKeyId = (await apiKeys.findActive(token!))?.id;
+      const apiKeyId = (await apiKeys.findActive(token))?.id;
       state.apiKeyId = apiKeyId;
       if (apiKeyId === undefined) throw invalid();
       await charge(state, { apiKeyId }, units);

@@ -93,8 +93,7 @@ export function routeUpgrades(app: FastifyInstance, options: UpgradeRouterOption
       refuse(socket, new AppError('SERVICE_UNAVAILABLE', 'Shutting down.'));
     } else if ((pendingPerAddress.get(ip) ?? 0) >= options.maxPendingPerAddress) {
       const message =
-        `Too many WebSockets from this address awaiting connection_init: at most ` +
-        `${options.maxPendingPerAddress}; send connection_init on those first.`;
+        `Too many WebSockets from this address awaiting connection_init: at most ` + `${options.maxPendingPerAddress}; send connection_init on those first.`;
       refuse(socket, new AppError('TOO_MANY_REQUESTS', message, { 'Retry-After': String(options.pendingMs / 1000) }));
     } else {
       holdPending(request, socket, ip);
