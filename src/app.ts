@@ -6,34 +6,34 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
-import { createAuthHooks } from './auth/auth.hook';
 import { keepsDevApiKey } from './auth/dev-api-key';
 import { type Config, DEV_API_KEY_PATH } from './config';
 import { withOneBudget } from './database/database-deadline';
 import { createPetEventBus } from './events/pet-event.bus';
 import { graphqlPlugin } from './graphql/graphql.plugin';
-import { readCaller } from './http/caller.hook';
+import { createGuard } from './guard/guard';
+import { createRateLimiter } from './guard/rate-limiter';
+import { guardRequests } from './guard/request.guard';
 import { answerClientError, refuseUnknownRoute, sendError } from './http/error.handler';
+import { closeConnectionsOnceNotAccepting } from './http/graceful-shutdown';
 import { parseJsonExactly } from './http/json-body.parser';
 import { endJsonWithNewline } from './http/json-newline.hook';
 import { landingPageRoutes } from './http/landing-page.routes';
 import { refuseBadRequestHeads } from './http/request-head.hook';
-import { createRateLimiter } from './http/rate-limit';
 import { hardenResponses } from './http/security-headers';
+import { purgeExpiredKeys } from './idempotency/idempotency-purge';
+import { IdempotencyService } from './idempotency/idempotency.service';
+import { HTTP_LIMITS, SUBSCRIPTION_LIMITS } from './limits';
+import { DeprecationTracker } from './observability/deprecation.tracker';
+import { healthRoutes } from './observability/health.routes';
+import { createLogger } from './observability/logger';
+import { type Metrics, createMetrics } from './observability/metrics.registry';
+import { RequestLogController, observeRequests, requestIdOf } from './observability/request-observer.hook';
+import type { ServiceState } from './observability/service-state';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
 import { petController } from './rest/pet.controller';
-import { purgeExpiredKeys } from './idempotency/idempotency-purge';
-import { IdempotencyService } from './idempotency/idempotency.service';
-import { DeprecationTracker } from './observability/deprecation.tracker';
-import { healthRoutes } from './observability/health.routes';
-import type { ServiceState } from './observability/service-state';
-import { type Metrics, createMetrics } from './observability/metrics.registry';
-import { closeConnectionsOnceNotAccepting } from './http/graceful-shutdown';
-import { createLogger } from './observability/logger';
-import { RequestLogController, observeRequests, requestIdOf } from './observability/request-observer.hook';
-import { HTTP_LIMITS, SUBSCRIPTION_LIMITS } from './limits';
 import { SURFACE_PATHS } from './surface-paths';
 
 /** Fastify's `trustProxy` for the configured value: a hop count trusts the nearest `n` proxies. */
@@ -100,7 +100,7 @@ export async function buildApp({
     frameworkErrors: sendError,
     clientErrorHandler: answerClientError,
     bodyLimit: HTTP_LIMITS.restBodyBytes,
-    maxParamLength: HTTP_LIMITS.maxParamLength,
+    routerOptions: { maxParamLength: HTTP_LIMITS.maxParamLength },
     requestTimeout: HTTP_LIMITS.requestTimeoutMs,
     keepAliveTimeout: HTTP_LIMITS.keepAliveTimeoutMs,
     http: {
@@ -130,32 +130,29 @@ export async function buildApp({
   const petService = new PetService(new PetRepository(dataSource), idempotency, deprecations, petEvents);
   purgeExpiredKeys(app, idempotency);
   const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey), { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
-  const { identify, requireApiKey } = createAuthHooks(apiKeys);
 
   // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.
   app.removeContentTypeParser('text/plain');
   parseJsonExactly(app);
   app.setErrorHandler(sendError);
   app.setNotFoundHandler(refuseUnknownRoute);
-  const limiter = await createRateLimiter(app, config.rateLimit);
-  // Every operation on both surfaces: who is calling, how much they (their key, else their
-  // address) may, the key lookup if needed and the 401 if any; then a key found only by that
-  // lookup pays for the request too, the address having paid for the lookup (docs/security.md "Limits");
-  // last, the caller the pet operations are given (API key id, checked Idempotency-Key).
-  const guard = [identify, limiter.limit, requireApiKey, limiter.limit, readCaller];
+  const limiter = createRateLimiter(config.rateLimit, app.log);
+  app.addHook('onClose', () => limiter.close());
+  // One guard for every operation on both surfaces and every WebSocket connection (docs/security.md "Limits").
+  const guard = createGuard(apiKeys, limiter);
+  const requests = guardRequests(app, guard);
   await describeWithOpenapi(app, config);
-  await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard });
+  await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.hook });
   await app.register(graphqlPlugin, {
     petService,
-    guard,
-    rateLimiter: limiter,
+    guard: requests,
     production: config.nodeEnv === 'production',
     // On the embedded database the server holds the file, so the apikey CLI cannot open it: the development key is the way in.
     keyCommand: keepsDevApiKey(config) ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',
     subscriptions: {
       pubSub: petEvents.pubSub,
+      guard,
       apiKeys,
-      spendFor: limiter.spendFor,
       metrics,
       clientAddressOf: clientAddressOf(config.trustProxy),
       keyRecheckMs: Math.max(config.apiKeyCacheSeconds * 1000, SUBSCRIPTION_LIMITS.minKeyRecheckMs),

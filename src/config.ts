@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { bool, cleanEnv, host, makeValidator, port, str } from 'envalid';
 import type { DatabaseConfig } from './database/database-config';
-import type { RateLimitConfig } from './http/rate-limit';
+import type { RateLimitConfig } from './guard/rate-limiter';
 import { LOG_LEVELS } from './observability/logger';
 import { parsePositiveInteger } from './validation/positive-integer';
 import { API_KEY_CACHE, DATABASE_DEADLINES } from './limits';

@@ -105,6 +105,22 @@ describe.each([
     expect(remainingAfter(result)).toBe(String(BUDGET - 3));
   });
 
+  test('when two operations on one key arrive at once and only one can afford the last units, then only that one runs', async () => {
+    // Each pays 1 at the door and 2 more before it runs: after both doors 3 of the 5 units are left, enough for one.
+    // Several keys at once, so that the two operations of each overlap.
+    const race = async (apiKey: string) => {
+      const answers = await Promise.all([1, 2].map(() => graphql(t, lookups(3), undefined, { apiKey })));
+      // The refused one spent only its request: 3 + 1 of 5.
+      const next = await request(t, 'GET', '/v1/pets', { apiKey });
+      return { statuses: answers.map((answer) => answer.status).sort(), next: [next.status, remainingAfter(next)] };
+    };
+    const keys: string[] = [];
+    for (let i = 0; i < 8; i++) keys.push(await freshKey());
+    expect(new Set((await Promise.all(keys.map(race))).map((outcome) => JSON.stringify(outcome)))).toEqual(
+      new Set([JSON.stringify({ statuses: [200, 429], next: [200, '0'] })]),
+    );
+  });
+
   test('when a pet is created, then it spends one request, as POST /v1/pets does', async () => {
     const apiKey = await freshKey();
     const result = await graphql(t, 'mutation { createPet(input: { name: "Rex", categoryId: 1 }) { id name categoryId status } }', undefined, { apiKey });

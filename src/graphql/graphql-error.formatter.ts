@@ -69,7 +69,7 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
 }
 
 /**
- * Fastify error handler of the GraphQL route, for errors raised before Apollo runs (the auth hook, an unreadable body): {@link sendError}
+ * Fastify error handler of the GraphQL route, for errors raised before Apollo runs (the guard, an unreadable body): {@link sendError}
  * with the body `{ errors: [graphqlError] }` in the media type Apollo would answer this `Accept` with (`application/json` when none).
  *
  * @param extensions - the body's top-level `extensions`, if any (the rate limit's status: see PriceExtensions in cost-limit.plugin.ts).

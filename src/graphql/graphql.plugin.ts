@@ -7,15 +7,16 @@ import {
   ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyService } from '../auth/api-key.service';
 import type { PetPubSub } from '../events/pet-event.bus';
-import { callerOf } from '../http/caller.hook';
+import type { Guard } from '../guard/guard';
+import { type RequestGuard, callerOf } from '../guard/request.guard';
 import { rejectOtherMethods } from '../http/method-not-allowed';
-import type { RateLimitedClient } from '../http/rate-limit';
+import { DOCUMENT_CACHE_LIMITS, HTTP_LIMITS } from '../limits';
 import type { Metrics } from '../observability/metrics.registry';
 import type { PetService } from '../pets/pet.service';
-import { type RateLimiterAccess, costLimitPlugin } from './cost-limit.plugin';
+import { costLimitPlugin } from './cost-limit.plugin';
 import { CSRF_PREVENTION } from './csrf-prevention';
 import { apolloCache, documentBytes, textBytes } from './document-cache';
 import type { GraphqlContext } from './graphql-context';
@@ -29,16 +30,13 @@ import { buildPetStoreSchema } from './schema';
 import { serveSubscriptions } from './subscription.server';
 import { unavailableStatusPlugin } from './unavailable-status.plugin';
 import { refuseSubscriptionsOverHttp } from './subscriptions-over-http.rule';
-import { DOCUMENT_CACHE_LIMITS, HTTP_LIMITS } from '../limits';
 
 /** What the GraphQL surface needs. */
 export interface GraphqlPluginOptions {
   /** The pet operations, shared with the REST surface. */
   petService: PetService;
-  /** The onRequest hooks guarding every operation: authentication, rate limiting, then `readCaller`. */
-  guard: onRequestAsyncHookHandler[];
-  /** Charges a request extra rate-limit units (by its calls), and tells where its client's rate limit stands (http/rate-limit.ts). */
-  rateLimiter: RateLimiterAccess;
+  /** The guard of every operation (its onRequest hook), which also charges an operation by its calls and tells where its rate limit stands. */
+  guard: RequestGuard;
   /** Production hides field suggestions from error messages. */
   production: boolean;
   /** The shell command that gets a key on this set-up (the development key file, or the apikey CLI), for the playground's hints. */
@@ -47,10 +45,10 @@ export interface GraphqlPluginOptions {
   subscriptions: {
     /** Where `petCreated` listens: the pet event bus. */
     pubSub: PetPubSub;
-    /** The guard's key checks and cache. */
+    /** The guard, for connections and subscriptions. */
+    guard: Guard;
+    /** The guard's key checks and cache, for re-checking open connections. */
     apiKeys: ApiKeyService;
-    /** Charges rate-limit units outside an HTTP request. */
-    spendFor: (client: RateLimitedClient, units: number) => Promise<void>;
     metrics: Metrics;
     /** The client's address of an upgrade request, with the app's proxy trust (TRUST_PROXY). */
     clientAddressOf: (request: IncomingMessage) => string;
@@ -60,21 +58,14 @@ export interface GraphqlPluginOptions {
 }
 
 /**
- * Serves GraphQL at `/graphql` (GET and POST) through Apollo Server. Every request passes
- * the shared auth hook first; errors before Apollo runs get a GraphQL-shaped body, errors
- * inside it are formatted from the catalogue. Apollo stops when the Fastify app closes.
- * A browser visiting `GET /graphql` (Accept prefers text/html, no `query` parameter) gets the
- * GraphiQL playground instead, without an API key (see `./playground`); the GraphQL requests
- * the playground sends are ordinary requests and pass the auth hook. A WebSocket upgrade on
- * `/graphql` runs subscriptions (graphql-ws, see `./subscription.server`), with the same
- * schema, keys, rate limit and document limits. Every answer's `extensions` tell its price and
- * where the rate limit stands (PriceExtensions in `./cost-limit.plugin`), errors raised before
- * Apollo runs included.
+ * Serves GraphQL at `/graphql` (GET and POST) through Apollo Server, every request behind the
+ * guard; errors before Apollo runs get a GraphQL-shaped body, errors inside it are formatted from
+ * the catalogue. A browser's page visit gets the GraphiQL playground without a key (`./playground`).
+ * A WebSocket upgrade runs subscriptions (`./subscription.server`) with the same schema, guard and
+ * document limits. Every answer's `extensions` tell its price and where the rate limit stands
+ * (PriceExtensions in `./cost-limit.plugin`). Apollo stops when the Fastify app closes.
  */
-export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
-  app,
-  { petService, guard, rateLimiter, production, keyCommand, subscriptions },
-) => {
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, production, keyCommand, subscriptions }) => {
   const armor = armorSettings(production);
   const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
   const apollo = new ApolloServer<GraphqlContext>({
@@ -84,7 +75,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
       onFallback: ({ operationName, reason }) => app.log.warn({ operationName, reason }, 'GraphQL operation runs uncompiled'),
     }),
     formatError: createGraphqlErrorFormatter((error) => app.log.error({ err: error }, 'unexpected GraphQL error')),
-    // Every caller has passed the auth hook, so introspection is for authenticated callers only.
+    // Every caller has passed the guard, so introspection is for authenticated callers only.
     introspection: true,
     ...armor,
     validationRules: [...armor.validationRules, refuseSubscriptionsOverHttp],
@@ -103,7 +94,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
     // no-store anyway), no usage reporting or inline tracing.
     plugins: [
       ...armor.plugins,
-      costLimitPlugin(rateLimiter),
+      costLimitPlugin(guard),
       operationSummaryPlugin(),
       legacyJsonStatusPlugin(),
       unavailableStatusPlugin(),
@@ -119,7 +110,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
   const servePlaygroundToBrowsers = await registerPlayground(app, keyCommand);
   // Refused before Apollo runs (401, 413, 415, the guard's 429): the answer still tells where the rate limit stands.
   const sendError = (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const rateLimit = rateLimiter.statusOf(request);
+    const rateLimit = guard.statusOf(request);
     sendGraphqlError(error, request, reply, rateLimit && { rateLimit });
   };
 
@@ -131,8 +122,8 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
     // HEAD would reach Apollo, which has no answer for it: it gets 405 like any other method.
     exposeHeadRoute: false,
     schema: { hide: true },
-    // The playground first: it answers browsers' page visits without a key and leaves every other request to the auth hook.
-    onRequest: [servePlaygroundToBrowsers, ...guard],
+    // The playground first: it answers browsers' page visits without a key and leaves every other request to the guard.
+    onRequest: [servePlaygroundToBrowsers, guard.hook],
     errorHandler: sendError,
     handler: fastifyApolloHandler(apollo, { context: async (request) => ({ caller: callerOf(request), request }) }),
   });

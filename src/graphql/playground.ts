@@ -6,7 +6,7 @@ import Negotiator from 'negotiator';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 
 // GraphiQL, served from the installed packages (no CDN). The page holds no data and needs no
-// API key; the requests it sends go through the auth hook like any client's.
+// API key; the requests it sends go through the guard like any client's.
 
 export const PLAYGROUND_PREFIX = '/graphql/playground/';
 
@@ -207,7 +207,7 @@ function isNegotiable(request: FastifyRequest): boolean {
 /**
  * Serves the playground's assets under {@link PLAYGROUND_PREFIX}; `keyCommand` is the shell
  * command shown for getting a key. Returns an `onRequest` hook for `/graphql` that must run
- * BEFORE the auth hook: it answers browsers the page and lets anything else through.
+ * BEFORE the guard: it answers browsers the page and lets anything else through.
  * @throws when a package file is missing (a broken install), so the app does not start.
  */
 export async function registerPlayground(app: FastifyInstance, keyCommand: string): Promise<onRequestAsyncHookHandler> {

@@ -8,7 +8,7 @@ import { QUERY_LIMITS } from '../limits';
  * `createPet`, `petCreated`): its selection once per pet it can return, and at least
  * {@link QUERY_LIMITS}.databaseFieldMinCost, so that one operation holds at most 10 of them
  * (docs/security.md "Limits"). The rate limit charges each such root field one unit, whatever it costs
- * here (rateLimitUnits in http/rate-limit.ts).
+ * here (rateLimitUnits in guard/rate-limiter.ts).
  *
  * @param pets - how many pets the field can return: 1 for `pet` and `createPet`, `limit` for `pets`.
  * @param selection - the cost of its selection (type-graphql's `childComplexity`), 1 per field.
@@ -84,7 +84,7 @@ const figure = (n: number) => n.toLocaleString('en-US');
 /**
  * The refusal of an operation that cannot be priced: its fragments expand past
  * {@link QUERY_LIMITS}.maxPricedSelections selections (docs/security.md "Limits"). For HTTP operations
- * (cost-limit.plugin.ts) and subscriptions (subscription.server.ts).
+ * (cost-limit.plugin.ts) and subscriptions (document-check.ts).
  */
 export function unpriceableRefusal(): QueryLimitError {
   const most = QUERY_LIMITS.maxPricedSelections;
@@ -93,7 +93,7 @@ export function unpriceableRefusal(): QueryLimitError {
 
 /**
  * The refusal of an operation over the mutation limit or the cost limit (docs/security.md "Limits"), as
- * the HTTP plugin (cost-limit.plugin.ts) and subscriptions (subscription.server.ts) both give it.
+ * the HTTP plugin (cost-limit.plugin.ts) and subscriptions (document-check.ts) both give it.
  *
  * @param price - the operation's cost in units of {@link QUERY_LIMITS}.maxCost and its number of Mutation root fields.
  * @returns the QueryLimitError to answer, or undefined when the operation is within both limits.

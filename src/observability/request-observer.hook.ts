@@ -50,7 +50,7 @@ export class RequestLogController extends LogController {
       route: request.routeOptions.url ?? null,
       status: reply.statusCode,
       durationMs: Math.round(reply.elapsedTime * 1000) / 1000,
-      apiKeyId: request.apiKeyId ?? null,
+      apiKeyId: request.guard?.apiKeyId ?? null,
       ...(request.graphqlOperation && { operation: request.graphqlOperation.label, operationName: request.graphqlOperation.name ?? null }),
     };
     if (error || reply.statusCode >= 500) reply.log.error({ ...line, ...(error && { err: error }) }, 'request completed');

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { AppError } from '../errors/error-catalogue';
-import { callerOf } from '../http/caller.hook';
+import { callerOf } from '../guard/request.guard';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
 import type { PetPage, PetService } from '../pets/pet.service';
@@ -10,8 +10,8 @@ import { IDEMPOTENCY_LIMITS } from '../limits';
 
 export interface PetControllerOptions {
   petService: PetService;
-  /** Authentication, rate limiting, then `readCaller`, in that order. */
-  guard: onRequestAsyncHookHandler[];
+  /** The onRequest hook guarding every operation (guard/request.guard.ts): key, rate limit, caller. */
+  guard: onRequestAsyncHookHandler;
 }
 
 const DEPRECATION: Record<string, { value: string; description: string }> = {
@@ -53,7 +53,7 @@ export const petController: FastifyPluginAsync<PetControllerOptions> = async (ap
 };
 
 const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { petService, guard }) => {
-  for (const hook of guard) app.addHook('onRequest', hook);
+  app.addHook('onRequest', guard);
   // Input is validated once, by PetService's rules; route schemas only document and serialise.
   app.setValidatorCompiler(() => () => true);
 

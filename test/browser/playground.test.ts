@@ -96,7 +96,7 @@ describe('GET /graphql content negotiation', () => {
     ['a bare wildcard Accept', 'GET', '/graphql', '*/*'],
     ['Accept application/json', 'GET', '/graphql', 'application/json'],
     ['a browser Accept on POST', 'POST', '/graphql', BROWSER_ACCEPT],
-  ])('when a request without a key has %s, then it reaches the auth hook: 401', async (_label, method, target, accept) => {
+  ])('when a request without a key has %s, then it reaches the guard: 401', async (_label, method, target, accept) => {
     const result = await request(t, method, target, {
       apiKey: null,
       headers: { accept, 'apollo-require-preflight': 'true' },

@@ -1,0 +1,152 @@
+import type { FastifyBaseLogger } from 'fastify';
+import {
+  type DocumentNode,
+  GraphQLIncludeDirective,
+  type GraphQLField,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  GraphQLSkipDirective,
+  type OperationDefinitionNode,
+  OperationTypeNode,
+  SchemaMetaFieldDef,
+  TypeMetaFieldDef,
+  TypeNameMetaFieldDef,
+  type ValidationRule,
+  getOperationAST,
+  getVariableValues,
+  parse,
+  validate,
+  visit,
+} from 'graphql';
+import { type ComplexityEstimator, fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
+import type { ErrorCode } from '../errors/error-catalogue';
+import { QUERY_LIMITS } from '../limits';
+import { PARSE_OPTIONS, type QueryLimitError, priceRefusal, queryLimitOf, unpriceableRefusal } from './query-limits';
+
+/** What an operation costs: its cost (limit QUERY_LIMITS.maxCost), its creates (limit QUERY_LIMITS.maxMutations) and its calls to the pet store (what the rate limit charges). */
+export type OperationPrice = { cost: number; mutations: number; calls: number } | { unpriceable: true };
+
+/**
+ * The price of an operation (docs/security.md "Limits"): its cost (schema `complexity` extensions,
+ * meta fields 0 of their own, 1 per other field), its calls (root fields that run, aliases and
+ * fragments included, `@skip`/`@include` applied, meta fields left out) and of those its Mutation
+ * root fields; `unpriceable` past QUERY_LIMITS.maxPricedSelections selections. A condition that
+ * cannot be read (`if: $v`, `$v` null) counts its selection; execution reports the error.
+ *
+ * @returns `{ cost, mutations, calls }`, cost in units of QUERY_LIMITS.maxCost, or `{ unpriceable: true }`.
+ */
+export function priceOf(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  operationName: string | undefined,
+  variables: Record<string, unknown>,
+): OperationPrice {
+  const roots = new Set([schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()]);
+  const price = (query: DocumentNode) => {
+    const measure = (estimators: ComplexityEstimator[]) =>
+      getComplexity({ schema, query, operationName, variables, estimators, maxQueryNodes: QUERY_LIMITS.maxPricedSelections });
+    const cost = measure([metaFieldEstimator, fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
+    // Each root field counts 1 whatever it selects; nothing below a root field is a call.
+    const calls = measure([({ type, field }) => (roots.has(type as GraphQLObjectType) && !META_FIELDS.has(field) ? 1 : 0)]);
+    return { cost, calls, mutations: operation.operation === OperationTypeNode.MUTATION ? calls : 0 };
+  };
+  try {
+    return price(document);
+  } catch {
+    // A `@skip`/`@include` whose `if` does not coerce (a null variable) throws here: priced with
+    // every condition taken as true, the operation runs, and execution reports it as graphql-js does.
+  }
+  try {
+    return price(visit(document, { Directive: (node) => (CONDITIONS.has(node.name.value) ? null : undefined) }));
+  } catch {
+    return { unpriceable: true };
+  }
+}
+
+/** The meta fields every type or the Query type answers from the schema itself: `__typename`, `__schema`, `__type`. */
+const META_FIELDS: ReadonlySet<GraphQLField<unknown, unknown>> = new Set([TypeNameMetaFieldDef, SchemaMetaFieldDef, TypeMetaFieldDef]);
+
+/**
+ * A meta field costs nothing of its own, its selection as usual: `__typename`, which Apollo
+ * Client adds everywhere, is free; hand-written introspection stays bounded by the cost limit.
+ */
+const metaFieldEstimator: ComplexityEstimator = ({ field, childComplexity }) => (META_FIELDS.has(field) ? childComplexity : undefined);
+
+/** The directives that may leave a selection out: `@skip` and `@include`. */
+const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, GraphQLIncludeDirective.name]);
+
+/**
+ * Logs at info the first of `errors` that a query limit raised (docs/operations.md "Logs"): the
+ * limit, its maximum, what the operation held, its `cost` when priced, and the client's message.
+ */
+export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Error[], cost?: number): void {
+  for (const error of errors) {
+    const refusal = queryLimitOf(error);
+    if (!refusal) continue;
+    const { limit, maximum, found } = refusal;
+    const queryLimit = { limit, maximum, ...(found !== undefined && { found }) };
+    log.info({ queryLimit, ...(cost !== undefined && { cost }), reason: error.message }, 'GraphQL operation refused by a query limit');
+    return;
+  }
+}
+
+/** The query limit an operation of that price breaks (cost, creates, or no price at all), if any. */
+export function refusalOf(price: OperationPrice): QueryLimitError | undefined {
+  return 'unpriceable' in price ? unpriceableRefusal() : priceRefusal(price);
+}
+
+/** Why a document is refused: a catalogue code and its message, as graphql-ws sends it. */
+export interface DocumentRefusal {
+  code: ErrorCode;
+  message: string;
+}
+
+/** A GraphQL request outside Apollo (a WebSocket `subscribe`). */
+export interface DocumentRequest {
+  query: string;
+  operationName?: string | null;
+  variables?: Record<string, unknown> | null;
+}
+
+/**
+ * Checks a request as Apollo and cost-limit.plugin.ts check one over HTTP: parsed with the token
+ * limit, validated with graphql-js's rules plus `rules`, its operation of the type `only`
+ * expects, its variables coerced, priced ({@link priceOf}) within the query limits. A refusal by
+ * a query limit is logged at info ({@link logQueryLimitRefusal}).
+ *
+ * @returns the document without locations (what runs keeps no source text), its operation and
+ *   price; or the refusals, with catalogue codes.
+ */
+export function checkDocument(
+  schema: GraphQLSchema,
+  rules: readonly ValidationRule[],
+  { query, operationName, variables }: DocumentRequest,
+  log: FastifyBaseLogger,
+  only: { operation: OperationTypeNode; message: string },
+): { refusals: DocumentRefusal[] } | { document: DocumentNode; operationName?: string; price: { cost: number; calls: number } } {
+  const refused = (code: ErrorCode, errors: readonly Error[], cost?: number) => {
+    logQueryLimitRefusal(log, errors, cost);
+    return { refusals: errors.map((error) => ({ code, message: error.message })) };
+  };
+  let document: DocumentNode;
+  try {
+    document = parse(query, PARSE_OPTIONS);
+  } catch (error) {
+    return refused('GRAPHQL_PARSE_FAILED', [error as Error]);
+  }
+  const invalid = validate(schema, document, rules);
+  if (invalid.length > 0) return refused('GRAPHQL_VALIDATION_FAILED', invalid);
+  const name = operationName ?? undefined;
+  const operation = getOperationAST(document, name);
+  if (!operation) return { refusals: [{ code: 'OPERATION_RESOLUTION_FAILURE', message: 'The operation to run could not be determined.' }] };
+  if (operation.operation !== only.operation) return { refusals: [{ code: 'GRAPHQL_VALIDATION_FAILED', message: only.message }] };
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
+  if (coerced.errors) return { refusals: coerced.errors.map((error) => ({ code: 'BAD_USER_INPUT', message: error.message })) };
+  const price = priceOf(schema, document, operation, name, variables ?? {});
+  if ('unpriceable' in price) return refused('GRAPHQL_VALIDATION_FAILED', [unpriceableRefusal()]);
+  const refusal = priceRefusal(price);
+  if (refusal) return refused(refusal.code, [refusal], price.cost);
+  // What runs holds no source text and no tokens (comments included, which the token limit does not count).
+  return { document: parse(query, { ...PARSE_OPTIONS, noLocation: true }), operationName: name, price };
+}

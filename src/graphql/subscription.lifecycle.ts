@@ -1,0 +1,110 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { WebSocket, WebSocketServer } from 'ws';
+import type { ApiKeyService } from '../auth/api-key.service';
+import type { GuardState } from '../guard/guard';
+import { SUBSCRIPTION_LIMITS } from '../limits';
+import type { Metrics } from '../observability/metrics.registry';
+import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
+
+/** An admitted connection: its key, and the guard's state its subscriptions are charged through. */
+export interface Connection {
+  apiKeyId: number;
+  guard: GuardState;
+}
+
+/** What the lifecycle needs (docs/subscriptions.md). */
+export interface LifecycleOptions {
+  apiKeys: ApiKeyService;
+  metrics: Metrics;
+  /** How often (ms) each open connection's key is checked again. */
+  keyRecheckMs: number;
+  log: FastifyBaseLogger;
+}
+
+/**
+ * The open WebSocket connections of this instance (docs/subscriptions.md "Limits"): at most
+ * {@link SUBSCRIPTION_LIMITS}.maxConnectionsPerKey per key; every `keyRecheckMs` the keys are
+ * looked up again (one query) and revoked ones closed with 4403; one log line and the gauges per
+ * socket; at shutdown every socket closed with 1001, cut after closeHandshakeMs.
+ */
+export function connectionLifecycle({ apiKeys, metrics, keyRecheckMs, log }: LifecycleOptions) {
+  const connections = new Map<WebSocket, Connection>();
+  const perKey = new Map<number, number>();
+  /** The subscriptions of each socket that are running (their graphql-ws ids), for the gauge. */
+  const running = new WeakMap<WebSocket, Set<string>>();
+
+  const release = (socket: WebSocket) => {
+    const connection = connections.get(socket);
+    if (!connection) return;
+    connections.delete(socket);
+    const left = (perKey.get(connection.apiKeyId) ?? 1) - 1;
+    if (left > 0) perKey.set(connection.apiKeyId, left);
+    else perKey.delete(connection.apiKeyId);
+  };
+
+  // Keys revoked elsewhere (the CLI, another instance) close their sockets within the cache period.
+  const recheck = setInterval(() => {
+    const ids = new Set([...connections.values()].map((connection) => connection.apiKeyId));
+    if (ids.size === 0) return;
+    apiKeys.activeIds(ids).then(
+      (active) => {
+        for (const [socket, connection] of connections) {
+          if (!active.has(connection.apiKeyId)) socket.close(SUBSCRIPTION_CLOSE.revoked.code, SUBSCRIPTION_CLOSE.revoked.reason);
+        }
+      },
+      (error: unknown) => log.warn({ err: error }, 'cannot re-check the API keys of open WebSockets now'),
+    );
+  }, keyRecheckMs);
+  recheck.unref();
+
+  return {
+    /** Counts a socket ws accepted until it closes, then logs it (docs/operations.md "Logs"). */
+    opened(socket: WebSocket): void {
+      metrics.countOpenSocket(1);
+      const openedAt = performance.now();
+      socket.once('close', (code: number) => {
+        metrics.countOpenSocket(-1);
+        const durationMs = Math.round((performance.now() - openedAt) * 1000) / 1000;
+        log.info(
+          { route: '/graphql', surface: 'websocket', apiKeyId: connections.get(socket)?.apiKeyId ?? null, closeCode: code, durationMs },
+          'websocket closed',
+        );
+        release(socket);
+      });
+    },
+    /** Keeps an admitted socket; false when its key has all the connections it may have here. */
+    hold(socket: WebSocket, guard: GuardState & { apiKeyId: number }): boolean {
+      const open = perKey.get(guard.apiKeyId) ?? 0;
+      if (open >= SUBSCRIPTION_LIMITS.maxConnectionsPerKey) return false;
+      perKey.set(guard.apiKeyId, open + 1);
+      connections.set(socket, { apiKeyId: guard.apiKeyId, guard });
+      // Closed while it was being checked: nothing to keep.
+      if (socket.readyState !== socket.OPEN) release(socket);
+      return true;
+    },
+    of: (socket: WebSocket): Connection | undefined => connections.get(socket),
+    /** Counts a subscription that runs, until {@link ended}. */
+    started(socket: WebSocket, id: string): void {
+      const ids = running.get(socket) ?? new Set<string>();
+      running.set(socket, ids.add(id));
+      metrics.countActiveSubscription(1);
+    },
+    ended(socket: WebSocket, id: string): void {
+      if (running.get(socket)?.delete(id)) metrics.countActiveSubscription(-1);
+    },
+    /** Closes every socket of `wss` with 1001; resolves once all have closed. */
+    async close(wss: WebSocketServer): Promise<void> {
+      clearInterval(recheck);
+      // Peers that do not answer the close in time are cut, so that the server can close.
+      const cut = setTimeout(() => {
+        for (const socket of wss.clients) socket.terminate();
+      }, SUBSCRIPTION_LIMITS.closeHandshakeMs);
+      try {
+        for (const socket of wss.clients) socket.close(SUBSCRIPTION_CLOSE.goingAway.code, SUBSCRIPTION_CLOSE.goingAway.reason);
+        await new Promise<void>((resolve) => wss.close(() => resolve()));
+      } finally {
+        clearTimeout(cut);
+      }
+    },
+  };
+}

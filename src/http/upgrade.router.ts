@@ -1,0 +1,111 @@
+import { type IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '../errors/error-catalogue';
+import { writeRawHttpError } from '../errors/raw-http-error';
+import { onStopAccepting } from './graceful-shutdown';
+
+/** Where WebSocket upgrades go, and how many an address may hold before it authenticates. */
+export interface UpgradeRouterOptions {
+  /** The one path that takes WebSockets. */
+  path: string;
+  /** What a WebSocket at another path is told to use instead. */
+  service: string;
+  /** The client's address of an upgrade request, TRUST_PROXY applied. */
+  clientAddressOf: (request: IncomingMessage) => string;
+  /** Upgraded sockets of one address not authenticated yet, at most; the next upgrade is 429. */
+  maxPendingPerAddress: number;
+  /** How long (ms) a socket may stay pending: the 429's Retry-After. */
+  pendingMs: number;
+  /** How long (ms) a refused peer may keep its socket after the answer. */
+  closeHandshakeMs: number;
+  /** Takes an accepted upgrade (ws's `handleUpgrade`). */
+  accept: (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /** Closes what `accept` opened, at shutdown; upgraded sockets still open after it are destroyed. */
+  close: () => Promise<void>;
+}
+
+/**
+ * Answers an upgrade request that gets no WebSocket in the Error shape (writeRawHttpError), and
+ * closes the connection: at once when the peer closes its side, else after `closeHandshakeMs`,
+ * so a refused peer holds nothing.
+ */
+export function refuseUpgrade(request: IncomingMessage, socket: Duplex, error: AppError, closeHandshakeMs: number): void {
+  const cut = setTimeout(() => socket.destroy(), closeHandshakeMs);
+  cut.unref();
+  socket.once('close', () => clearTimeout(cut));
+  socket.on('error', () => socket.destroy());
+  socket.once('end', () => socket.destroy());
+  writeRawHttpError(socket, error, request.method === 'HEAD');
+}
+
+/**
+ * Routes the HTTP server's `upgrade` requests (docs/subscriptions.md): another protocol (`h2c`) is
+ * served as plain HTTP/1.1; a WebSocket at another path is 404, and 503 once shutting down; past
+ * `maxPendingPerAddress` pending sockets of one address 429 with `Retry-After`, before anything
+ * is made. Every refusal is in the Error shape.
+ *
+ * @returns `authenticated`, which gives an accepted upgrade's pending place back.
+ */
+export function routeUpgrades(app: FastifyInstance, options: UpgradeRouterOptions): { authenticated: (request: IncomingMessage) => void } {
+  const pendingPerAddress = new Map<string, number>();
+  const releasePending = new WeakMap<IncomingMessage, () => void>();
+  const holdPending = (request: IncomingMessage, socket: Duplex, ip: string) => {
+    pendingPerAddress.set(ip, (pendingPerAddress.get(ip) ?? 0) + 1);
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      const left = (pendingPerAddress.get(ip) ?? 1) - 1;
+      if (left > 0) pendingPerAddress.set(ip, left);
+      else pendingPerAddress.delete(ip);
+    };
+    releasePending.set(request, release);
+    socket.once('close', release);
+  };
+  const refuse = (request: IncomingMessage, socket: Duplex, error: AppError) => refuseUpgrade(request, socket, error, options.closeHandshakeMs);
+
+  // Node's HTTP server no longer tracks the sockets it hands over: shutdown must.
+  const upgraded = new Set<Duplex>();
+  let accepting = true;
+  app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
+    const path = (request.url ?? '').split('?')[0];
+    const ip = options.clientAddressOf(request);
+    if (request.headers.upgrade?.toLowerCase() !== 'websocket') {
+      // With this listener Node no longer serves such a request as plain HTTP/1.1 by itself.
+      const response = new ServerResponse(request);
+      response.shouldKeepAlive = false;
+      response.assignSocket(socket as Socket);
+      // Node's server closes the sockets of its own responses; this one is ours to close.
+      response.once('finish', () => socket.end());
+      socket.once('end', () => socket.destroy());
+      app.routing(request, response);
+    } else if (path !== options.path) {
+      refuse(request, socket, new AppError('NOT_FOUND', `No WebSocket at ${path}: ${options.service} are at ${options.path}.`));
+    } else if (!accepting) {
+      refuse(request, socket, new AppError('SERVICE_UNAVAILABLE', 'Shutting down.'));
+    } else if ((pendingPerAddress.get(ip) ?? 0) >= options.maxPendingPerAddress) {
+      const message =
+        `Too many WebSockets from this address awaiting connection_init: at most ` + `${options.maxPendingPerAddress}; send connection_init on those first.`;
+      refuse(request, socket, new AppError('TOO_MANY_REQUESTS', message, { 'Retry-After': String(options.pendingMs / 1000) }));
+    } else {
+      holdPending(request, socket, ip);
+      options.accept(request, socket, head);
+    }
+  });
+
+  let closing: Promise<void> | undefined;
+  onStopAccepting(app, () => {
+    closing ??= (async () => {
+      accepting = false;
+      await options.close();
+      // Anything else still open on an upgraded socket (a refused upgrade whose peer keeps it half open).
+      for (const socket of upgraded) socket.destroy();
+    })();
+    return closing;
+  });
+  return { authenticated: (request) => releasePending.get(request)?.() };
+}
