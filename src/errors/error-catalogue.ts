@@ -2,47 +2,36 @@ import { CommitOutcomeUnknownError } from '../database/database-deadline';
 import { isDatabaseUnavailable } from '../database/database-errors';
 
 /**
- * The one error catalogue (spec "Errors"): every code either surface can send, with its HTTP
- * status. REST sends `{ code, message, status }`; GraphQL sends the same `code` in
- * `extensions.code`. Codes follow Apollo Server's names where Apollo has one.
+ * Every code either surface sends, with its HTTP status (spec "Errors"). Codes follow Apollo
+ * Server's names where Apollo has one.
  */
 export const ERROR_CATALOGUE = {
-  /** The request itself could not be read: malformed JSON, empty JSON body. */
   BAD_REQUEST: { status: 400, message: 'The request could not be parsed.' },
-  /** The request was read but holds missing, unknown or invalid values. */
   BAD_USER_INPUT: { status: 400, message: 'The request holds invalid values.' },
-  /** GraphQL only: the document is not valid GraphQL syntax. */
   GRAPHQL_PARSE_FAILED: { status: 400, message: 'The GraphQL document could not be parsed.' },
-  /** GraphQL only: the document does not validate against the schema. */
   GRAPHQL_VALIDATION_FAILED: { status: 400, message: 'The GraphQL document is not valid for this schema.' },
-  /** GraphQL only: the operation to run could not be chosen from the document. */
   OPERATION_RESOLUTION_FAILURE: { status: 400, message: 'The operation to run could not be determined.' },
-  /** GraphQL only, automatic persisted queries: the client should resend the full query (HTTP 200 by that protocol). */
+  /** 200: the automatic persisted queries protocol says so. */
   PERSISTED_QUERY_NOT_FOUND: { status: 200, message: 'Persisted query not found: send the full query.' },
-  /** GraphQL only, automatic persisted queries are not supported for this request (HTTP 200 by that protocol). */
+  /** 200: the automatic persisted queries protocol says so. */
   PERSISTED_QUERY_NOT_SUPPORTED: { status: 200, message: 'Persisted queries are not supported.' },
   UNAUTHENTICATED: { status: 401, message: 'A valid API key is required: send Authorization: Bearer <API_KEY>.' },
   NOT_FOUND: { status: 404, message: 'The requested resource does not exist.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'The method is not allowed for this resource.' },
-  /** GraphQL only: no acceptable response type (Accept names neither JSON type). */
   NOT_ACCEPTABLE: { status: 406, message: 'The server cannot answer in a type the Accept header allows.' },
   REQUEST_TIMEOUT: { status: 408, message: 'The request was not received in time.' },
   IDEMPOTENCY_KEY_IN_USE: { status: 409, message: 'A request with this Idempotency-Key is still in progress: retry later.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is too large.' },
   URI_TOO_LONG: { status: 414, message: 'The request URI is too long.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The request body must be application/json.' },
-  /** An `Expect` header other than 100-continue: the server cannot meet it. */
   EXPECTATION_FAILED: { status: 417, message: 'The Expect header cannot be met: only 100-continue is supported.' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'This Idempotency-Key was already used with a different request.' },
   TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests: slow down and retry after Retry-After seconds.' },
   REQUEST_HEADER_FIELDS_TOO_LARGE: { status: 431, message: 'The request headers are too large.' },
   INTERNAL_SERVER_ERROR: { status: 500, message: 'An unexpected error occurred.' },
-  /**
-   * The database (or the rate limit's Redis) is down, unreachable or too slow, and nothing was
-   * stored: retry after Retry-After seconds, which every such answer carries.
-   */
+  /** Database or Redis unavailable; nothing was stored. */
   SERVICE_UNAVAILABLE: { status: 503, message: 'The service is temporarily unavailable: retry shortly.', retryAfterSeconds: 1 },
-  /** A create was sent to the database, which never confirmed it: it may or may not be stored. */
+  /** A create the database never confirmed: it may or may not be stored. */
   GATEWAY_TIMEOUT: {
     status: 504,
     message:
@@ -51,7 +40,6 @@ export const ERROR_CATALOGUE = {
   },
 } as const satisfies Record<string, { status: number; message: string; retryAfterSeconds?: number }>;
 
-/** A code of {@link ERROR_CATALOGUE}. */
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
 /** The spec's Error body. */
@@ -62,14 +50,8 @@ export interface ErrorBody {
 }
 
 /**
- * An error the client is meant to see. Thrown by the service, resolvers and hooks; each
- * surface only translates it (REST: {@link ErrorBody}; GraphQL: `extensions.code`).
- *
- * @param code - a catalogue code; the HTTP status follows from it.
- * @param message - human-readable text; defaults to the catalogue's message. Never holds
- *   internals (SQL, stack, key material).
- * @param headers - HTTP headers the response must carry (e.g. `WWW-Authenticate`, `Allow`);
- *   a code with a `retryAfterSeconds` in the catalogue adds its `Retry-After` by itself.
+ * An error the client is meant to see; each surface only translates it. Its message must never
+ * hold internals (SQL, stack, key material); `Retry-After` comes from the catalogue.
  */
 export class AppError extends Error {
   override readonly name = 'AppError';
@@ -93,25 +75,15 @@ export class AppError extends Error {
   }
 }
 
-/**
- * The catalogue's general code for an HTTP error status: the first code listed with that
- * status (BAD_REQUEST for 400), or undefined when the catalogue has none.
- */
+/** The first catalogue code with this error status (BAD_REQUEST for 400), or undefined. */
 export function codeForStatus(status: number): ErrorCode | undefined {
   if (status < 400) return undefined;
   return (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).find((code) => ERROR_CATALOGUE[code].status === status);
 }
 
 /**
- * Turns anything thrown into an {@link AppError}. Framework errors that are the client's
- * fault (Fastify's 4xx errors: bad JSON or URL, too large, wrong media type) keep their status;
- * a database that cannot be reached becomes SERVICE_UNAVAILABLE (503, `Retry-After: 1`: nothing
- * was stored); a COMMIT the database never confirmed becomes GATEWAY_TIMEOUT (504: unknown outcome);
- * everything else becomes INTERNAL_SERVER_ERROR with the catalogue's generic message, so
- * no SQL, stack or internal detail reaches a client.
- *
- * @param error - any thrown value.
- * @returns the AppError to send, and whether it was unexpected (and so worth logging).
+ * Anything thrown as an AppError, and whether it was unexpected (worth logging). Fastify's 4xx
+ * keep their status; anything unknown is INTERNAL_SERVER_ERROR, so no internals reach a client.
  */
 export function toAppError(error: unknown): { appError: AppError; unexpected: boolean } {
   if (error instanceof AppError) return { appError: error, unexpected: false };

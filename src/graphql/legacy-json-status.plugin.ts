@@ -6,9 +6,8 @@ import type { GraphqlContext } from './graphql-context';
 import { queryLimitOf } from './query-limits';
 
 /**
- * The single-result media types Apollo Server 5 chooses from, in its order (its
- * `chooseContentTypeForSingleResultResponse`, not exported): on a tie, such as a bare `*` / `*`,
- * Apollo answers `application/json`. Both JSON ones are the legacy `application/json` format.
+ * Apollo Server 5's single-result types, in its order (`chooseContentTypeForSingleResultResponse`,
+ * not exported): a tie goes to the first. Both `application/json` ones are the legacy format.
  */
 const APOLLO_RESPONSE_TYPES = [
   'application/json; charset=utf-8',
@@ -17,13 +16,8 @@ const APOLLO_RESPONSE_TYPES = [
 ];
 
 /**
- * The media type Apollo answers a single result in, for this `Accept`: `negotiator` ranks the
- * types exactly as Apollo does; a missing `Accept` counts as `application/json`, as the GraphQL
- * over HTTP spec and Apollo both say.
- *
- * @param accept - the request's `Accept` header, if any.
- * @returns `application/json; charset=utf-8`, `application/graphql-response+json; charset=utf-8`,
- *   or undefined for an `Accept` that allows neither (Apollo answers that 406). Never throws.
+ * The media type Apollo answers a single result in for this `Accept` (negotiator ranks as Apollo
+ * does); undefined when neither JSON type is allowed (Apollo's 406).
  */
 export function graphqlResponseTypeFor(accept: string | undefined): string | undefined {
   if (!accept) return APOLLO_RESPONSE_TYPES[0];
@@ -31,19 +25,12 @@ export function graphqlResponseTypeFor(accept: string | undefined): string | und
   return chosen === APOLLO_RESPONSE_TYPES[2] ? APOLLO_RESPONSE_TYPES[0] : chosen;
 }
 
-/**
- * Whether Apollo answers this request in the legacy `application/json` format rather than
- * `application/graphql-response+json` (GraphQL over HTTP, "Legacy Watershed").
- *
- * @param accept - the request's `Accept` header, if any.
- * @returns true for `application/json`; false for `application/graphql-response+json` and for
- *   an `Accept` that allows neither. Never throws.
- */
+/** Whether Apollo answers in the legacy `application/json` format (GraphQL over HTTP, "Legacy Watershed"). */
 export function answersLegacyJson(accept: string | undefined): boolean {
   return graphqlResponseTypeFor(accept) === APOLLO_RESPONSE_TYPES[0];
 }
 
-/** Apollo's codes for GraphQL request errors: the document does not parse or validate, its variables do not coerce, no operation to run. */
+/** Apollo's codes for GraphQL request errors (nothing ran). */
 const REQUEST_ERROR_CODES: ReadonlySet<unknown> = new Set([
   'GRAPHQL_PARSE_FAILED',
   'GRAPHQL_VALIDATION_FAILED',
@@ -51,11 +38,7 @@ const REQUEST_ERROR_CODES: ReadonlySet<unknown> = new Set([
   'OPERATION_RESOLUTION_FAILURE',
 ]);
 
-/**
- * A GraphQL request error of the spec's kind, raised by graphql-js through Apollo: not one of
- * our limits (depth, aliases, directives, tokens, cost, mutations: see queryLimitOf) and not an
- * AppError a plugin of ours raised with its own status (cost limit 400, rate limit 429).
- */
+/** A spec request error: not one of our query limits nor an AppError carrying its own status. */
 function isSpecRequestError(error: GraphQLError): boolean {
   if (!REQUEST_ERROR_CODES.has(error.extensions?.code)) return false;
   if (error.originalError instanceof AppError) return false;
@@ -63,24 +46,9 @@ function isSpecRequestError(error: GraphQLError): boolean {
 }
 
 /**
- * Apollo plugin for the GraphQL over HTTP spec's status codes of the legacy `application/json`
- * format (docs/graphql.md "Status codes", docs/errors.md): a request whose parse, validation or variable coercion
- * fails, or whose operation cannot be chosen, gets HTTP 200 (with only `errors` in the body)
- * when it is answered in `application/json`, where Apollo Server sends 400 whatever the
- * `Accept`. It stays 400 for `application/graphql-response+json`, as that format requires.
- *
- * Left alone, with their documented statuses: errors raised before Apollo runs (401, 413, 415,
- * 429 by the guard, sent by `sendGraphqlError`), Apollo's own HTTP-level refusals (400
- * BAD_REQUEST for a malformed request, 405 for a mutation over GET, 406), our query limits
- * (400, naming the limit, cost limit included: the server refusing work, like 413 or
- * 429, rather than a document the client can check against the schema), execution errors (200
- * with `data` already).
- *
- * Input: Apollo's `willSendResponse` request context (the request's `Accept` header, the
- * response's HTTP status and body, the raw `errors` Apollo met). Output: it may set
- * `response.http.status` from 400 to 200; nothing else changes. Throws nothing.
- *
- * @returns the plugin, to register in `plugins` of the ApolloServer.
+ * Apollo plugin: request errors answered in legacy `application/json` get 200, as GraphQL over
+ * HTTP requires, where Apollo sends 400 whatever the `Accept` (docs/graphql.md "Status codes").
+ * Query limits stay 400: the server refusing work, not a document the client can check.
  */
 export function legacyJsonStatusPlugin(): ApolloServerPlugin<GraphqlContext> {
   return {
