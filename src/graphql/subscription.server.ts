@@ -19,37 +19,26 @@ import { type SocketExtra, openSubscriptionSocket } from './subscription.transpo
 
 /** What the WebSocket endpoint needs (docs/subscriptions.md). */
 export interface SubscriptionServerOptions {
-  /** The executable schema, with its Subscription type (schema.ts). */
   schema: GraphQLSchema;
-  /** The HTTP requests' guard: the same key checks, cache and rate limit. */
+  /** The HTTP requests' guard: the same key checks and rate limit. */
   guard: Guard;
   /** Where open connections' keys are checked again. */
   apiKeys: ApiKeyService;
-  /** Where sockets, subscriptions and delivered events are counted. */
   metrics: Metrics;
-  /** The client's address of an upgrade request (TRUST_PROXY applied), for the per-address limits. */
+  /** TRUST_PROXY applied. */
   clientAddressOf: (request: IncomingMessage) => string;
-  /** How often (ms) each open connection's key is checked again: API_KEY_CACHE_SECONDS. */
   keyRecheckMs: number;
-  /** The document rules of HTTP operations beyond graphql-js's own (GraphQL Armor: depth, aliases, directives). */
+  /** The HTTP operations' rules beyond graphql-js's own (GraphQL Armor). */
   validationRules: readonly ValidationRule[];
   log: FastifyBaseLogger;
 }
 
-/** A connection's graphql-ws context. */
 type WsContext = Context<Record<string, unknown> | undefined, SocketExtra>;
 
-/** The WebSocket versions ws speaks: 13 (RFC 6455) and 8 (its last draft). */
+/** The WebSocket versions ws speaks. */
 const WEBSOCKET_VERSIONS = ['13', '8'];
 
-/**
- * The answer to an upgrade to `/graphql` that ws found invalid (its `wsClientError`): 405 with
- * `Allow: GET` for another method; else 400 with ws's reason, plus `Sec-WebSocket-Version` when
- * the version is one ws does not speak (RFC 6455 §4.4, whose example answers 400).
- *
- * @param error - ws's error; its message names the bad header ("Missing or invalid Sec-WebSocket-Key header").
- * @param request - the upgrade request.
- */
+/** The answer to an upgrade ws found invalid: 405 for another method, else 400 (RFC 6455 §4.4). */
 function handshakeRefusal(error: Error, request: IncomingMessage): AppError {
   if (request.method !== 'GET') return new AppError('METHOD_NOT_ALLOWED', 'A WebSocket upgrade must be a GET request.', { Allow: 'GET' });
   const version = String(Number(request.headers['sec-websocket-version']));
@@ -67,18 +56,8 @@ function authorizationOf(params: Record<string, unknown> | undefined): unknown {
 }
 
 /**
- * GraphQL subscriptions over WebSocket on `/graphql` (docs/subscriptions.md): graphql-ws over ws,
- * on the upgrades http/upgrade.router.ts routes here; an invalid handshake is 400 (405 for
- * another method), in the Error shape.
- * - `connection_init` carries `{"Authorization": "Bearer <key>"}` (the name in any case), admitted
- *   by the HTTP requests' guard at {@link SUBSCRIPTION_LIMITS}.connectionCost: a key refused is
- *   closed with 4403, the rate limit or {@link SUBSCRIPTION_LIMITS}.maxConnectionsPerKey with 4429,
- *   a database or counters that cannot answer with 1013.
- * - `subscribe` documents pass the HTTP document limits (document-check.ts), must be subscriptions,
- *   and cost their key `rateLimitUnits` of their calls; past the rate limit or
- *   {@link SUBSCRIPTION_LIMITS}.maxSubscriptionsPerConnection they get an `error` message
- *   TOO_MANY_REQUESTS. Every error carries a catalogue code, never a stack trace.
- * - Open connections: subscription.lifecycle.ts; keep-alive and slow peers: subscription.transport.ts.
+ * GraphQL subscriptions over WebSocket on `/graphql`, graphql-ws over ws (docs/subscriptions.md):
+ * close codes and limits there. Lifecycle: subscription.lifecycle.ts; keep-alive: subscription.transport.ts.
  */
 export function serveSubscriptions(app: FastifyInstance, options: SubscriptionServerOptions): void {
   const { schema, guard, metrics, log } = options;
@@ -96,7 +75,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     accept: (request, socket, head) => wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request)),
     close: () => connections.close(wss),
   });
-  // An invalid handshake (method, key, version): answered in the Error shape instead of ws's text/html.
+  // In the Error shape instead of ws's text/html.
   wss.on('wsClientError', (error: Error, socket: Duplex, request: IncomingMessage) =>
     refuseUpgrade(request, socket, handshakeRefusal(error, request), SUBSCRIPTION_LIMITS.closeHandshakeMs),
   );
@@ -113,7 +92,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       const admission = { address: options.clientAddressOf(request), authorization: authorizationOf(connectionParams) };
       const { apiKeyId } = await guard.admit({ ...admission, units: SUBSCRIPTION_LIMITS.connectionCost }, state);
       if (!connections.hold(socket, { ...state, apiKeyId })) return refuse(SUBSCRIPTION_CLOSE.tooManyConnections);
-      // Authenticated: the key's limits hold it from now on, not its address's pending count (before the ack is sent).
+      // Before the ack: from now on the key's limits hold it, not its address's pending count.
       upgrades.authenticated(request);
       return true;
     } catch (error) {

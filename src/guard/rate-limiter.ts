@@ -4,70 +4,43 @@ import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimi
 import { AppError } from '../errors/error-catalogue';
 import { REDIS_TIMEOUTS } from '../limits';
 
-/** What one rate-limited client may spend (docs/security.md "Limits" and docs/configuration.md, RATE_LIMIT_* and REDIS_URL). */
+/** What one rate-limited client may spend per window (docs/security.md "Limits"). */
 export interface RateLimitConfig {
-  /** Units per window for one API key. */
   readonly max: number;
-  /** Units per window for one IP address without a valid key. */
+  /** Per IP address without a valid key. */
   readonly unauthenticatedMax: number;
   readonly windowSeconds: number;
-  /** Shared counters (several instances); in memory when absent. */
+  /** Counters shared by instances; in memory when absent. */
   readonly redisUrl?: string;
-  /** Prefix of the counters' keys. */
   readonly namespace: string;
 }
 
-/**
- * The rate limit's price of a request, one definition for both surfaces (docs/security.md "Limits"):
- * one unit per call to the pet store (a page of up to 100 pets, a lookup, a create, a subscription),
- * at least one. REST: 1 per request; GraphQL: 1 per root field that runs (document-check.ts `priceOf`).
- *
- * @param calls - 1 for REST, the root fields of a GraphQL operation.
- * @returns whole units, at least 1.
- */
+/** The rate limit's price of a request, for both surfaces: one unit per pet-store call, at least 1 (docs/security.md "Limits"). */
 export function rateLimitUnits(calls: number): number {
   return Math.max(1, calls);
 }
 
-/**
- * Where a client's rate limit stands after a charge: what its `RateLimit-Policy` and `RateLimit`
- * header fields say (`"default";q=<quota>;w=<window>`, `"default";r=<remaining>;t=<reset>`), and a
- * GraphQL answer's `extensions.rateLimit`.
- */
+/** A client's rate limit after a charge, as the `RateLimit-Policy`/`RateLimit` headers and `extensions.rateLimit` state it. */
 export interface RateLimitStatus {
-  /** Units per window (RATE_LIMIT_MAX for a key, RATE_LIMIT_UNAUTHENTICATED_MAX for an address). */
   readonly quota: number;
-  /** Units left in the current window. */
   readonly remaining: number;
-  /** Seconds until the window resets and `remaining` is `quota` again. */
   readonly resetSeconds: number;
-  /** The window, in seconds (RATE_LIMIT_WINDOW_SECONDS). */
   readonly windowSeconds: number;
 }
 
-/** Whose counter a charge goes to: an API key's, or a client address's. */
 export type RateLimitedClient = { apiKeyId: number } | { address: string };
 
-/** The rate limiter: fixed windows per API key or per address, in memory or in Redis. */
+/** Fixed windows per API key or per address, in memory or in Redis. */
 export interface RateLimiter {
   /**
-   * Charges `units` to `client`'s counter all at once, or none when fewer are left.
-   *
-   * @returns whether it was charged, and the counter's status after it.
-   * @throws AppError SERVICE_UNAVAILABLE (503, Retry-After) when the counters cannot be read
-   *   within {@link REDIS_TIMEOUTS}: no client gets past its limit while Redis is away.
+   * Charges all `units` or none. Throws SERVICE_UNAVAILABLE when the counters cannot be read:
+   * failing closed, so no client gets past its limit while Redis is away.
    */
   charge(client: RateLimitedClient, units: number): Promise<{ charged: boolean; status: RateLimitStatus }>;
   close(): Promise<void>;
 }
 
-/**
- * The rate limiter of docs/security.md "Limits", on rate-limiter-flexible: RateLimiterRedis with
- * its own ioredis client when `config.redisUrl` is set (every instance shares the counters), else
- * RateLimiterMemory. Keys are `<namespace>key:<id>` and `<namespace>ip:<address>`.
- *
- * @param log - where an unreachable Redis is noted.
- */
+/** The rate limiter on rate-limiter-flexible; keys `<namespace>key:<id>` and `<namespace>ip:<address>`. */
 export function createRateLimiter(config: RateLimitConfig, log: FastifyBaseLogger): RateLimiter {
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: REDIS_TIMEOUTS.connectMs, commandTimeout: REDIS_TIMEOUTS.commandMs })
@@ -99,7 +72,7 @@ export function createRateLimiter(config: RateLimitConfig, log: FastifyBaseLogge
           return { charged: true, status: statusOf(limiter, await limiter.consume(counter, units)) };
         } catch (refusal) {
           if (!(refusal instanceof RateLimiterRes)) throw refusal;
-          // consume() keeps what it added when it refuses (a charge raced this one): given back, so a refused charge spends nothing.
+          // consume() keeps what it added when it refuses (a racing charge): given back, so a refusal spends nothing.
           return { charged: false, status: statusOf(limiter, await limiter.reward(counter, units)) };
         }
       } catch {
