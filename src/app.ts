@@ -36,16 +36,13 @@ import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
 import { petController } from './rest/pet.controller';
 import { SURFACE_PATHS } from './surface-paths';
 
-/** Fastify's `trustProxy` for the configured value: a hop count trusts the nearest `n` proxies. */
+/** Fastify's `trustProxy`: a hop count trusts the nearest `n` proxies. */
 function trustProxyOption(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
   if (typeof trust === 'number') return (_address, hop) => hop < trust;
   return trust === false ? false : [...trust];
 }
 
-/**
- * The client's address of a request Fastify does not see (a WebSocket upgrade), by the same
- * proxy trust as `request.ip`, so both count against the same per-address rate limit.
- */
+/** A WebSocket upgrade's client address, trusted as `request.ip` is, so both share the per-address limit. */
 function clientAddressOf(trust: Config['trustProxy']): (request: IncomingMessage) => string {
   const option = trustProxyOption(trust);
   const trusted = option === false ? () => false : option === true ? () => true : option;
@@ -54,26 +51,19 @@ function clientAddressOf(trust: Config['trustProxy']): (request: IncomingMessage
 
 /** What the app is built from. */
 export interface AppDependencies {
-  /** The whole configuration, from `loadConfig` (config.ts): every default is the spec's, buildApp adds none. */
+  /** From `loadConfig`: buildApp adds no defaults. */
   config: Config;
-  /** An initialised DataSource whose migrations have run. */
+  /** Initialised, migrations run. */
   dataSource: DataSource;
-  /** Where the JSON log lines go; by default `createLogger(config.logLevel)`, on standard output. */
   logger?: Logger;
-  /** Where requests are counted; a fresh registry by default (main.ts serves it on its own port). */
   metrics?: Metrics;
-  /** Set `draining` to make `/readyz` fail (shutdown); once the server stops accepting, each response also closes its connection. */
+  /** `draining` makes `/readyz` fail (shutdown). */
   state?: ServiceState;
 }
 
 /**
- * Builds the HTTP app (does not listen): GraphQL at `/graphql` (and its subscriptions over
- * WebSocket there, docs/subscriptions.md) and the REST contract at `/v1`, both over one PetService behind one guard (authentication, rate limit, caller), plus the OpenAPI document
- * (`/v1/openapi.json`, `.yaml`), Swagger UI (`/docs`), `/healthz`, `/readyz` and the landing page `/`. Every request
- * gets an `X-Request-Id`, one log line and a metrics sample. Closing the app stops Apollo; the
- * DataSource belongs to the caller.
- *
- * @returns a ready Fastify instance; call `listen()` or `inject()` on it.
+ * Builds the HTTP app, ready but not listening: GraphQL and REST over one PetService behind one
+ * guard (docs/architecture.md). Closing it stops Apollo; the DataSource stays the caller's.
  */
 export async function buildApp({
   config,
@@ -82,21 +72,17 @@ export async function buildApp({
   metrics = createMetrics(),
   state = { draining: false },
 }: AppDependencies): Promise<FastifyInstance> {
-  // Typed as Fastify's logger so that the instance is a plain FastifyInstance, not one generic over pino's Logger.
+  // So the instance is a plain FastifyInstance, not one generic over pino's Logger.
   const loggerInstance: FastifyBaseLogger = logger;
   const app = fastify({
     loggerInstance,
-    // One log line per request instead of Fastify's two; ids from X-Request-Id when safe.
     logController: new RequestLogController(),
     requestIdHeader: false,
     genReqId: requestIdOf,
-    // A request that reached the server before it closed is served, not answered 503: the
-    // listener is closed first, so no new connection arrives while the last ones finish.
+    // The listener closes first, so requests still arriving are the last ones: served, not 503.
     return503OnClosing: false,
-    // Behind a load balancer, request.ip (and so the per-address rate limit) is the client's.
     trustProxy: trustProxyOption(config.trustProxy),
-    // Requests Fastify or Node reject before routing (a bad URL, a malformed header) still
-    // get the spec's Error body.
+    // Rejections before routing (bad URL, malformed header) still get the Error body.
     frameworkErrors: sendError,
     clientErrorHandler: answerClientError,
     bodyLimit: HTTP_LIMITS.restBodyBytes,
@@ -107,13 +93,12 @@ export async function buildApp({
       maxHeaderSize: HTTP_LIMITS.maxHeaderBytes,
       // Node's own Host check answers with an empty body: refuseBadRequestHeads answers instead.
       requireHostHeader: false,
-      // The whole request, head included, within the request timeout, checked every second.
       headersTimeout: HTTP_LIMITS.requestTimeoutMs,
       connectionsCheckingInterval: HTTP_LIMITS.timeoutCheckIntervalMs,
     },
   });
 
-  // Every database call a request makes, together, within one deadline (docs/failures.md "The database").
+  // One deadline for all of a request's database calls (docs/failures.md "The database").
   app.addHook('onRequest', (_request, _reply, done) => withOneBudget(done));
   await hardenResponses(app, config.corsOrigins);
   endJsonWithNewline(app);
@@ -124,21 +109,20 @@ export async function buildApp({
 
   const idempotency = new IdempotencyService(dataSource);
   const deprecations = new DeprecationTracker(metrics, app.log);
-  // Pet events for subscriptions: through Redis when configured, so every instance hears every create.
+  // Through Redis when configured, so every instance hears every create.
   const petEvents = createPetEventBus({ redisUrl: config.rateLimit.redisUrl, channel: config.petEventsChannel, log: app.log });
   app.addHook('onClose', () => petEvents.close());
   const petService = new PetService(new PetRepository(dataSource), idempotency, deprecations, petEvents);
   purgeExpiredKeys(app, idempotency);
   const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey), { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
 
-  // Both surfaces take JSON bodies only, parsed without rounding; anything else is 415.
+  // JSON only (anything else is 415), parsed without rounding.
   app.removeContentTypeParser('text/plain');
   parseJsonExactly(app);
   app.setErrorHandler(sendError);
   app.setNotFoundHandler(refuseUnknownRoute);
   const limiter = createRateLimiter(config.rateLimit, app.log);
   app.addHook('onClose', () => limiter.close());
-  // One guard for every operation on both surfaces and every WebSocket connection (docs/security.md "Limits").
   const guard = createGuard(apiKeys, limiter);
   const requests = guardRequests(app, guard);
   await describeWithOpenapi(app, config);
@@ -147,7 +131,7 @@ export async function buildApp({
     petService,
     guard: requests,
     production: config.nodeEnv === 'production',
-    // On the embedded database the server holds the file, so the apikey CLI cannot open it: the development key is the way in.
+    // On the embedded database the server holds the file, so the apikey CLI cannot open it.
     keyCommand: keepsDevApiKey(config) ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',
     subscriptions: {
       pubSub: petEvents.pubSub,
@@ -159,7 +143,7 @@ export async function buildApp({
     },
   });
   await serveOpenapi(app);
-  // Public and outside the guard: no key, no rate limit.
+  // Outside the guard: no key, no rate limit.
   await app.register(healthRoutes, { dataSource, state });
   await app.register(landingPageRoutes);
   await app.ready();

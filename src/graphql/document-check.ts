@@ -23,17 +23,12 @@ import type { ErrorCode } from '../errors/error-catalogue';
 import { QUERY_LIMITS } from '../limits';
 import { PARSE_OPTIONS, type QueryLimitError, priceRefusal, queryLimitOf, unpriceableRefusal } from './query-limits';
 
-/** What an operation costs: its cost (limit QUERY_LIMITS.maxCost), its creates (limit QUERY_LIMITS.maxMutations) and its calls to the pet store (what the rate limit charges). */
+/** Cost units, Mutation root fields, and pet-store calls (what the rate limit charges). */
 export type OperationPrice = { cost: number; mutations: number; calls: number } | { unpriceable: true };
 
 /**
- * The price of an operation (docs/security.md "Limits"): its cost (schema `complexity` extensions,
- * meta fields 0 of their own, 1 per other field), its calls (root fields that run, aliases and
- * fragments included, `@skip`/`@include` applied, meta fields left out) and of those its Mutation
- * root fields; `unpriceable` past QUERY_LIMITS.maxPricedSelections selections. A condition that
- * cannot be read (`if: $v`, `$v` null) counts its selection; execution reports the error.
- *
- * @returns `{ cost, mutations, calls }`, cost in units of QUERY_LIMITS.maxCost, or `{ unpriceable: true }`.
+ * The price of an operation (docs/security.md "Limits"): calls are the root fields that run,
+ * `@skip`/`@include` applied, meta fields left out; unpriceable past `maxPricedSelections`.
  */
 export function priceOf(
   schema: GraphQLSchema,
@@ -47,15 +42,14 @@ export function priceOf(
     const measure = (estimators: ComplexityEstimator[]) =>
       getComplexity({ schema, query, operationName, variables, estimators, maxQueryNodes: QUERY_LIMITS.maxPricedSelections });
     const cost = measure([metaFieldEstimator, fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })]);
-    // Each root field counts 1 whatever it selects; nothing below a root field is a call.
     const calls = measure([({ type, field }) => (roots.has(type as GraphQLObjectType) && !META_FIELDS.has(field) ? 1 : 0)]);
     return { cost, calls, mutations: operation.operation === OperationTypeNode.MUTATION ? calls : 0 };
   };
   try {
     return price(document);
   } catch {
-    // A `@skip`/`@include` whose `if` does not coerce (a null variable) throws here: priced with
-    // every condition taken as true, the operation runs, and execution reports it as graphql-js does.
+    // An `if` that does not coerce (null variable) throws: priced with every condition true, so
+    // execution reports the error as graphql-js does.
   }
   try {
     return price(visit(document, { Directive: (node) => (CONDITIONS.has(node.name.value) ? null : undefined) }));
@@ -64,22 +58,14 @@ export function priceOf(
   }
 }
 
-/** The meta fields every type or the Query type answers from the schema itself: `__typename`, `__schema`, `__type`. */
 const META_FIELDS: ReadonlySet<GraphQLField<unknown, unknown>> = new Set([TypeNameMetaFieldDef, SchemaMetaFieldDef, TypeMetaFieldDef]);
 
-/**
- * A meta field costs nothing of its own, its selection as usual: `__typename`, which Apollo
- * Client adds everywhere, is free; hand-written introspection stays bounded by the cost limit.
- */
+/** Meta fields cost only their selection: `__typename`, which Apollo Client adds everywhere, is free. */
 const metaFieldEstimator: ComplexityEstimator = ({ field, childComplexity }) => (META_FIELDS.has(field) ? childComplexity : undefined);
 
-/** The directives that may leave a selection out: `@skip` and `@include`. */
 const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, GraphQLIncludeDirective.name]);
 
-/**
- * Logs at info the first of `errors` that a query limit raised (docs/operations.md "Logs"): the
- * limit, its maximum, what the operation held, its `cost` when priced, and the client's message.
- */
+/** Logs at info the first of `errors` a query limit raised (docs/operations.md "Logs"). */
 export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Error[], cost?: number): void {
   for (const error of errors) {
     const refusal = queryLimitOf(error);
@@ -91,12 +77,12 @@ export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Er
   }
 }
 
-/** The query limit an operation of that price breaks (cost, creates, or no price at all), if any. */
+/** The query limit an operation of that price breaks, if any. */
 export function refusalOf(price: OperationPrice): QueryLimitError | undefined {
   return 'unpriceable' in price ? unpriceableRefusal() : priceRefusal(price);
 }
 
-/** Why a document is refused: a catalogue code and its message, as graphql-ws sends it. */
+/** Why a document is refused, as graphql-ws sends it. */
 export interface DocumentRefusal {
   code: ErrorCode;
   message: string;
@@ -110,13 +96,8 @@ export interface DocumentRequest {
 }
 
 /**
- * Checks a request as Apollo and cost-limit.plugin.ts check one over HTTP: parsed with the token
- * limit, validated with graphql-js's rules plus `rules`, its operation of the type `only`
- * expects, its variables coerced, priced ({@link priceOf}) within the query limits. A refusal by
- * a query limit is logged at info ({@link logQueryLimitRefusal}).
- *
- * @returns the document without locations (what runs keeps no source text), its operation and
- *   price; or the refusals, with catalogue codes.
+ * Checks a request as Apollo and cost-limit.plugin.ts check one over HTTP, for an operation of
+ * type `only`: the document to run (no locations), or the refusals with catalogue codes.
  */
 export function checkDocument(
   schema: GraphQLSchema,
@@ -147,6 +128,6 @@ export function checkDocument(
   if ('unpriceable' in price) return refused('GRAPHQL_VALIDATION_FAILED', [unpriceableRefusal()]);
   const refusal = priceRefusal(price);
   if (refusal) return refused(refusal.code, [refusal], price.cost);
-  // What runs holds no source text and no tokens (comments included, which the token limit does not count).
+  // Reparsed without locations: what runs keeps no source text alive.
   return { document: parse(query, { ...PARSE_OPTIONS, noLocation: true }), operationName: name, price };
 }
