@@ -33,49 +33,36 @@ import { refuseSubscriptionsOverHttp } from './subscriptions-over-http.rule';
 
 /** What the GraphQL surface needs. */
 export interface GraphqlPluginOptions {
-  /** The pet operations, shared with the REST surface. */
   petService: PetService;
-  /** The guard of every operation (its onRequest hook), which also charges an operation by its calls and tells where its rate limit stands. */
   guard: RequestGuard;
-  /** Production hides field suggestions from error messages. */
+  /** Hides field suggestions from error messages. */
   production: boolean;
-  /** The shell command that gets a key on this set-up (the development key file, or the apikey CLI), for the playground's hints. */
+  /** The shell command that gets a key on this set-up, for the playground's hints. */
   keyCommand: string;
   /** Subscriptions over WebSocket on `/graphql` (docs/subscriptions.md). */
   subscriptions: {
-    /** Where `petCreated` listens: the pet event bus. */
     pubSub: PetPubSub;
-    /** The guard, for connections and subscriptions. */
     guard: Guard;
-    /** The guard's key checks and cache, for re-checking open connections. */
+    /** For re-checking open connections' keys. */
     apiKeys: ApiKeyService;
     metrics: Metrics;
-    /** The client's address of an upgrade request, with the app's proxy trust (TRUST_PROXY). */
     clientAddressOf: (request: IncomingMessage) => string;
-    /** How often (ms) open connections re-check their key. */
     keyRecheckMs: number;
   };
 }
 
-/**
- * Serves GraphQL at `/graphql` (GET and POST) through Apollo Server, every request behind the
- * guard; errors before Apollo runs get a GraphQL-shaped body, errors inside it are formatted from
- * the catalogue. A browser's page visit gets the GraphiQL playground without a key (`./playground`).
- * A WebSocket upgrade runs subscriptions (`./subscription.server`) with the same schema, guard and
- * document limits. Every answer's `extensions` tell its price and where the rate limit stands
- * (PriceExtensions in `./cost-limit.plugin`). Apollo stops when the Fastify app closes.
- */
+/** GraphQL at `/graphql` (GET, POST, WebSocket) through Apollo Server, behind the guard (docs/graphql.md). */
 export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, production, keyCommand, subscriptions }) => {
   const armor = armorSettings(production);
   const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
   const apollo = new ApolloServer<GraphqlContext>({
-    // Operations run compiled by graphql-jit (bench/README.md "What makes it fast"), through Apollo's gateway interface.
+    // graphql-jit through Apollo's gateway interface (bench/README.md "What makes it fast").
     gateway: jitExecutorGateway(schema, {
       maxBytes: DOCUMENT_CACHE_LIMITS.compiledOperationBytes,
       onFallback: ({ operationName, reason }) => app.log.warn({ operationName, reason }, 'GraphQL operation runs uncompiled'),
     }),
     formatError: createGraphqlErrorFormatter((error) => app.log.error({ err: error }, 'unexpected GraphQL error')),
-    // Every caller has passed the guard, so introspection is for authenticated callers only.
+    // Safe: every caller has passed the guard.
     introspection: true,
     ...armor,
     validationRules: [...armor.validationRules, refuseSubscriptionsOverHttp],
@@ -84,14 +71,13 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     allowBatchedHttpRequests: false,
     // docs/security.md "CSRF": the bearer key every operation needs proves a preflight too.
     csrfPrevention: { requestHeaders: [...CSRF_PREVENTION.requestHeaders] },
-    // main.ts owns SIGTERM/SIGINT: Apollo stops when the Fastify app closes, after the requests in flight.
+    // main.ts owns SIGTERM/SIGINT: Apollo stops with the Fastify app, after the requests in flight.
     stopOnTerminationSignals: false,
-    // Each distinct query is parsed and validated once, kept in a store bounded in bytes, source text included (docs/security.md "Limits").
+    // Bounded in bytes, source text included (docs/security.md "Limits").
     documentStore: apolloCache(DOCUMENT_CACHE_LIMITS.documentStoreBytes, documentBytes),
-    // Apollo's shared cache: here only automatic persisted queries use it (query texts by hash).
+    // Only automatic persisted queries use Apollo's shared cache here.
     cache: apolloCache(DOCUMENT_CACHE_LIMITS.persistedQueryBytes, textBytes),
-    // Speed (bench/): no cache-control hints (that plugin wraps every field resolver; answers are
-    // no-store anyway), no usage reporting or inline tracing.
+    // Cache control off for speed: it wraps every field resolver, and answers are no-store anyway.
     plugins: [
       ...armor.plugins,
       costLimitPlugin(guard),
@@ -108,7 +94,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
   app.addHook('onClose', () => apollo.stop());
 
   const servePlaygroundToBrowsers = await registerPlayground(app, keyCommand);
-  // Refused before Apollo runs (401, 413, 415, the guard's 429): the answer still tells where the rate limit stands.
+  // Refused before Apollo runs: the answer still tells where the rate limit stands.
   const sendError = (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const rateLimit = guard.statusOf(request);
     sendGraphqlError(error, request, reply, rateLimit && { rateLimit });
@@ -119,10 +105,10 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     method: ['GET', 'POST'],
     url: '/graphql',
     bodyLimit: HTTP_LIMITS.graphqlBodyBytes,
-    // HEAD would reach Apollo, which has no answer for it: it gets 405 like any other method.
+    // Apollo has no answer for HEAD: 405 like any other method.
     exposeHeadRoute: false,
     schema: { hide: true },
-    // The playground first: it answers browsers' page visits without a key and leaves every other request to the guard.
+    // The playground first: browsers' page visits need no key.
     onRequest: [servePlaygroundToBrowsers, guard.hook],
     errorHandler: sendError,
     handler: fastifyApolloHandler(apollo, { context: async (request) => ({ caller: callerOf(request), request }) }),

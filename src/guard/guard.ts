@@ -6,46 +6,31 @@ import type { RateLimitStatus, RateLimitedClient, RateLimiter } from './rate-lim
 
 /** What the guard has established of one request or WebSocket connection, as it goes. */
 export interface GuardState {
-  /** Id of the API key that authenticated it (or that it was charged to before a refusal). */
+  /** Also set when a charge to it was refused. */
   apiKeyId?: number;
-  /** Who is calling, once admitted. */
   caller?: Caller;
-  /** Where its last rate-limit counter stands, for the RateLimit header fields and `extensions.rateLimit`. */
   rateLimit?: RateLimitStatus;
 }
 
 /** What the guard reads of a request or connection: nothing of its transport. */
 export interface Admission {
-  /** The client's address, TRUST_PROXY applied. */
+  /** TRUST_PROXY applied. */
   address: string;
-  /** The `Authorization` value as sent (a header, or a `connection_init` entry). */
+  /** As sent: a header, or a `connection_init` entry. */
   authorization: unknown;
-  /** The `Idempotency-Key` header as parsed, if the transport has one. */
   idempotencyKey?: string | string[];
-  /** What admission costs the key: 1 for a request, SUBSCRIPTION_LIMITS.connectionCost for a connection. */
   units: number;
 }
 
 /** The one guard of both surfaces and of WebSocket connections (docs/security.md "Limits"). */
 export interface Guard {
   /**
-   * Admits a request or connection, in this order: the address limit (a caller without a key this
-   * process already knows pays 1 unit on its address, before any lookup), the key (looked up when
-   * needed), the key limit (`units`), the caller (its checked Idempotency-Key). Writes `state` as
-   * it goes, so a refusal still tells where the rate limit stands.
-   *
-   * @returns the caller, also in `state.caller`.
-   * @throws AppError UNAUTHENTICATED (401, `WWW-Authenticate` per RFC 6750), TOO_MANY_REQUESTS
-   *   (429, Retry-After), SERVICE_UNAVAILABLE (the counters cannot be read), BAD_USER_INPUT (a
-   *   malformed Idempotency-Key).
+   * Admits a caller: a key this process does not know pays 1 unit on its address before any
+   * lookup, then the key pays `units`. Writes `state` as it goes, so a refusal still tells where
+   * the rate limit stands. Throws UNAUTHENTICATED, TOO_MANY_REQUESTS, SERVICE_UNAVAILABLE, BAD_USER_INPUT.
    */
   admit(input: Admission, state: GuardState): Promise<Caller>;
-  /**
-   * Charges an admitted caller's key `units` more (a GraphQL operation's calls, a subscription),
-   * all or none.
-   *
-   * @throws AppError TOO_MANY_REQUESTS when fewer are left, SERVICE_UNAVAILABLE.
-   */
+  /** Charges an admitted caller's key `units` more, all or none. Throws TOO_MANY_REQUESTS, SERVICE_UNAVAILABLE. */
   spend(state: GuardState, units: number): Promise<void>;
 }
 
@@ -60,12 +45,7 @@ function unauthenticated(message: string, error?: 'invalid_token'): AppError {
 
 const invalid = () => unauthenticated('Invalid or revoked API key.', 'invalid_token');
 
-/**
- * The guard over `apiKeys` (its cache included) and `limiter`.
- *
- * @param apiKeys - where keys are checked.
- * @param limiter - the rate limiter's counters.
- */
+/** The guard over `apiKeys` (its cache included) and `limiter`. */
 export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard {
   const charge = async (state: GuardState, client: RateLimitedClient, units: number) => {
     const { charged, status } = await limiter.charge(client, units);
@@ -75,7 +55,7 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
     throw new AppError('TOO_MANY_REQUESTS', `Rate limit reached: retry in ${retryAfter} s.`, { 'Retry-After': retryAfter });
   };
 
-  /** The key in `authorization` and what this process knows of it; a first lookup under way is waited for, so its burst is charged to the key. */
+  /** A first lookup under way is waited for, so a burst on a new key is charged to the key, not the address. */
   const recognise = async (authorization: unknown) => {
     if (!authorization) return { failure: unauthenticated('Missing API key: send Authorization: Bearer <API_KEY>.') };
     const token = typeof authorization === 'string' ? BEARER.exec(authorization)?.[1] : undefined;

@@ -8,29 +8,21 @@ import { onStopAccepting } from './graceful-shutdown';
 
 /** Where WebSocket upgrades go, and how many an address may hold before it authenticates. */
 export interface UpgradeRouterOptions {
-  /** The one path that takes WebSockets. */
   path: string;
-  /** What a WebSocket at another path is told to use instead. */
+  /** Named to a WebSocket at another path. */
   service: string;
-  /** The client's address of an upgrade request, TRUST_PROXY applied. */
   clientAddressOf: (request: IncomingMessage) => string;
-  /** Upgraded sockets of one address not authenticated yet, at most; the next upgrade is 429. */
+  /** Unauthenticated sockets of one address; the next upgrade is 429. */
   maxPendingPerAddress: number;
-  /** How long (ms) a socket may stay pending: the 429's Retry-After. */
+  /** Also the 429's Retry-After. */
   pendingMs: number;
-  /** How long (ms) a refused peer may keep its socket after the answer. */
   closeHandshakeMs: number;
-  /** Takes an accepted upgrade (ws's `handleUpgrade`). */
   accept: (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
-  /** Closes what `accept` opened, at shutdown; upgraded sockets still open after it are destroyed. */
+  /** At shutdown; upgraded sockets still open after it are destroyed. */
   close: () => Promise<void>;
 }
 
-/**
- * Answers an upgrade request that gets no WebSocket in the Error shape (writeRawHttpError), and
- * closes the connection: at once when the peer closes its side, else after `closeHandshakeMs`,
- * so a refused peer holds nothing.
- */
+/** Refuses an upgrade in the Error shape; the socket is cut after `closeHandshakeMs` so a refused peer holds nothing. */
 export function refuseUpgrade(request: IncomingMessage, socket: Duplex, error: AppError, closeHandshakeMs: number): void {
   const cut = setTimeout(() => socket.destroy(), closeHandshakeMs);
   cut.unref();
@@ -41,12 +33,8 @@ export function refuseUpgrade(request: IncomingMessage, socket: Duplex, error: A
 }
 
 /**
- * Routes the HTTP server's `upgrade` requests (docs/subscriptions.md): another protocol (`h2c`) is
- * served as plain HTTP/1.1; a WebSocket at another path is 404, and 503 once shutting down; past
- * `maxPendingPerAddress` pending sockets of one address 429 with `Retry-After`, before anything
- * is made. Every refusal is in the Error shape.
- *
- * @returns `authenticated`, which gives an accepted upgrade's pending place back.
+ * Routes the HTTP server's `upgrade` requests (docs/subscriptions.md); another protocol (`h2c`) is
+ * served as plain HTTP/1.1. `authenticated` gives an upgrade's pending place back.
  */
 export function routeUpgrades(app: FastifyInstance, options: UpgradeRouterOptions): { authenticated: (request: IncomingMessage) => void } {
   const pendingPerAddress = new Map<string, number>();
@@ -66,7 +54,7 @@ export function routeUpgrades(app: FastifyInstance, options: UpgradeRouterOption
   };
   const refuse = (request: IncomingMessage, socket: Duplex, error: AppError) => refuseUpgrade(request, socket, error, options.closeHandshakeMs);
 
-  // Node's HTTP server no longer tracks the sockets it hands over: shutdown must.
+  // Node's HTTP server stops tracking the sockets it hands over: shutdown must.
   const upgraded = new Set<Duplex>();
   let accepting = true;
   app.server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -75,7 +63,7 @@ export function routeUpgrades(app: FastifyInstance, options: UpgradeRouterOption
     const path = (request.url ?? '').split('?')[0];
     const ip = options.clientAddressOf(request);
     if (request.headers.upgrade?.toLowerCase() !== 'websocket') {
-      // With this listener Node no longer serves such a request as plain HTTP/1.1 by itself.
+      // With an `upgrade` listener Node does not serve such a request as plain HTTP/1.1 itself.
       const response = new ServerResponse(request);
       response.shouldKeepAlive = false;
       response.assignSocket(socket as Socket);
@@ -102,7 +90,7 @@ export function routeUpgrades(app: FastifyInstance, options: UpgradeRouterOption
     closing ??= (async () => {
       accepting = false;
       await options.close();
-      // Anything else still open on an upgraded socket (a refused upgrade whose peer keeps it half open).
+      // Such as a refused upgrade whose peer keeps it half open.
       for (const socket of upgraded) socket.destroy();
     })();
     return closing;
