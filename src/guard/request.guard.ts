@@ -5,7 +5,7 @@ import type { RateLimitStatus } from './rate-limiter';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** What the guard established of this request (set by its onRequest hook, on guarded routes only). */
+    /** Set on guarded routes only. */
     guard?: GuardState;
   }
 }
@@ -15,20 +15,14 @@ const POLICY = 'default';
 
 /** What a surface needs of the guard for HTTP requests. */
 export interface RequestGuard {
-  /** The onRequest hook of every guarded route: {@link Guard.admit} of the request, before its body is read. */
+  /** onRequest, so a refusal comes before the body is read. */
   hook: onRequestAsyncHookHandler;
-  /** {@link Guard.spend} for the request's caller. */
   spend: (request: FastifyRequest, units: number) => Promise<void>;
-  /** Where the request's rate limit stands, as its RateLimit header fields say; undefined when it was not counted. */
+  /** Undefined when the request was not counted. */
   statusOf: (request: FastifyRequest) => RateLimitStatus | undefined;
 }
 
-/**
- * The guard for HTTP requests (docs/security.md "Limits"): every answer to a counted request gets
- * `RateLimit-Policy` and `RateLimit`, which tell what is left after everything it was charged.
- *
- * @param app - the root instance, whose answers get the header fields.
- */
+/** The guard for HTTP requests; counted answers get `RateLimit-Policy` and `RateLimit` (docs/security.md "Limits"). */
 export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard {
   app.addHook('onSend', async (request, reply) => {
     const status = request.guard?.rateLimit;
@@ -47,11 +41,7 @@ export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard 
   };
 }
 
-/**
- * The caller of a guarded request, for a surface to hand to the pet operations.
- *
- * @throws Error when the route is not guarded (a wiring mistake, never the client's).
- */
+/** The caller of a guarded request; throws on an unguarded route (a wiring mistake). */
 export function callerOf(request: FastifyRequest): Caller {
   const caller = request.guard?.caller;
   if (!caller) throw new Error(`${request.method} ${request.routeOptions.url} is not behind the guard`);

@@ -3,17 +3,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue';
 import { writeRawHttpError } from '../errors/raw-http-error';
 
-/**
- * The app's error handler and `frameworkErrors` (docs/errors.md): the error's status and headers, and `body` (by default the spec's
- * Error body); a client's mistake keeps its 4xx, anything unexpected is logged in full and answered 500.
- */
+/** The app's error handler and `frameworkErrors` (docs/errors.md); anything unexpected is logged in full. */
 export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply, body = (appError: AppError): unknown => appError.toBody()): void {
   const { appError, unexpected } = toAppError(error);
   if (unexpected) request.log.error({ err: error }, 'unexpected error');
   reply.code(appError.status).headers(appError.headers).send(body(appError));
 }
 
-/** The app's not-found handler: 404 NOT_FOUND naming the method and path, through {@link sendError}. */
+/** The app's not-found handler. */
 export async function refuseUnknownRoute(request: FastifyRequest): Promise<never> {
   throw new AppError('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`);
 }
@@ -24,12 +21,12 @@ const CLIENT_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
   ERR_HTTP_REQUEST_TIMEOUT: 'REQUEST_TIMEOUT',
 };
 
-/** A request line (RFC 9112 section 3): method, target, HTTP version, at the start of a line. */
+/** A request line (RFC 9112 section 3). */
 const REQUEST_LINE = /(?:^|\n)([!#$%&'*+.^_`|~0-9A-Za-z-]+) [^ \r\n]+ HTTP\/\d\.\d\r?\n/g;
 
 /**
- * The method of the last request line in the bytes Node was parsing (`rawPacket` up to `bytesParsed`; requests before it on the
- * connection were served); undefined when they hold none (a head over 16 KiB sent in pieces, or a timeout).
+ * The method of the last request line Node was parsing (earlier ones on the connection were served);
+ * undefined when the bytes hold none (a head sent in pieces, a timeout).
  */
 function methodOf(error: NodeJS.ErrnoException): string | undefined {
   const { rawPacket, bytesParsed } = error as { rawPacket?: unknown; bytesParsed?: unknown };
@@ -38,13 +35,7 @@ function methodOf(error: NodeJS.ErrnoException): string | undefined {
   return [...rawPacket.toString('latin1', 0, end).matchAll(REQUEST_LINE)].at(-1)?.[1];
 }
 
-/**
- * Node's `clientError` handler (Fastify's `clientErrorHandler`): a request Node cannot parse (a malformed header or Content-Length,
- * headers over the size limit) or that took too long still gets the spec's Error body, and the connection closes; a HEAD, when the
- * bytes show one, gets no body (RFC 9110 section 9.3.2).
- *
- * @param error - Node's error: `code` HPE_HEADER_OVERFLOW gives 431, ERR_HTTP_REQUEST_TIMEOUT 408, any other 400.
- */
+/** Node's `clientError` handler: unparseable or late requests still get the Error body; a HEAD none (RFC 9110 section 9.3.2). */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   if (!socket.writable) return;
   writeRawHttpError(socket, new AppError(CLIENT_ERROR_CODES[error.code ?? ''] ?? 'BAD_REQUEST'), methodOf(error) === 'HEAD');
