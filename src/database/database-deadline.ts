@@ -5,10 +5,7 @@ import { DEADLINE_EXCEEDED, isConflict, isConnectionLost } from './database-erro
 import { markUnreachable, nodeOf, readerOf } from './database-node';
 import { DATABASE_DEADLINES } from '../limits';
 
-/**
- * A call outlasted its deadline and its connection was destroyed before any COMMIT, so nothing of its transaction is stored:
- * 503, safe to retry. (A statement outside a transaction may have run; pets are only written in transactions.)
- */
+/** A call outlasted its deadline before any COMMIT: nothing of its transaction is stored, so 503, safe to retry. */
 export class DatabaseDeadlineError extends Error {
   override readonly name = 'DatabaseDeadlineError';
   readonly code = DEADLINE_EXCEEDED;
@@ -22,7 +19,7 @@ export class DatabaseDeadlineError extends Error {
 export class CommitOutcomeUnknownError extends Error {
   override readonly name = 'CommitOutcomeUnknownError';
 
-  /** `written`: what the work returned before COMMIT (e.g. the new row), so the caller can look for it later. */
+  /** `written`: what the work returned before COMMIT, so the caller can look for it later. */
   constructor(
     message: string,
     options: ErrorOptions,
@@ -33,34 +30,31 @@ export class CommitOutcomeUnknownError extends Error {
 }
 
 export interface DatabaseCallOptions {
-  /** `slave`: a replica in the read rotation (database-node.ts) if any; `master` (default): the primary. */
+  /** `slave`: a replica in the read rotation, if any. */
   mode?: 'master' | 'slave';
   transaction?: boolean;
-  /** Outside the {@link withOneBudget} of the request that started it (e.g. follow-up after a reply). */
+  /** Outside the request's budget (e.g. follow-up after a reply). */
   background?: boolean;
-  /** Default {@link DATABASE_DEADLINES}.callMs, cut to what is left of the request's budget. */
+  /** Cut to what is left of the request's budget. */
   timeoutMs?: number;
 }
 
-/** A pooled mysql2 connection: destroying it closes its socket and keeps it out of the pool. */
+/** Destroying a pooled mysql2 connection closes its socket and keeps it out of the pool. */
 interface DestroyableConnection {
   destroy(): void;
 }
 
-/** The performance.now() at which the current request's database budget ends. */
+/** The performance.now() at which the request's database budget ends. */
 const budgets = new AsyncLocalStorage<number>();
 
-/**
- * Runs `work` (one HTTP request, app.ts) with one database budget: all its {@link withinDeadline} calls together end within
- * {@link DATABASE_DEADLINES}.callMs, so a request of several calls answers as quickly as one of one call.
- */
+/** Runs `work` (one HTTP request) with one budget: all its database calls together end within `callMs`. */
 export function withOneBudget<T>(work: () => T): T {
   return budgets.run(performance.now() + DATABASE_DEADLINES.callMs, work);
 }
 
 const causalSessions = new WeakSet<DestroyableConnection>();
 
-/** On Galera, `wsrep_sync_wait = 1` once per connection, so a pet created through any node is found through every other. */
+/** On Galera, so a pet created through any node is found through every other. */
 async function readCausally(dataSource: DataSource, runner: QueryRunner, connection: DestroyableConnection): Promise<void> {
   if (!nodeOf(dataSource)?.galera || causalSessions.has(connection)) return;
   await runner.query('SET SESSION wsrep_sync_wait = 1');
@@ -68,12 +62,10 @@ async function readCausally(dataSource: DataSource, runner: QueryRunner, connect
 }
 
 /**
- * Runs one call on a connection of its own, under one deadline covering the pool wait, the connection's queue and every
- * statement (docs/failures.md "The database"). mysql2's query timeout starts only when a statement becomes active, so
- * statements queued behind a stalled one would have none; at the deadline the connection is destroyed, so nothing queues
- * behind it. With `transaction`, a conflict (deadlock, Galera certification, lock wait) is run again within the same
- * deadline, so `work` may run more than once. A replica read whose connection fails is read again on the primary.
- * @throws DatabaseDeadlineError (503, nothing committed); CommitOutcomeUnknownError (504); what `work` or the driver throws.
+ * Runs one call under one deadline covering pool wait, queue and every statement (docs/failures.md "The database"):
+ * mysql2's query timeout starts only when a statement becomes active, so the connection is destroyed at the deadline.
+ * A transaction losing a conflict is rerun, so `work` may run more than once.
+ * Throws DatabaseDeadlineError (503), CommitOutcomeUnknownError (504), or what `work` or the driver throws.
  */
 export async function withinDeadline<T>(
   dataSource: DataSource,
@@ -93,7 +85,7 @@ export async function withinDeadline<T>(
     return await callOn(reader, work, transaction, timeoutMs);
   } catch (error) {
     if (!isConnectionLost(error)) throw error;
-    // The replica went away: out of the rotation until its next check finds it, and this read on the primary.
+    // Out of the rotation until its next check; this read goes to the primary.
     markUnreachable(reader);
     return callOn(dataSource, work, transaction, timeoutMs - (performance.now() - started));
   }
@@ -150,13 +142,13 @@ async function callOn<T>(target: DataSource, work: (manager: EntityManager) => P
     throw error;
   } finally {
     clearTimeout(timer);
-    // A stalled statement may still fail later, on its destroyed connection: nobody waits for it.
+    // A stalled statement may still fail later on its destroyed connection: not an unhandled rejection.
     if (expired) call.catch(() => undefined);
     await runner.release();
   }
 }
 
-/** sql.js needs no deadline: in-process and synchronous from BEGIN to COMMIT, it can neither stall nor interleave. */
+/** sql.js needs no deadline: synchronous from BEGIN to COMMIT, it can neither stall nor interleave. */
 function inProcess<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>, transaction: boolean): Promise<T> {
   return transaction ? dataSource.transaction(work) : work(dataSource.manager);
 }

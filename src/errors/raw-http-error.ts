@@ -3,9 +3,8 @@ import type { Duplex } from 'node:stream';
 import type { AppError } from './error-catalogue';
 
 /**
- * Answers an AppError on a socket Fastify does not own (Node's `clientError`, a refused WebSocket upgrade) and ends it
- * (docs/errors.md), with the head of Fastify's error answers (JSON ending with a newline, `no-store`, `nosniff`: see
- * security-headers.ts), the error's headers and `Connection: close`; for a HEAD (`head`), the same head and no body.
+ * Answers an AppError on a socket Fastify does not own (`clientError`, a refused upgrade) and ends it, with the
+ * headers Fastify's error answers carry (security-headers.ts); `head` sends no body.
  */
 export function writeRawHttpError(socket: Duplex, error: AppError, head = false): void {
   const body = `${JSON.stringify(error.toBody())}\n`;

@@ -6,7 +6,7 @@ import { SUBSCRIPTION_LIMITS } from '../limits';
 import type { Metrics } from '../observability/metrics.registry';
 import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
 
-/** An admitted connection: its key, and the guard's state its subscriptions are charged through. */
+/** An admitted connection; its subscriptions are charged through `guard`. */
 export interface Connection {
   apiKeyId: number;
   guard: GuardState;
@@ -16,21 +16,15 @@ export interface Connection {
 export interface LifecycleOptions {
   apiKeys: ApiKeyService;
   metrics: Metrics;
-  /** How often (ms) each open connection's key is checked again. */
   keyRecheckMs: number;
   log: FastifyBaseLogger;
 }
 
-/**
- * The open WebSocket connections of this instance (docs/subscriptions.md "Limits"): at most
- * {@link SUBSCRIPTION_LIMITS}.maxConnectionsPerKey per key; every `keyRecheckMs` the keys are
- * looked up again (one query) and revoked ones closed with 4403; one log line and the gauges per
- * socket; at shutdown every socket closed with 1001, cut after closeHandshakeMs.
- */
+/** The open WebSocket connections of this instance: per-key limit, key re-checks, gauges, shutdown (docs/subscriptions.md "Limits"). */
 export function connectionLifecycle({ apiKeys, metrics, keyRecheckMs, log }: LifecycleOptions) {
   const connections = new Map<WebSocket, Connection>();
   const perKey = new Map<number, number>();
-  /** The subscriptions of each socket that are running (their graphql-ws ids), for the gauge. */
+  /** Running graphql-ws ids per socket, so a gauge is decremented once. */
   const running = new WeakMap<WebSocket, Set<string>>();
 
   const release = (socket: WebSocket) => {
@@ -58,7 +52,7 @@ export function connectionLifecycle({ apiKeys, metrics, keyRecheckMs, log }: Lif
   recheck.unref();
 
   return {
-    /** Counts a socket ws accepted until it closes, then logs it (docs/operations.md "Logs"). */
+    /** Counts a socket until it closes, then logs it (docs/operations.md "Logs"). */
     opened(socket: WebSocket): void {
       metrics.countOpenSocket(1);
       const openedAt = performance.now();
@@ -72,7 +66,7 @@ export function connectionLifecycle({ apiKeys, metrics, keyRecheckMs, log }: Lif
         release(socket);
       });
     },
-    /** Keeps an admitted socket; false when its key has all the connections it may have here. */
+    /** False when its key has all the connections it may have here. */
     hold(socket: WebSocket, guard: GuardState & { apiKeyId: number }): boolean {
       const open = perKey.get(guard.apiKeyId) ?? 0;
       if (open >= SUBSCRIPTION_LIMITS.maxConnectionsPerKey) return false;
@@ -83,7 +77,6 @@ export function connectionLifecycle({ apiKeys, metrics, keyRecheckMs, log }: Lif
       return true;
     },
     of: (socket: WebSocket): Connection | undefined => connections.get(socket),
-    /** Counts a subscription that runs, until {@link ended}. */
     started(socket: WebSocket, id: string): void {
       const ids = running.get(socket) ?? new Set<string>();
       running.set(socket, ids.add(id));
@@ -92,10 +85,10 @@ export function connectionLifecycle({ apiKeys, metrics, keyRecheckMs, log }: Lif
     ended(socket: WebSocket, id: string): void {
       if (running.get(socket)?.delete(id)) metrics.countActiveSubscription(-1);
     },
-    /** Closes every socket of `wss` with 1001; resolves once all have closed. */
+    /** Closes every socket with 1001; resolves once all have closed. */
     async close(wss: WebSocketServer): Promise<void> {
       clearInterval(recheck);
-      // Peers that do not answer the close in time are cut, so that the server can close.
+      // Peers that do not answer the close in time are cut, so the server can close.
       const cut = setTimeout(() => {
         for (const socket of wss.clients) socket.terminate();
       }, SUBSCRIPTION_LIMITS.closeHandshakeMs);
