@@ -61,10 +61,7 @@ export interface AppDependencies {
   state?: ServiceState;
 }
 
-/**
- * Builds the HTTP app, ready but not listening: GraphQL and REST over one PetService behind one
- * guard (docs/architecture.md). Closing it stops Apollo; the DataSource stays the caller's.
- */
+/** Builds the HTTP app, ready but not listening (docs/architecture.md); closing it leaves the DataSource open. */
 export async function buildApp({
   config,
   dataSource,

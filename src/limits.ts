@@ -1,7 +1,4 @@
-/**
- * Every limit and timeout, defined once (docs/security.md "Limits"); derive, never copy, a value.
- * test/limits-docs.test.ts keeps the docs in step.
- */
+/** Every limit and timeout, defined once (docs/security.md "Limits"); test/limits-docs.test.ts keeps the docs in step. */
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -103,7 +100,6 @@ export const DATABASE_DEADLINES = Object.freeze({
   conflictAttempts: 3,
   /** Randomised, per attempt. */
   conflictBackoffMs: 25,
-  /** Per database node. */
   poolSize: 10,
   /** Re-check of an unreachable node or a replica's lag. */
   nodeCheckIntervalMs: SECOND,

@@ -64,8 +64,7 @@ async function readCausally(dataSource: DataSource, runner: QueryRunner, connect
 /**
  * Runs one call under one deadline covering pool wait, queue and every statement (docs/failures.md "The database"):
  * mysql2's query timeout starts only when a statement becomes active, so the connection is destroyed at the deadline.
- * A transaction losing a conflict is rerun, so `work` may run more than once.
- * Throws DatabaseDeadlineError (503), CommitOutcomeUnknownError (504), or what `work` or the driver throws.
+ * A lost conflict is rerun, so `work` may run more than once. Throws DatabaseDeadlineError, CommitOutcomeUnknownError.
  */
 export async function withinDeadline<T>(
   dataSource: DataSource,

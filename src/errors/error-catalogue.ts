@@ -1,10 +1,7 @@
 import { CommitOutcomeUnknownError } from '../database/database-deadline';
 import { isDatabaseUnavailable } from '../database/database-errors';
 
-/**
- * Every code either surface sends, with its HTTP status (spec "Errors"). Codes follow Apollo
- * Server's names where Apollo has one.
- */
+/** Every code either surface sends, with its HTTP status (spec "Errors"); Apollo Server's names where it has one. */
 export const ERROR_CATALOGUE = {
   BAD_REQUEST: { status: 400, message: 'The request could not be parsed.' },
   BAD_USER_INPUT: { status: 400, message: 'The request holds invalid values.' },
@@ -49,10 +46,7 @@ export interface ErrorBody {
   status: number;
 }
 
-/**
- * An error the client is meant to see; each surface only translates it. Its message must never
- * hold internals (SQL, stack, key material); `Retry-After` comes from the catalogue.
- */
+/** An error the client is meant to see: its message must never hold internals (SQL, stack, key material). */
 export class AppError extends Error {
   override readonly name = 'AppError';
   readonly status: number;

@@ -4,9 +4,8 @@ import { AppError } from '../errors/error-catalogue';
 import { QUERY_LIMITS } from '../limits';
 
 /**
- * Cost of a database field: its selection once per pet it can return, at least
+ * Cost of a database field: its selection (`childComplexity`) once per pet it can return, at least
  * `databaseFieldMinCost` so one operation holds at most 10 of them (docs/security.md "Limits").
- * `pets`: 1 for `pet`/`createPet`, `limit` for `pets`; `selection`: type-graphql's `childComplexity`.
  */
 export function databaseFieldCost(pets: number, selection: number): number {
   return Math.max(QUERY_LIMITS.databaseFieldMinCost, pets * selection);
@@ -39,10 +38,7 @@ export function connectionFieldCost(pets: number, selection: number, connection:
 /** The query limits, as refusals name them in logs. */
 export type QueryLimit = 'depth' | 'aliases' | 'directives' | 'tokens' | 'cost' | 'mutations' | 'selections';
 
-/**
- * An operation refused by a query limit: GRAPHQL_VALIDATION_FAILED, HTTP 400 (docs/security.md "Limits").
- * `maximum` and `found` are in the limit's own unit (depth, aliases, cost units, …).
- */
+/** An operation refused by a query limit (400); `maximum` and `found` in the limit's own unit (docs/security.md "Limits"). */
 export class QueryLimitError extends AppError {
   constructor(
     readonly limit: QueryLimit,
@@ -62,10 +58,7 @@ export function unpriceableRefusal(): QueryLimitError {
   return new QueryLimitError('selections', `Query cannot be priced: with its fragments expanded it holds more than ${figure(most)} selections.`, most);
 }
 
-/**
- * Refusal of an operation over the mutation or cost limit, or undefined. Mutations are checked
- * first so a second create is refused as such whatever it costs.
- */
+/** Refusal over the mutation or cost limit, or undefined; mutations first, so a second create is refused as such. */
 export function priceRefusal(price: { cost: number; mutations: number }): QueryLimitError | undefined {
   if (price.mutations > QUERY_LIMITS.maxMutations) {
     const most = QUERY_LIMITS.maxMutations;
@@ -86,10 +79,7 @@ export function priceRefusal(price: { cost: number; mutations: number }): QueryL
 /** graphql-js's parse error past `maxTokens` (it spells it "more that"). */
 const TOKEN_LIMIT_MESSAGE = /^Syntax Error: Document contains more tha[nt] \d+ tokens\. Parsing aborted\.$/;
 
-/**
- * Which query limit refused an operation, or undefined: a QueryLimitError, a GraphQLError wrapping
- * one (Armor's limits), or graphql-js's token-limit parse error.
- */
+/** Which query limit refused an operation, if any: Armor's wrap a QueryLimitError; the token limit is a parse error. */
 export function queryLimitOf(error: Error): Pick<QueryLimitError, 'limit' | 'maximum' | 'found'> | undefined {
   if (error instanceof QueryLimitError) return error;
   const original = error instanceof GraphQLError ? error.originalError : undefined;
@@ -111,10 +101,7 @@ function armorLimit(limit: QueryLimit, maximum: number) {
   return { n: maximum, exposeLimits: true, propagateOnRejection: false, onReject: [reject] };
 }
 
-/**
- * Apollo Server settings from GraphQL Armor: depth, alias and directive limits. Armor's cost rule
- * is off: costLimitPlugin's model knows `limit`.
- */
+/** Apollo Server settings from GraphQL Armor; its cost rule is off: costLimitPlugin's model knows `limit`. */
 export function armorSettings(production: boolean) {
   return new ApolloArmor({
     maxDepth: { ...armorLimit('depth', QUERY_LIMITS.maxDepth), ignoreIntrospection: true, flattenFragments: true },
