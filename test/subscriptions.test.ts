@@ -336,7 +336,12 @@ describe('petCreated over WebSocket', () => {
         subscribe(client, `subscription { petCreated { id } }`);
         subscribe(client, `subscription { petCreated { id } }`);
         const refused = await subscribe(client, `subscription { petCreated { id } }`).error();
-        expect(refused).toEqual([{ message: expect.stringMatching(/^Rate limit reached: retry in \d+ s\.$/), extensions: { code: 'TOO_MANY_REQUESTS' } }]);
+        expect(refused).toEqual([
+          {
+            message: expect.stringMatching(/^Rate limit reached: retry in \d+ s\.$/),
+            extensions: { code: 'TOO_MANY_REQUESTS', retryAfterSeconds: expect.any(Number) },
+          },
+        ]);
         const second = connect(limited, { Authorization: `Bearer ${limited.apiKey}` });
         clients.push(second.client);
         expect(await second.closed).toEqual({ code: 4429, reason: expect.stringMatching(/^Rate limit reached: retry in \d+ s\.$/) });

@@ -53,7 +53,7 @@ export function createGraphqlErrorFormatter(logUnexpected: (error: unknown) => v
     const byStatus = status === undefined ? undefined : codeForStatus(status);
     if (byStatus && byStatus !== 'INTERNAL_SERVER_ERROR') return graphqlError(new AppError(byStatus, formatted.message), formatted);
     logUnexpected(original);
-    const { appError } = toAppError(original); // INTERNAL_SERVER_ERROR, or SERVICE_UNAVAILABLE when the database is down
+    const { appError } = toAppError(original); // INTERNAL_SERVER_ERROR, or the database's 503 or 504
     return graphqlError(appError, formatted);
   };
 }

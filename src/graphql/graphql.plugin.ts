@@ -30,6 +30,7 @@ import { buildPetStoreSchema } from './schema';
 import { serveSubscriptions } from './subscription.server';
 import { unavailableStatusPlugin } from './unavailable-status.plugin';
 import { refuseSubscriptionsOverHttp } from './subscriptions-over-http.rule';
+import { SURFACE_PATHS } from '../surface-paths';
 
 /** What the GraphQL surface needs. */
 export interface GraphqlPluginOptions {
@@ -103,7 +104,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
   // Errors on /graphql get a GraphQL body; the playground's files keep the app's Error body.
   app.route({
     method: ['GET', 'POST'],
-    url: '/graphql',
+    url: SURFACE_PATHS.graphql,
     bodyLimit: HTTP_LIMITS.graphqlBodyBytes,
     // Apollo has no answer for HEAD: 405 like any other method.
     exposeHeadRoute: false,
@@ -113,6 +114,6 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     errorHandler: sendError,
     handler: fastifyApolloHandler(apollo, { context: async (request) => ({ caller: callerOf(request), request }) }),
   });
-  rejectOtherMethods(app, '/graphql', ['GET', 'POST'], { errorHandler: sendError });
+  rejectOtherMethods(app, SURFACE_PATHS.graphql, ['GET', 'POST'], { errorHandler: sendError });
   serveSubscriptions(app, { ...subscriptions, schema, validationRules: armor.validationRules, log: app.log });
 };

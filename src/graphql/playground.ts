@@ -4,11 +4,12 @@ import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import Negotiator from 'negotiator';
 import { rejectOtherMethods } from '../http/method-not-allowed';
+import { SURFACE_PATHS } from '../surface-paths';
 
 // GraphiQL, served from the installed packages (no CDN). The page holds no data and needs no
 // API key; the requests it sends go through the guard like any client's.
 
-export const PLAYGROUND_PREFIX = '/graphql/playground/';
+export const PLAYGROUND_PREFIX = `${SURFACE_PATHS.graphql}/playground/`;
 
 const JS = 'text/javascript; charset=utf-8';
 const CSS = 'text/css; charset=utf-8';
@@ -56,14 +57,14 @@ const KEY_ITEM = 'pet-store:api-key';
 const BOOTSTRAP = `(function () {
   'use strict';
   var KEY_ITEM = ${JSON.stringify(KEY_ITEM)};
-  var wsUrl = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/graphql';
+  var wsUrl = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '${SURFACE_PATHS.graphql}';
   var form = document.getElementById('key-form');
   var input = document.getElementById('key-input');
   var status = document.getElementById('key-status');
   function fetcher(params, options) {
     var headers = (options && options.headers) || {};
     var wsClient = graphqlWs.createClient({ url: wsUrl, connectionParams: headers, retryAttempts: 0 });
-    return GraphiQL.createFetcher({ url: '/graphql', wsClient: wsClient })(params, options);
+    return GraphiQL.createFetcher({ url: '${SURFACE_PATHS.graphql}', wsClient: wsClient })(params, options);
   }
   function start(key) {
     form.hidden = true;
@@ -87,7 +88,7 @@ const BOOTSTRAP = `(function () {
       return;
     }
     status.textContent = 'Checking the key…';
-    fetch('/graphql', {
+    fetch('${SURFACE_PATHS.graphql}', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + key },
       body: JSON.stringify({ query: '{ __typename }' })
@@ -183,7 +184,7 @@ function renderPage(assets: Map<string, Asset>, keyCommand: string): string {
 </form>
 <div id="key-in-use" class="key-bar" hidden>Your API key is in GraphiQL's Headers tab, kept in this browser tab only. <button id="key-forget" type="button">Forget it</button></div>
 <div id="graphiql"><p>Enter an API key above to start: the schema, the Docs and every query need one.</p></div>
-<noscript>The GraphQL playground needs JavaScript. Without it, send GraphQL requests to /graphql with any HTTP client.</noscript>
+<noscript>The GraphQL playground needs JavaScript. Without it, send GraphQL requests to ${SURFACE_PATHS.graphql} with any HTTP client.</noscript>
 ${scripts.map((name) => `<script src="${href(name)}"></script>`).join('\n')}
 </body>
 </html>

@@ -5,6 +5,7 @@ import type { GuardState } from '../guard/guard';
 import { SUBSCRIPTION_LIMITS } from '../limits';
 import type { Metrics } from '../observability/metrics.registry';
 import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
+import { SURFACE_PATHS } from '../surface-paths';
 
 /** An admitted connection; its subscriptions are charged through `guard`. */
 export interface Connection {
@@ -60,7 +61,7 @@ export function connectionLifecycle({ apiKeys, metrics, keyRecheckMs, log }: Lif
         metrics.countOpenSocket(-1);
         const durationMs = Math.round((performance.now() - openedAt) * 1000) / 1000;
         log.info(
-          { route: '/graphql', surface: 'websocket', apiKeyId: connections.get(socket)?.apiKeyId ?? null, closeCode: code, durationMs },
+          { route: SURFACE_PATHS.graphql, surface: 'websocket', apiKeyId: connections.get(socket)?.apiKeyId ?? null, closeCode: code, durationMs },
           'websocket closed',
         );
         release(socket);

@@ -16,6 +16,7 @@ import { connectionLifecycle } from './subscription.lifecycle';
 import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
 import { SUBSCRIPTION_LIMITS } from '../limits';
 import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
+import { SURFACE_PATHS } from '../surface-paths';
 
 /** What the WebSocket endpoint needs (docs/subscriptions.md). */
 export interface SubscriptionServerOptions {
@@ -66,7 +67,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
   const wss = new WebSocketServer({ noServer: true, maxPayload: SUBSCRIPTION_LIMITS.maxMessageBytes, handleProtocols });
   const connections = connectionLifecycle(options);
   const upgrades = routeUpgrades(app, {
-    path: '/graphql',
+    path: SURFACE_PATHS.graphql,
     service: 'GraphQL subscriptions',
     clientAddressOf: options.clientAddressOf,
     maxPendingPerAddress: SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress,
@@ -109,7 +110,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     if (!connection) return [thrownGraphqlError('UNAUTHENTICATED', 'The connection is not authenticated.')];
     const only = {
       operation: OperationTypeNode.SUBSCRIPTION,
-      message: 'Only subscriptions are served over WebSocket: send queries and mutations to POST /graphql.',
+      message: `Only subscriptions are served over WebSocket: send queries and mutations to POST ${SURFACE_PATHS.graphql}.`,
     };
     const checked = checkDocument(schema, rules, payload, log.child({ surface: 'websocket', apiKeyId: connection.apiKeyId }), only);
     if ('refusals' in checked) return checked.refusals.map(({ code, message }) => thrownGraphqlError(code, message));
@@ -123,7 +124,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     } catch (error) {
       const { appError, unexpected } = toAppError(error);
       if (unexpected) log.error({ err: error }, 'unexpected error charging a subscription');
-      return [thrownGraphqlError(appError.code, appError.message)];
+      return [thrownGraphqlError(appError)];
     }
     const { document, operationName } = checked;
     return { schema, document, operationName, variableValues: payload.variables ?? {}, contextValue: { caller: { apiKeyId: connection.apiKeyId } } };
