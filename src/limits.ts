@@ -100,12 +100,17 @@ export const DATABASE_DEADLINES = Object.freeze({
   conflictAttempts: 3,
   /** Randomised, per attempt. */
   conflictBackoffMs: 25,
+  /** At start-up, the first retry to reach the database waits this long, each next one twice as long. */
+  startupRetryMs: 500,
   poolSize: 10,
   /** Re-check of an unreachable node or a replica's lag. */
   nodeCheckIntervalMs: SECOND,
   /** DATABASE_REPLICA_MAX_LAG_SECONDS's default. */
   replicaMaxLagSeconds: 5,
 });
+
+/** How a create answered 504 is settled: its row is looked up on the primary every `intervalMs` while the database is unavailable, for at most `maxMs`. */
+export const UNCONFIRMED_CREATE_CHECKS = Object.freeze({ intervalMs: SECOND, maxMs: 10 * 60 * SECOND });
 
 /** The migration lock between instances starting at once (docs/operations.md "Scale-out notes"). */
 export const MIGRATION_LOCK = Object.freeze({

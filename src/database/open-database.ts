@@ -61,7 +61,7 @@ export async function openDatabase(database: DatabaseConfig, { attempts = 1, mig
       if (attempt >= attempts) {
         throw new DatabaseUnreachableError(`Cannot reach the database at ${describe(database)} after ${attempts} attempt(s): ${(error as Error).message}`);
       }
-      const delayMs = 500 * 2 ** (attempt - 1);
+      const delayMs = DATABASE_DEADLINES.startupRetryMs * 2 ** (attempt - 1);
       onRetry?.({ attempt, attempts, error: error as Error, delayMs });
       await sleep(delayMs);
     }
