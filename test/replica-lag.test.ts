@@ -79,8 +79,8 @@ describeOnMysql('a read replica that lags', () => {
 
     await delayReplica(0);
     await pair.waitCaughtUp();
-    // Back within the bound; a check that lands on the event being applied may still read 1 s (seen under load).
-    expect((await replicaBecomes({ ready: true, state: 'ok' })).lagSeconds).toBeLessThanOrEqual(1);
+    // Back in the rotation, within the bound (under load, a check can land while an event is applied and read 1 or 2 s).
+    expect((await replicaBecomes({ ready: true, state: 'ok' })).lagSeconds).toBeLessThanOrEqual(MAX_LAG_SECONDS);
   }, 60_000);
 
   test('when the replica stops applying (SQL thread stopped), then it leaves the rotation as unboundedly behind, and rejoins when restarted', async () => {
