@@ -1,5 +1,5 @@
 import type { ExplainRow } from './bench-database';
-import type { Measurement, SystemName } from './bench.runner';
+import { type Measurement, PEER_NAMES, type PeerName, type SystemName } from './bench.runner';
 import type { CausalReadsResult } from './causal-reads';
 
 /** Every measurement of one system on one scenario, one per round. */
@@ -11,8 +11,9 @@ export interface ScenarioRuns {
 }
 
 /**
- * The fixed-rate comparison: B1c, then the service, at half of B1c's maximum rate for the
- * operation (B1c's REST figure for a GraphQL row): latency, and server CPU time per request.
+ * The fixed-rate comparison: B1c, then the service, then on GraphQL each peer, at half of B1c's
+ * maximum rate for the operation (B1c's REST figure for a GraphQL row): latency, and server CPU
+ * time per request.
  */
 export interface HalfRateRow {
   name: string;
@@ -22,6 +23,8 @@ export interface HalfRateRow {
   /** B1c on the REST operation. */
   b1c: Measurement;
   service: Measurement;
+  /** The GraphQL peers run, on a GraphQL row. */
+  peers?: Partial<Record<PeerName, Measurement>>;
 }
 
 /** The scale curve: latency at one table size. */
@@ -90,6 +93,44 @@ export function ratioTo(results: BenchResults, baseline: 'B1' | 'B1c', surface: 
   const service = find(results, 'service', surface, name);
   const other = find(results, baseline, 'rest', name);
   return service && other ? service.rps / other.rps : undefined;
+}
+
+/** One system on one GraphQL scenario, beside the service: the rows of the peers' table. */
+export interface PeerComparison {
+  name: string;
+  system: 'service' | PeerName;
+  rps: number;
+  p50: number;
+  p99: number;
+  peakRssMb: number;
+  unexpected: number;
+  /** Its req/s over B1c's for the same operation (B1c serves REST). */
+  ratioToB1c?: number;
+  /** The service's GraphQL req/s over this peer's (undefined on the service's own row). */
+  serviceRatio?: number;
+}
+
+/** For each GraphQL scenario that a peer ran: the service, then each peer run, with their ratios. */
+export function comparePeers(results: BenchResults): PeerComparison[] {
+  const rows: PeerComparison[] = [];
+  const names = [...new Set(results.runs.filter((r) => r.surface === 'graphql').map((r) => r.name))];
+  for (const name of names) {
+    const service = find(results, 'service', 'graphql', name);
+    const b1c = find(results, 'B1c', 'rest', name);
+    const peers = PEER_NAMES.map((peer) => [peer, find(results, peer, 'graphql', name)] as const).filter(([, summary]) => summary !== undefined);
+    if (peers.length === 0) continue;
+    for (const [system, summary] of [['service', service] as const, ...peers]) {
+      if (!summary) continue;
+      rows.push({
+        name,
+        system,
+        ...summary,
+        ratioToB1c: b1c && summary.rps / b1c.rps,
+        serviceRatio: system === 'service' || !service ? undefined : service.rps / summary.rps,
+      });
+    }
+  }
+  return rows;
 }
 
 /** A target and whether this run met it. */
@@ -196,6 +237,21 @@ export function toMarkdown(results: BenchResults): string {
   lines.push(
     'Medians over rounds. B1 is Fastify + mysql2 with a key lookup on every request, B1c the same with a key cache of the service\'s TTL, B0 canned JSON; they serve REST only, so GraphQL rows are compared with their REST figure for the same operation. "Unexpected" counts responses with another status than the scenario expects, and connection errors, over every round (service, and for REST rows the baselines too).',
   );
+  const peerRows = comparePeers(results);
+  if (peerRows.length > 0) {
+    lines.push('');
+    lines.push(
+      'GraphQL against its peers, servers a user could pick instead on the same database and key cache (apollo: Apollo Server 5 + type-graphql + TypeORM; yoga: graphql-yoga + graphql-jit + mysql2; mercurius: mercurius with jit + mysql2; bench/README.md "Peers"). Medians over rounds; × B1c against B1c\'s REST figure; "Service ×" is the service\'s req/s over the peer\'s:',
+    );
+    lines.push('');
+    lines.push('| Scenario | System | req/s | p50 ms | p99 ms | × B1c | Service × | Peak RSS MB | Unexpected |');
+    lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|');
+    for (const row of peerRows) {
+      lines.push(
+        `| ${row.name} | ${row.system} | ${fixed(row.rps)} | ${fixed(row.p50)} | ${fixed(row.p99)} | ${fixed(row.ratioToB1c, 2)} | ${fixed(row.serviceRatio, 2)} | ${row.peakRssMb} | ${row.unexpected} |`,
+      );
+    }
+  }
   if (results.halfRate.length > 0) {
     lines.push('');
     lines.push(
@@ -211,6 +267,28 @@ export function toMarkdown(results: BenchResults): string {
       lines.push(
         `| ${row.name} | ${row.surface === 'rest' ? 'REST' : 'GraphQL'} | ${row.rate} | ${fixed(service.p50, 1)} / ${fixed(service.p99, 1)} | ${fixed(b1c.p50, 1)} / ${fixed(b1c.p99, 1)} | ${fixed(service.p99 / b1c.p99, 2)} | ${fixed(service.cpuMsPerRequest, 3)} | ${fixed(b1c.cpuMsPerRequest, 3)} | ${fixed(service.cpuMsPerRequest / b1c.cpuMsPerRequest, 2)} |`,
       );
+    }
+    const peerRates = results.halfRate.filter((row) => row.peers && Object.keys(row.peers).length > 0);
+    if (peerRates.length > 0) {
+      lines.push('');
+      lines.push(
+        "CPU per request at a fixed rate, GraphQL: the service, each peer and B1c (REST) at the same rate, half of B1c's maximum for the operation; \"Service CPU ×\" is the service's CPU per request over that system's:",
+      );
+      lines.push('');
+      lines.push('| Scenario | Rate req/s | System | p50 / p99 ms | CPU ms/request | CPU × B1c | Service CPU × |');
+      lines.push('|---|--:|---|--:|--:|--:|--:|');
+      for (const row of peerRates) {
+        const systems: Array<[string, Measurement]> = [
+          ['service', row.service],
+          ...PEER_NAMES.flatMap((peer) => (row.peers?.[peer] ? [[peer, row.peers[peer]] as [string, Measurement]] : [])),
+          ['B1c', row.b1c],
+        ];
+        for (const [system, m] of systems) {
+          lines.push(
+            `| ${row.name} | ${row.rate} | ${system} | ${fixed(m.p50, 1)} / ${fixed(m.p99, 1)} | ${fixed(m.cpuMsPerRequest, 3)} | ${fixed(m.cpuMsPerRequest / row.b1c.cpuMsPerRequest, 2)} | ${system === 'service' ? '–' : fixed(row.service.cpuMsPerRequest / m.cpuMsPerRequest, 2)} |`,
+          );
+        }
+      }
     }
   }
   if (results.scale.length > 0) {

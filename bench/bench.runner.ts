@@ -5,10 +5,19 @@ import path from 'node:path';
 import { finished } from 'node:stream';
 import autocannon from 'autocannon';
 import { freePort } from './free-port';
-import type { Scenario, ScenarioContext } from './scenarios';
+import type { Scenario, ScenarioContext, Surface } from './scenarios';
 
-/** The systems measured: the service and the baselines (B1c is B1 with a key cache). */
-export type SystemName = 'service' | 'B1' | 'B1c' | 'B0';
+/** The GraphQL peers: servers a user could pick instead of the service, serving its GraphQL operations only. */
+export const PEER_NAMES = ['apollo', 'yoga', 'mercurius'] as const;
+
+/** One of {@link PEER_NAMES}. */
+export type PeerName = (typeof PEER_NAMES)[number];
+
+/** The systems measured: the service, the baselines (B1c is B1 with a key cache) and the GraphQL peers. */
+export type SystemName = 'service' | 'B1' | 'B1c' | 'B0' | PeerName;
+
+/** Whether a system is a GraphQL peer. */
+export const isPeer = (name: SystemName): name is PeerName => (PEER_NAMES as readonly string[]).includes(name);
 
 /** A started server process. */
 export interface RunningSystem {
@@ -75,13 +84,23 @@ export function cpuTimeMs(pid: number): number {
   }
 }
 
+/** The request that tells a system is ready, on the surface it serves: a list of one pet. */
+function readinessRequest(surface: Surface, url: string, apiKey: string): [string, RequestInit] {
+  const authorization = `Bearer ${apiKey}`;
+  return surface === 'rest'
+    ? [`${url}/v1/pets?limit=1`, { headers: { authorization } }]
+    : [`${url}/graphql`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: '{"query":"{ pets(limit: 1) { id } }"}' }];
+}
+
 /**
  * Starts a server as a child process (`node <script>` from the repository root) and waits
- * until `GET /v1/pets?limit=1` with `apiKey` answers 200.
+ * until a list of one pet with `apiKey` answers 200 (`GET /v1/pets?limit=1`, or its GraphQL
+ * query for a system that serves GraphQL only).
  *
  * @param script - path of the built script, relative to the repository root.
  * @param env - added to the current environment (PORT is chosen here).
- * @param nodeOptions - extra node flags, e.g. `--cpu-prof`.
+ * @param options.nodeOptions - extra node flags, e.g. `--cpu-prof`.
+ * @param options.surface - the surface that tells it is ready (default REST).
  * @throws when the process exits or is not ready within 30 s (its output is in the message).
  */
 export async function startSystem(
@@ -89,7 +108,7 @@ export async function startSystem(
   script: string,
   env: Record<string, string>,
   apiKey: string,
-  nodeOptions: string[] = [],
+  { nodeOptions = [], surface = 'rest' }: { nodeOptions?: string[]; surface?: Surface } = {},
 ): Promise<RunningSystem> {
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [...nodeOptions, script], {
@@ -114,7 +133,7 @@ export async function startSystem(
   for (const deadline = Date.now() + 30_000; ;) {
     if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode} before it was ready:\n${output}`);
     try {
-      const response = await fetch(`${url}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${apiKey}` } });
+      const response = await fetch(...readinessRequest(surface, url, apiKey));
       await response.arrayBuffer();
       if (response.status === 200) break;
     } catch {

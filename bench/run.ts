@@ -7,8 +7,19 @@ import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from './mysql-admin';
 import { freePort } from './free-port';
 import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase, renumberPets } from './bench-database';
-import { type BenchResults, type GaleraResults, type ScenarioRuns, checkTargets, summarise, toMarkdown } from './bench.report';
-import { type Measurement, type RunningSystem, type SystemName, measure, measureAtRate, probe, startSystem } from './bench.runner';
+import { type BenchResults, type GaleraResults, type ScenarioRuns, checkTargets, comparePeers, summarise, toMarkdown } from './bench.report';
+import {
+  type Measurement,
+  PEER_NAMES,
+  type PeerName,
+  type RunningSystem,
+  type SystemName,
+  isPeer,
+  measure,
+  measureAtRate,
+  probe,
+  startSystem,
+} from './bench.runner';
 import { measureCausalReads } from './causal-reads';
 import { startGaleraCluster } from './mariadb-topology';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
@@ -16,7 +27,7 @@ import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
- *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B1c,B0]`
+ *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B1c,B0,apollo,yoga,mercurius]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
  * mysql://root@127.0.0.1:3306/petstore_bench, or petstore_bench_smoke with --smoke; it is
@@ -24,11 +35,13 @@ import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
  * the service (dist/src/main.js, NODE_ENV=production, LOG_LEVEL=warn, the heap cap of `npm start`)
  * and the baselines B1
  * (Fastify + mysql2, a key lookup per request), B1c (B1 with a key cache of the service's TTL)
- * and B0 (node:http, canned JSON), in an order reversed every other round, and runs every
- * scenario against each with autocannon (the baselines: the REST scenario of each operation),
+ * and B0 (node:http, canned JSON), and the GraphQL peers apollo, yoga and mercurius (bench/peer-*.server.ts),
+ * in an order reversed every other round, and runs every
+ * scenario against each with autocannon (the baselines: the REST scenario of each operation;
+ * the peers: the GraphQL scenarios),
  * 3 rounds of 5 s after a 0.5 s warm-up, 32 connections. The report gives medians over rounds
- * and the service's ratios to B1 and B1c (a GraphQL row to their REST figure).
- * Then the fixed-rate phase: for every scenario, B1c and then the service at half of B1c's
+ * and the service's ratios to B1 and B1c (a GraphQL row to their REST figure) and, on GraphQL, to each peer.
+ * Then the fixed-rate phase: for every scenario, B1c, then the service, then each peer (GraphQL) at half of B1c's
  * maximum rate for the operation, for p50/p99 and the server's CPU time per request (user +
  * system, read from /proc/<pid>/stat; see cpuTimeMs in bench.runner.ts). Then the scale
  * curve (10k, 100k, 1M rows in BENCH_DATABASE_URL's database + `_scale`). Then, on a 3-node
@@ -40,7 +53,7 @@ import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
  * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
  * No thresholds are enforced: targets are reported, met or missed.
  */
-const SYSTEM_NAMES: readonly SystemName[] = ['service', 'B1', 'B1c', 'B0'];
+const SYSTEM_NAMES: readonly SystemName[] = ['service', 'B1', 'B1c', 'B0', ...PEER_NAMES];
 
 function positiveNumber(value: string): number {
   const number = Number(value);
@@ -56,12 +69,12 @@ function systemList(value: string): SystemName[] {
 }
 
 const options = new Command('bench')
-  .description('Benchmark the built service against two baselines on MariaDB/MySQL (BENCH_DATABASE_URL).')
+  .description('Benchmark the built service against three baselines and three GraphQL peers on MariaDB/MySQL (BENCH_DATABASE_URL).')
   .option('--smoke', 'one short round on a database of its own, to check the harness (CI)')
   .option('--only <regex>', 'only the scenarios whose "surface name" matches, e.g. "graphql list"')
   .option('--rounds <n>', 'rounds (default 3; 1 with --smoke)', positiveIntegerArgument)
   .option('--duration <seconds>', 'seconds per measured run (default 5)', positiveNumber)
-  .option('--systems <list>', 'comma-separated systems to run (default: service,B1,B1c,B0)', systemList)
+  .option('--systems <list>', `comma-separated systems to run (default: ${SYSTEM_NAMES.join(',')})`, systemList)
   .option('--no-scale', 'skip the scale curve')
   .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
@@ -97,8 +110,21 @@ const began = Date.now();
 const log = (message: string) => process.stderr.write(`[${((Date.now() - began) / 1000).toFixed(1).padStart(5)} s] ${message}\n`);
 const round1 = (value: number) => Math.round(value * 10) / 10;
 
+/** B1c's key cache, the service's own TTL and bound; the GraphQL peers have it too. */
+const KEY_CACHE_ENV = { KEY_CACHE_MS: String(API_KEY_CACHE.ttlMs), KEY_CACHE_MAX: String(API_KEY_CACHE.maxEntries) };
+
+/** The script of each GraphQL peer. */
+const PEER_SCRIPTS: Record<PeerName, string> = {
+  apollo: 'dist/bench/peer-apollo-typegraphql.server.js',
+  yoga: 'dist/bench/peer-yoga-jit.server.js',
+  mercurius: 'dist/bench/peer-mercurius-jit.server.js',
+};
+
 /** How to start each system; the service exactly as in production, rate limits out of the way. */
 async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_URL): Promise<RunningSystem> {
+  if (isPeer(system)) {
+    return startSystem(system, PEER_SCRIPTS[system], { NODE_ENV: 'production', DATABASE_URL: databaseUrl, ...KEY_CACHE_ENV }, apiKey, { surface: 'graphql' });
+  }
   switch (system) {
     case 'service':
       return startSystem(
@@ -116,21 +142,12 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
           NODE_OPTIONS: `${HEAP_CAP_NODE_OPTION} ${process.env.NODE_OPTIONS ?? ''}`.trim(),
         },
         apiKey,
-        options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : [],
+        { nodeOptions: options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : [] },
       );
     case 'B1':
       return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey);
     case 'B1c':
-      return startSystem(
-        'B1c',
-        'dist/bench/baseline-fastify-mysql.server.js',
-        {
-          DATABASE_URL: databaseUrl,
-          KEY_CACHE_MS: String(API_KEY_CACHE.ttlMs),
-          KEY_CACHE_MAX: String(API_KEY_CACHE.maxEntries),
-        },
-        apiKey,
-      );
+      return startSystem('B1c', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl, ...KEY_CACHE_ENV }, apiKey);
     case 'B0':
       return startSystem('B0', 'dist/bench/baseline-http.server.js', { API_KEY: apiKey, CANNED_FILE }, apiKey);
   }
@@ -180,6 +197,9 @@ async function main(): Promise<void> {
   const scenarios = SCENARIOS.filter((s) => !only || only.test(`${s.surface} ${s.name}`));
   // The baselines serve REST only: the REST scenario of every operation selected, on either surface.
   const baselineScenarios = SCENARIOS.filter((s) => s.surface === 'rest' && scenarios.some((selected) => selected.name === s.name));
+  // The peers serve GraphQL only: the GraphQL scenarios selected.
+  const peerScenarios = scenarios.filter((s) => s.surface === 'graphql');
+  const scenariosOf = (name: SystemName) => (name === 'service' ? scenarios : isPeer(name) ? peerScenarios : baselineScenarios);
   const runs: ScenarioRuns[] = [];
   const record = (system: SystemName, scenario: Scenario, measurement: Measurement) => {
     let entry = runs.find((r) => r.system === system && r.surface === scenario.surface && r.name === scenario.name);
@@ -189,13 +209,13 @@ async function main(): Promise<void> {
 
   // A B A B: fresh processes every round, the order reversed every other round.
   for (let round = 0; round < SETTINGS.rounds; round++) {
-    const order = (round % 2 === 0 ? SYSTEM_NAMES : [...SYSTEM_NAMES].reverse()).filter((name) => SYSTEMS.includes(name));
+    const order = (round % 2 === 0 ? SYSTEM_NAMES : [...SYSTEM_NAMES].reverse()).filter((name) => SYSTEMS.includes(name) && scenariosOf(name).length > 0);
     log(`Round ${round + 1} of ${SETTINGS.rounds}: ${order.join(', ')}`);
     for (const name of order) {
       const system = await start(name, apiKey);
       try {
         if (name === 'service' && round === 0) await captureCanned(system, context);
-        for (const scenario of name === 'service' ? scenarios : baselineScenarios) {
+        for (const scenario of scenariosOf(name)) {
           record(name, scenario, await run(system, scenario, context));
         }
       } finally {
@@ -205,7 +225,7 @@ async function main(): Promise<void> {
   }
 
   // The fixed-rate phase: every scenario at half of B1c's maximum rate for its operation (the
-  // main rounds' median), B1c then the service: latency, and server CPU time per request.
+  // main rounds' median), B1c, the service, then each peer on GraphQL: latency, and server CPU time per request.
   const halfRate: BenchResults['halfRate'] = [];
   if (scenarios.length > 0 && SYSTEMS.includes('B1c') && SYSTEMS.includes('service') && options.halfRate) {
     log("At half of B1c's maximum rate");
@@ -231,6 +251,21 @@ async function main(): Promise<void> {
       }
     } finally {
       await service.stop();
+    }
+    for (const peer of PEER_NAMES.filter((name) => SYSTEMS.includes(name) && peerScenarios.length > 0)) {
+      const system = await start(peer, apiKey);
+      try {
+        for (const row of halfRate.filter((r) => r.surface === 'graphql')) {
+          (row.peers ??= {})[peer] = await run(
+            system,
+            peerScenarios.find((s) => s.name === row.name)!,
+            context,
+            row.rate,
+          );
+        }
+      } finally {
+        await system.stop();
+      }
     }
   }
 
@@ -319,7 +354,7 @@ async function main(): Promise<void> {
     !options.halfRate;
   const base = path.join(RESULTS, smoke ? 'smoke' : partial ? 'partial' : 'latest');
   writeFileSync(`${base}.md`, markdown);
-  writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, targets: checkTargets(results) }, null, 2)}\n`);
+  writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, graphqlPeers: comparePeers(results), targets: checkTargets(results) }, null, 2)}\n`);
   process.stdout.write(markdown);
   log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
 
@@ -328,6 +363,7 @@ async function main(): Promise<void> {
     ...halfRate.flatMap((r) => [
       { what: `half-rate B1c ${r.name}`, m: r.b1c },
       { what: `half-rate service ${r.surface} ${r.name}`, m: r.service },
+      ...Object.entries(r.peers ?? {}).map(([peer, m]) => ({ what: `half-rate ${peer} ${r.name}`, m })),
     ]),
     ...scale.flatMap((p) => Object.entries(p.latency).map(([label, m]) => ({ what: `scale ${p.rows} ${label}`, m }))),
     ...(galera?.scenarios ?? []).flatMap((row) => [
