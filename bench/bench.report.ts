@@ -192,9 +192,51 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
       });
     }
   }
+  checks.push(...checkPeerTargets(results));
   for (const surface of ['rest', 'graphql']) {
     const mixed = find(results, 'service', surface, 'mixed');
     if (mixed) checks.push({ target: `server RSS ≤ 200 MB under the ${surface} mixed load`, value: `${mixed.peakRssMb} MB`, met: mixed.peakRssMb <= 200 });
+  }
+  return checks;
+}
+
+/** The read scenarios, as the peer targets name them. */
+const READS = ['get', 'list-20', 'list-100', 'list-status'];
+
+/**
+ * The targets against the servers a user would pick instead (bench/README.md "Peers"): GraphQL
+ * ahead of the Apollo and yoga peers on every scenario; GraphQL reads ≥ 0.5× B1c and ≥ 0.6×
+ * mercurius; CPU per request at the fixed rate ≤ 1.6× B1c's on GraphQL and ≤ 1.25× on REST;
+ * REST create ≥ 0.6× B1c.
+ */
+function checkPeerTargets(results: BenchResults): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const ratio = (target: string, value: number | undefined, minimum: number) => {
+    if (value !== undefined && Number.isFinite(value)) checks.push({ target, value: `${value.toFixed(2)}×`, met: value >= minimum });
+  };
+  for (const name of TARGET_OPERATIONS) {
+    const service = find(results, 'service', 'graphql', name);
+    for (const peer of ['apollo', 'yoga'] as const) {
+      const other = find(results, peer, 'graphql', name);
+      ratio(`graphql ${name} ≥ 1× the ${peer} peer`, service && other && service.rps / other.rps, 1);
+    }
+  }
+  for (const name of READS) {
+    ratio(`graphql ${name} ≥ 0.5× B1c`, ratioTo(results, 'B1c', 'graphql', name), 0.5);
+    const service = find(results, 'service', 'graphql', name);
+    const mercurius = find(results, 'mercurius', 'graphql', name);
+    ratio(`graphql ${name} ≥ 0.6× the mercurius peer`, service && mercurius && service.rps / mercurius.rps, 0.6);
+  }
+  ratio('rest create ≥ 0.6× B1c', ratioTo(results, 'B1c', 'rest', 'create'), 0.6);
+  for (const row of results.halfRate) {
+    const most = row.surface === 'graphql' ? 1.6 : 1.25;
+    const value = row.service.cpuMsPerRequest / row.b1c.cpuMsPerRequest;
+    if (!Number.isFinite(value)) continue;
+    checks.push({
+      target: `${row.surface} ${row.name} CPU per request at ${row.rate} req/s ≤ ${most}× B1c's`,
+      value: `${row.service.cpuMsPerRequest.toFixed(3)} vs ${row.b1c.cpuMsPerRequest.toFixed(3)} ms (${value.toFixed(2)}×)`,
+      met: value <= most,
+    });
   }
   return checks;
 }
