@@ -7,11 +7,8 @@ import type { Metrics } from '../observability/metrics.registry';
 import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
 import { SURFACE_PATHS } from '../surface-paths';
 
-/** An admitted connection; its subscriptions are charged through `guard`. */
-export interface Connection {
-  apiKeyId: number;
-  guard: GuardState;
-}
+/** An admitted connection: its guard state, through which its subscriptions are charged. */
+export type Connection = GuardState & { apiKeyId: number };
 
 /** What the lifecycle needs (docs/subscriptions.md). */
 export interface LifecycleOptions {
@@ -68,11 +65,11 @@ export function connectionLifecycle({ apiKeys, metrics, keyRecheckMs, log }: Lif
       });
     },
     /** False when its key has all the connections it may have here. */
-    hold(socket: WebSocket, guard: GuardState & { apiKeyId: number }): boolean {
-      const open = perKey.get(guard.apiKeyId) ?? 0;
+    hold(socket: WebSocket, connection: Connection): boolean {
+      const open = perKey.get(connection.apiKeyId) ?? 0;
       if (open >= SUBSCRIPTION_LIMITS.maxConnectionsPerKey) return false;
-      perKey.set(guard.apiKeyId, open + 1);
-      connections.set(socket, { apiKeyId: guard.apiKeyId, guard });
+      perKey.set(connection.apiKeyId, open + 1);
+      connections.set(socket, connection);
       // Closed while it was being checked: nothing to keep.
       if (socket.readyState !== socket.OPEN) release(socket);
       return true;

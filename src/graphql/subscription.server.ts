@@ -120,7 +120,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       return [thrownGraphqlError('TOO_MANY_REQUESTS', `Too many subscriptions on this connection: at most ${most} at once; complete one first.`)];
     }
     try {
-      await guard.spend(connection.guard, rateLimitUnits(checked.price.calls));
+      await guard.spend(connection, rateLimitUnits(checked.price.calls));
     } catch (error) {
       const { appError, unexpected } = toAppError(error);
       if (unexpected) log.error({ err: error }, 'unexpected error charging a subscription');
