@@ -132,6 +132,18 @@ describe('the cost limit (a list costs its limit times its selection)', () => {
     expect(await priceOf(page('...P'))).toBe(300);
   });
 
+  test('when one document is sent with other list sizes, conditions or ids, then each is priced by its own variables', async () => {
+    const priceWith = async (query: string, variables: Record<string, unknown>) => (await graphql(t, query, variables)).body.extensions.cost.requestedQueryCost;
+    const list = 'query L($n: Int, $withName: Boolean!, $status: PetStatus) { pets(limit: $n, status: $status) { id name @include(if: $withName) } }';
+    expect(await priceWith(list, { n: 50, withName: true })).toBe(100);
+    expect(await priceWith(list, { n: 90, withName: true, status: 'sold' })).toBe(180);
+    expect(await priceWith(list, { n: 90, withName: false, status: 'sold' })).toBe(100);
+    expect(await priceWith(list, { n: 90, withName: false })).toBe(100);
+    const connectionPage = 'query C($first: Int!, $after: String) { petsConnection(first: $first, after: $after) { edges { node { id name } } } }';
+    expect(await priceWith(connectionPage, { first: 100 })).toBe(400);
+    expect(await priceWith(connectionPage, { first: 60, after: null })).toBe(240);
+  });
+
   test('when introspection is sent, then `__schema` and `__type` cost nothing of their own and their selection 1 per field', async () => {
     expect(await priceOf('{ __schema { queryType { name } } }')).toBe(2);
     expect(await priceOf('{ __type(name: "Pet") { name fields { name } } }')).toBe(3);

@@ -3,7 +3,7 @@ import { getVariableValues } from 'graphql';
 import { AppError } from '../errors/error-catalogue';
 import { type RateLimitStatus, rateLimitUnits } from '../guard/rate-limiter';
 import type { RequestGuard } from '../guard/request.guard';
-import { type OperationPrice, logQueryLimitRefusal, priceOf, refusalOf } from './document-check';
+import { type OperationPrice, logQueryLimitRefusal, priceOf, pricedVariablesKey, refusalOf } from './document-check';
 import { byteBoundedLru } from './document-cache';
 import { DOCUMENT_CACHE_LIMITS, QUERY_LIMITS } from '../limits';
 import type { GraphqlContext } from './graphql-context';
@@ -27,8 +27,8 @@ export interface PriceExtensions {
  * anything runs, and charges its calls less the 1 its request paid at the door (docs/security.md "Limits").
  */
 export function costLimitPlugin({ spend, statusOf }: Pick<RequestGuard, 'spend' | 'statusOf'>): ApolloServerPlugin<GraphqlContext> {
-  // A price depends on document, operation name and variables only (bench/README.md "What makes it fast").
-  // An entry weighs its key alone: the variables' JSON can be most of a body; no document is kept.
+  // A price depends on document, operation name and its priced variables only (bench/README.md "What makes it fast").
+  // An entry weighs its key alone: no document is kept.
   const prices = byteBoundedLru<OperationPrice>(DOCUMENT_CACHE_LIMITS.priceBytes, () => 0);
   return {
     async requestDidStart() {
@@ -36,12 +36,13 @@ export function costLimitPlugin({ spend, statusOf }: Pick<RequestGuard, 'spend' 
       return {
         async didResolveOperation({ request, document, schema, operation, contextValue, queryHash }) {
           if (!operation) return; // Apollo answers OPERATION_RESOLUTION_FAILURE
-          const key = `${queryHash}\u0000${request.operationName ?? ''}\u0000${JSON.stringify(request.variables ?? {})}`;
+          const variables = request.variables ?? {};
+          // Apollo answers BAD_USER_INPUT next, running nothing.
+          if (getVariableValues(schema, operation.variableDefinitions ?? [], variables).errors) return;
+          const key = `${queryHash}\u0000${request.operationName ?? ''}\u0000${pricedVariablesKey(operation, variables)}`;
           let price = prices.get(key);
           if (price === undefined) {
-            // Apollo answers BAD_USER_INPUT next, running nothing.
-            if (getVariableValues(schema, operation.variableDefinitions ?? [], request.variables ?? {}).errors) return;
-            price = priceOf(schema, document, operation, request.operationName ?? undefined, request.variables ?? {});
+            price = priceOf(schema, document, operation, request.operationName ?? undefined, variables);
             prices.set(key, price);
           }
           if ('cost' in price) cost = { requestedQueryCost: price.cost, maximumQueryCost: QUERY_LIMITS.maxCost, rateLimitUnits: rateLimitUnits(price.calls) };

@@ -1,11 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify';
 import {
   type DocumentNode,
+  GraphQLBoolean,
   GraphQLIncludeDirective,
+  GraphQLInt,
   type GraphQLField,
   type GraphQLObjectType,
   type GraphQLSchema,
   GraphQLSkipDirective,
+  Kind,
   type OperationDefinitionNode,
   OperationTypeNode,
   SchemaMetaFieldDef,
@@ -64,6 +67,23 @@ const META_FIELDS: ReadonlySet<GraphQLField<unknown, unknown>> = new Set([TypeNa
 const metaFieldEstimator: ComplexityEstimator = ({ field, childComplexity }) => (META_FIELDS.has(field) ? childComplexity : undefined);
 
 const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, GraphQLIncludeDirective.name]);
+
+/** What a price can read of the variables: list sizes (`Int`, see query-limits.ts) and `@skip`/`@include` conditions (`Boolean`). */
+const PRICED_VARIABLE_TYPES: ReadonlySet<string> = new Set([GraphQLInt.name, GraphQLBoolean.name]);
+
+/**
+ * The part of `variables` that {@link priceOf} can depend on, as JSON: the values of the operation's `Int` and `Boolean`
+ * variables. Field costs read no other argument, so a price cached under the document and this key fits every request.
+ */
+export function pricedVariablesKey(operation: OperationDefinitionNode, variables: Record<string, unknown>): string {
+  const priced: Record<string, unknown> = {};
+  for (const { variable, type } of operation.variableDefinitions ?? []) {
+    let named = type;
+    while (named.kind !== Kind.NAMED_TYPE) named = named.type;
+    if (PRICED_VARIABLE_TYPES.has(named.name.value)) priced[variable.name.value] = variables[variable.name.value];
+  }
+  return JSON.stringify(priced);
+}
 
 /** Logs at info the first of `errors` a query limit raised (docs/operations.md "Logs"). */
 export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Error[], cost?: number): void {

@@ -6,6 +6,7 @@ import { QUERY_LIMITS } from '../limits';
 /**
  * Cost of a database field: its selection (`childComplexity`) once per pet it can return, at least
  * `databaseFieldMinCost` so one operation holds at most 10 of them (docs/security.md "Limits").
+ * `pets` comes from an `Int` argument or is fixed: prices are cached by `Int` and `Boolean` variables alone (pricedVariablesKey).
  */
 export function databaseFieldCost(pets: number, selection: number): number {
   return Math.max(QUERY_LIMITS.databaseFieldMinCost, pets * selection);
