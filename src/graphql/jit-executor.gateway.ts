@@ -24,17 +24,17 @@ function asGraphqlJsError(error: GraphQLError): GraphQLError {
   return rebuilt;
 }
 
-/** A `@skip`/`@include` whose `if` is a null or missing variable: graphql-js refuses it (GraphQL spec, CoerceArgumentValues). */
-function hasUnreadableCondition(document: DocumentNode, variables: Record<string, unknown>): boolean {
-  let unreadable = false;
+/** The variables of a document's `@skip`/`@include` conditions: one left null or missing makes graphql-js refuse it (GraphQL spec, CoerceArgumentValues). */
+function conditionVariablesOf(document: DocumentNode): string[] {
+  const names: string[] = [];
   visit(document, {
     Directive(node) {
       if (node.name.value !== GraphQLSkipDirective.name && node.name.value !== GraphQLIncludeDirective.name) return;
       const condition = node.arguments?.find((argument) => argument.name.value === 'if')?.value;
-      if (condition?.kind === Kind.VARIABLE && variables[condition.name.value] == null) unreadable = true;
+      if (condition?.kind === Kind.VARIABLE) names.push(condition.name.value);
     },
   });
-  return unreadable;
+  return names;
 }
 
 /** Codes an error graphql-js raised itself (a GraphQLError with no code) as the client's input. */
@@ -52,7 +52,7 @@ function asBadUserInput(error: GraphQLError): GraphQLError {
  */
 export function jitExecutorGateway(schema: GraphQLSchema, options: { maxBytes: number; onFallback: (fallback: JitFallback) => void }): GatewayInterface {
   // `query` undefined: jit could not compile it, and it runs on graphql-js. `bytes`: what the entry keeps alive.
-  const compiled = byteBoundedLru<{ query: CompiledQuery | undefined; bytes: number }>(options.maxBytes, ({ bytes }) => bytes);
+  const compiled = byteBoundedLru<{ query: CompiledQuery | undefined; conditionVariables: string[]; bytes: number }>(options.maxBytes, ({ bytes }) => bytes);
 
   const executor: GatewayExecutor = async ({ document, operation, operationName, queryHash, request, context }) => {
     // No operation by that name: graphql-js reports it. `operationName` is the resolved one (null
@@ -62,20 +62,21 @@ export function jitExecutorGateway(schema: GraphQLSchema, options: { maxBytes: n
     let entry = compiled.get(key);
     if (entry === undefined) {
       const result = compileQuery(schema, document, operationName ?? undefined);
-      if (isCompiledQuery(result)) entry = { query: result, bytes: compiledOperationBytes(document, operation) };
+      if (isCompiledQuery(result))
+        entry = { query: result, conditionVariables: conditionVariablesOf(document), bytes: compiledOperationBytes(document, operation) };
       else {
-        entry = { query: undefined, bytes: 0 };
+        entry = { query: undefined, conditionVariables: [], bytes: 0 };
         options.onFallback({ operationName, reason: result.errors?.[0]?.message ?? 'unknown' });
       }
       compiled.set(key, entry);
     }
-    const { query } = entry;
+    const { query, conditionVariables } = entry;
     if (query === undefined) {
       return execute({ schema, document, operationName, contextValue: context, variableValues: request.variables });
     }
     const variables = getVariableValues(schema, operation.variableDefinitions ?? [], request.variables ?? {});
     if (variables.errors) return { errors: variables.errors };
-    if (hasUnreadableCondition(document, variables.coerced)) {
+    if (conditionVariables.some((name) => variables.coerced[name] == null)) {
       // jit would take a null `if` as false; graphql-js refuses it, the client's mistake.
       const result = await execute({ schema, document, operationName, contextValue: context, variableValues: request.variables });
       return { ...result, errors: result.errors?.map(asBadUserInput) };
