@@ -66,7 +66,9 @@ export interface Summary {
   unexpected: number;
 }
 
-function median(values: number[]): number {
+/** The median of `values` (the mean of the middle two for an even count); NaN for none. */
+export function median(values: number[]): number {
+  if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;

@@ -26,7 +26,12 @@ export interface RunningSystem {
   pid: number;
   /** SIGTERM, then SIGKILL after 5 s; resolves once the process has exited. */
   stop: () => Promise<void>;
+  /** The last {@link OUTPUT_TAIL_CHARACTERS} characters the process wrote to each stream so far. */
+  output: () => { stdout: string; stderr: string };
 }
+
+/** How much of each output stream of a started system is kept: its tail, for error messages and probes. */
+export const OUTPUT_TAIL_CHARACTERS = 16_000;
 
 /** One autocannon run of one scenario against one system. */
 export interface Measurement {
@@ -116,10 +121,16 @@ export async function startSystem(
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // Always drained, so a server that logs every request never blocks on a full pipe.
   let output = '';
-  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-8000));
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+  const tails = { stdout: '', stderr: '' };
+  const keep = (stream: keyof typeof tails) => (chunk: Buffer) => {
+    const text = chunk.toString();
+    output = (output + text).slice(-8000);
+    tails[stream] = (tails[stream] + text).slice(-OUTPUT_TAIL_CHARACTERS);
+  };
+  child.stdout!.on('data', keep('stdout'));
+  child.stderr!.on('data', keep('stderr'));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
@@ -145,7 +156,7 @@ export async function startSystem(
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { name, url, pid: child.pid!, stop };
+  return { name, url, pid: child.pid!, stop, output: () => ({ ...tails }) };
 }
 
 /**
@@ -207,18 +218,20 @@ const unexpectedOf = (scenario: Scenario, statuses: Record<string, number>, tota
  *
  * @param options.duration - seconds of load.
  * @param options.connections - concurrent keep-alive connections (no pipelining), each sending its next request when answered.
+ * @param options.amount - requests to send instead of a duration (e.g. a warm-up of a known size); `duration` is then ignored.
  */
 export function measure(
   system: RunningSystem,
   scenario: Scenario,
   context: ScenarioContext,
-  options: { duration: number; connections: number },
+  options: { duration: number; connections: number; amount?: number },
 ): Promise<Measurement> {
   return withServerUsage(system, async () => {
     const result = await autocannon({
       url: system.url,
       connections: options.connections,
       duration: options.duration,
+      ...(options.amount !== undefined && { amount: options.amount }),
       requests: scenario.requests(context),
       timeout: 10,
       // autocannon stops at its next sample tick (default every 1 s): sample often so short runs end on time.

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
+import { parsePositiveInteger } from '../src/validation/positive-integer';
 import { databaseNameOf, siblingDatabaseUrl } from './mysql-admin';
 import { freePort } from './free-port';
 import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase, renumberPets } from './bench-database';
@@ -24,10 +25,15 @@ import { measureCausalReads } from './causal-reads';
 import { startGaleraCluster } from './mariadb-topology';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
+import { CONFIG_SPEC } from '../src/config';
+import { type AbResults, abCosts, toAbMarkdown } from './ab.report';
+import { AB_OPERATIONS, preloadOption, runAb } from './ab.runner';
+import { ALL_ON, AB_VARIANTS, type AbVariant } from './ab/variants';
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
  *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B1c,B0,apollo,yoga,mercurius]`
+ * `npm run bench -- --ab [--ab-rate <n>] [--ab-variants <list>] [--ab-warmup <requests>] [--ab-max] [--smoke] [--only <regex>] [--rounds <n>] [--duration <seconds>]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
  * mysql://root@127.0.0.1:3306/petstore_bench, or petstore_bench_smoke with --smoke; it is
@@ -52,13 +58,35 @@ import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
  * shortening it: partial.{md,json}) and prints the tables.
  * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
  * No thresholds are enforced: targets are reported, met or missed.
+ *
+ * With `--ab`, instead, the per-request cost of each feature (ab.runner.ts,
+ * bench/README.md "Per-request cost"): on BENCH_DATABASE_URL, default
+ * mysql://root@127.0.0.1:3306/petstore_bench_ab (`_ab_smoke` with --smoke), written to
+ * bench/results/ab.{md,json} (ab-smoke, ab-partial).
  */
 const SYSTEM_NAMES: readonly SystemName[] = ['service', 'B1', 'B1c', 'B0', ...PEER_NAMES];
+
+/** The A/B's fixed rate unless `--ab-rate`: requests per second that every operation sustains on 2 cores. */
+const AB_DEFAULT_RATE = 1000;
 
 function positiveNumber(value: string): number {
   const number = Number(value);
   if (!(number > 0)) throw new InvalidArgumentError('must be a positive number.');
   return number;
+}
+
+function nonNegativeInteger(value: string): number {
+  if (value === '0') return 0;
+  const number = parsePositiveInteger(value);
+  if (number === undefined) throw new InvalidArgumentError('must be 0 or a positive integer.');
+  return number;
+}
+
+function variantList(value: string): AbVariant[] {
+  const names = value.split(',');
+  const unknown = names.filter((name) => !AB_VARIANTS.some((variant) => variant.name === name));
+  if (unknown.length > 0) throw new InvalidArgumentError(`unknown variant ${unknown.join(', ')}: choose from ${AB_VARIANTS.map((v) => v.name).join(', ')}.`);
+  return AB_VARIANTS.filter((variant) => names.includes(variant.name));
 }
 
 function systemList(value: string): SystemName[] {
@@ -68,30 +96,48 @@ function systemList(value: string): SystemName[] {
   return names as SystemName[];
 }
 
-const options = new Command('bench')
+const command = new Command('bench')
   .description('Benchmark the built service against three baselines and three GraphQL peers on MariaDB/MySQL (BENCH_DATABASE_URL).')
   .option('--smoke', 'one short round on a database of its own, to check the harness (CI)')
   .option('--only <regex>', 'only the scenarios whose "surface name" matches, e.g. "graphql list"')
   .option('--rounds <n>', 'rounds (default 3; 1 with --smoke)', positiveIntegerArgument)
-  .option('--duration <seconds>', 'seconds per measured run (default 5)', positiveNumber)
+  .option('--duration <seconds>', 'seconds per measured run (default 5; with --ab, 1.5 at the fixed rate)', positiveNumber)
   .option('--systems <list>', `comma-separated systems to run (default: ${SYSTEM_NAMES.join(',')})`, systemList)
   .option('--no-scale', 'skip the scale curve')
   .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
   .option('--cpu-prof', 'write V8 CPU profiles of the service to bench/results/profiles/')
-  .showHelpAfterError()
-  .parse()
-  .opts<{
-    smoke?: boolean;
-    only?: string;
-    rounds?: number;
-    duration?: number;
-    systems?: SystemName[];
-    scale: boolean;
-    galera: boolean;
-    halfRate: boolean;
-    cpuProf?: boolean;
-  }>();
+  .option('--ab', 'instead of the main bench: each feature\'s CPU time per request, the service with and without it (bench/README.md "Per-request cost")')
+  .option('--ab-rate <n>', `with --ab: the fixed rate, requests per second (default ${AB_DEFAULT_RATE})`, positiveIntegerArgument)
+  .option(
+    '--ab-variants <list>',
+    `with --ab: comma-separated variants to run beside all on (default: ${AB_VARIANTS.map((v) => v.name).join(',')})`,
+    variantList,
+  )
+  .option(
+    '--ab-warmup <requests>',
+    'with --ab: requests of each scenario, as fast as it answers, that warm up each process (default 3000; 200 with --smoke)',
+    nonNegativeInteger,
+  )
+  .option('--ab-max', 'with --ab: after each fixed-rate run, one as fast as it answers, for req/s (1 s; 0.3 s with --smoke)')
+  .showHelpAfterError();
+const options = command.parse().opts<{
+  smoke?: boolean;
+  only?: string;
+  rounds?: number;
+  duration?: number;
+  systems?: SystemName[];
+  scale: boolean;
+  galera: boolean;
+  halfRate: boolean;
+  cpuProf?: boolean;
+  ab?: boolean;
+  abRate?: number;
+  abVariants?: AbVariant[];
+  abMax?: boolean;
+  abWarmup?: number;
+}>();
+if (options.ab && options.systems) command.error('error: --systems does not apply to --ab: choose the variants with --ab-variants.');
 const smoke = options.smoke === true;
 const only = options.only === undefined ? undefined : new RegExp(options.only);
 const SETTINGS = smoke
@@ -101,8 +147,8 @@ const SETTINGS = smoke
 if (options.rounds !== undefined) SETTINGS.rounds = options.rounds;
 if (options.duration !== undefined) SETTINGS.durationSeconds = options.duration;
 const SYSTEMS: readonly SystemName[] = options.systems ?? SYSTEM_NAMES;
-// Smoke runs (CI) get databases of their own, so that one never drops a full run's tables.
-const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `mysql://root@127.0.0.1:3306/petstore_bench${smoke ? '_smoke' : ''}`;
+// Smoke runs (CI) and the A/B get databases of their own, so that one never drops a full run's tables.
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `mysql://root@127.0.0.1:3306/petstore_bench${options.ab ? '_ab' : ''}${smoke ? '_smoke' : ''}`;
 const RESULTS = path.resolve(__dirname, '..', '..', 'bench', 'results');
 const CANNED_FILE = path.join(os.tmpdir(), `petstore-bench-canned-${process.pid}.json`);
 
@@ -127,23 +173,7 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
   }
   switch (system) {
     case 'service':
-      return startSystem(
-        'service',
-        'dist/src/main.js',
-        {
-          NODE_ENV: 'production',
-          LOG_LEVEL: 'warn',
-          DATABASE_URL: databaseUrl,
-          RATE_LIMIT_MAX: '1000000000',
-          RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
-          // A second listener (metrics), if the service has one, must not collide.
-          METRICS_PORT: String(await freePort()),
-          // The heap cap of `npm start` and the Docker image, placed as they place it.
-          NODE_OPTIONS: `${HEAP_CAP_NODE_OPTION} ${process.env.NODE_OPTIONS ?? ''}`.trim(),
-        },
-        apiKey,
-        { nodeOptions: options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : [] },
-      );
+      return startService(apiKey, databaseUrl);
     case 'B1':
       return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey);
     case 'B1c':
@@ -151,6 +181,36 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
     case 'B0':
       return startSystem('B0', 'dist/bench/baseline-http.server.js', { API_KEY: apiKey, CANNED_FILE }, apiKey);
   }
+}
+
+/**
+ * Starts the service as the main bench runs it: production, rate limits out of the way, the heap
+ * cap of `npm start`; `env` is added last (e.g. LOG_LEVEL, METRICS_PORT), `nodeOption` appended
+ * to NODE_OPTIONS (e.g. an A/B preload's `--require`).
+ */
+async function startService(
+  apiKey: string,
+  databaseUrl = DATABASE_URL,
+  { env = {}, nodeOption = '' }: { env?: Record<string, string>; nodeOption?: string } = {},
+): Promise<RunningSystem> {
+  return startSystem(
+    'service',
+    'dist/src/main.js',
+    {
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: databaseUrl,
+      RATE_LIMIT_MAX: '1000000000',
+      RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
+      // A second listener (metrics), if the service has one, must not collide.
+      METRICS_PORT: String(await freePort()),
+      ...env,
+      // The heap cap of `npm start` and the Docker image, placed as they place it.
+      NODE_OPTIONS: `${HEAP_CAP_NODE_OPTION} ${process.env.NODE_OPTIONS ?? ''} ${nodeOption}`.trim(),
+    },
+    apiKey,
+    { nodeOptions: options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : [] },
+  );
 }
 
 /** Records the service's REST answers for B0 to replay. */
@@ -422,7 +482,83 @@ async function galeraPhase(runs: ScenarioRuns[]): Promise<GaleraResults> {
   }
 }
 
-main().catch((error: unknown) => {
+/** The log level the service runs with when LOG_LEVEL is unset, as under `npm start`: request logs written. */
+function productionLogLevel(): string {
+  const level: unknown = CONFIG_SPEC.LOG_LEVEL.default;
+  if (typeof level !== 'string') throw new Error('src/config.ts: LOG_LEVEL has no default');
+  return level;
+}
+
+/** `--ab`: the per-request cost of each feature (bench/README.md "Per-request cost"), then its report. */
+async function abMain(): Promise<void> {
+  const startedAt = new Date();
+  const loadBefore = os.loadavg()[0];
+  // About 12 minutes on 2 cores with the defaults, 12 systems (bench/README.md "Per-request cost").
+  const settings = smoke
+    ? { rounds: 1, warmupRequests: 200, settleSeconds: 0.1, durationSeconds: 0.4, maxSeconds: options.abMax ? 0.3 : 0, connections: 10 }
+    : { rounds: 3, warmupRequests: 3000, settleSeconds: 0.25, durationSeconds: 1.5, maxSeconds: options.abMax ? 1 : 0, connections: 32 };
+  if (options.rounds !== undefined) settings.rounds = options.rounds;
+  if (options.duration !== undefined) settings.durationSeconds = options.duration;
+  if (options.abWarmup !== undefined) settings.warmupRequests = options.abWarmup;
+  const rate = options.abRate ?? AB_DEFAULT_RATE;
+  const variants = options.abVariants ?? AB_VARIANTS;
+  const scenarios = SCENARIOS.filter((s) => AB_OPERATIONS.includes(s.name) && (!only || only.test(`${s.surface} ${s.name}`)));
+  if (scenarios.length === 0) throw new Error(`--only ${options.only} leaves none of the A/B's scenarios: ${AB_OPERATIONS.join(', ')} on rest and graphql.`);
+  log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
+  const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
+  const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
+  const logLevel = productionLogLevel();
+  const runs = await runAb({
+    variants,
+    scenarios,
+    context,
+    settings: { ...settings, rate, pets: SETTINGS.pets },
+    start: (variant, metricsPort) =>
+      startService(apiKey, DATABASE_URL, {
+        env: { LOG_LEVEL: logLevel, METRICS_PORT: String(metricsPort), ...variant.env },
+        nodeOption: preloadOption(variant),
+      }),
+    log,
+  });
+  const partial =
+    only !== undefined ||
+    options.rounds !== undefined ||
+    options.duration !== undefined ||
+    options.abRate !== undefined ||
+    options.abWarmup !== undefined ||
+    variants.length < AB_VARIANTS.length;
+  const results: AbResults = {
+    startedAt: startedAt.toISOString(),
+    mode: smoke ? 'smoke' : partial ? 'partial' : 'full',
+    seconds: (Date.now() - startedAt.getTime()) / 1000,
+    machine: {
+      CPU: `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}`,
+      Node: process.version,
+      database: await databaseVersion(DATABASE_URL),
+      'service log level': logLevel,
+      'load average (1 min) before/after': `${round1(loadBefore)}/${round1(os.loadavg()[0])}`,
+    },
+    settings: { ...settings, rate, pets: SETTINGS.pets },
+    systems: [ALL_ON, ...variants].map(({ name, feature, how }) => ({ name, feature, how })),
+    runs,
+  };
+  const markdown = toAbMarkdown(results);
+  mkdirSync(RESULTS, { recursive: true });
+  const base = path.join(RESULTS, smoke ? 'ab-smoke' : partial ? 'ab-partial' : 'ab');
+  writeFileSync(`${base}.md`, markdown);
+  writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, costs: abCosts(results) }, null, 2)}\n`);
+  process.stdout.write(markdown);
+  log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
+  const unexpected = runs.flatMap((r) =>
+    [...r.rounds, ...r.max].filter((m) => m.unexpected > 0 || m.total === 0).map((m) => `${r.system} ${r.surface} ${r.name} ${JSON.stringify(m.statuses)}`),
+  );
+  if (unexpected.length > 0) {
+    log(`Harness failure: unexpected statuses or no responses in ${unexpected.join('; ')}`);
+    process.exitCode = 1;
+  }
+}
+
+(options.ab ? abMain() : main()).catch((error: unknown) => {
   log(`Benchmark failed: ${String((error as Error).stack ?? error)}`);
   process.exitCode = 1;
 });

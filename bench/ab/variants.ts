@@ -1,0 +1,101 @@
+import type { Feature } from './feature.probes';
+
+/** One system of the A/B: the service with one feature switched off (or none: {@link ALL_ON}). */
+export interface AbVariant {
+  /** For `--ab-variants` and the JSON, e.g. `metrics`. */
+  name: string;
+  /** The table's row, e.g. `Metrics`. */
+  feature: string;
+  /** How it is switched off: the export replaced and what replaces it. */
+  how: string;
+  /** The preload, by its built file under dist/bench/ab/ (`NODE_OPTIONS=--require`); none for all on. */
+  preload?: string;
+  /** Added to the service's environment. */
+  env?: Record<string, string>;
+  /** The features its probes must find off; every other one must be on. */
+  off: readonly Feature[];
+}
+
+/** The service as `npm start` runs it: every feature on, checked by every probe. */
+export const ALL_ON: AbVariant = { name: 'all-on', feature: 'All on', how: 'the service as `npm start` runs it', off: [] };
+
+/** Every variant, one feature off each, in the table's order (bench/README.md "Per-request cost"). */
+export const AB_VARIANTS: readonly AbVariant[] = [
+  {
+    name: 'request-log',
+    feature: 'Request log',
+    how: '`RequestLogController.prototype.requestCompleted` a no-op (log level stays `info`)',
+    preload: 'request-log.preload.js',
+    off: ['requestLog'],
+  },
+  {
+    name: 'metrics',
+    feature: 'Metrics',
+    how: '`createMetrics()` with `observeRequest` and `countDeprecatedCall` no-ops',
+    preload: 'metrics.preload.js',
+    off: ['metrics'],
+  },
+  {
+    name: 'rate-limit',
+    feature: 'Rate limit',
+    how: '`createRateLimiter()` admitting every charge uncounted, no status (API key check kept)',
+    preload: 'rate-limit.preload.js',
+    off: ['rateLimit'],
+  },
+  {
+    name: 'security-headers',
+    feature: 'Security headers',
+    how: '`hardenResponses()` registering nothing',
+    preload: 'security-headers.preload.js',
+    off: ['securityHeaders'],
+  },
+  {
+    name: 'json-newline',
+    feature: 'Newline hook',
+    how: '`endJsonWithNewline()` registering nothing',
+    preload: 'json-newline.preload.js',
+    off: ['jsonNewline'],
+  },
+  {
+    name: 'validation',
+    feature: 'Validation',
+    how: '`validateInput()` building the instance (defaults kept) without checks or class-validator',
+    preload: 'validation.preload.js',
+    off: ['validation'],
+  },
+  {
+    name: 'database-deadline',
+    feature: "The deadline's query runner",
+    how: '`withinDeadline()` running `work(dataSource.manager)` (or `dataSource.transaction`), `withOneBudget()` no AsyncLocalStorage',
+    preload: 'database-deadline.preload.js',
+    off: ['databaseDeadline'],
+  },
+  {
+    name: 'cursor-hash',
+    feature: "The cursor's hash",
+    how: '`encodePetCursor()`/`decodePetCursor()` without the SHA-256 checksum',
+    preload: 'cursor-hash.preload.js',
+    off: ['cursorHash'],
+  },
+  {
+    name: 'apollo-plugins',
+    feature: 'Our Apollo plugins, all',
+    how: 'cost limit, operation summary, legacy JSON status, unavailable status: empty plugins; Armor: no plugin',
+    preload: 'apollo-plugins.preload.js',
+    off: ['apolloPlugins', 'costLimitPlugin'],
+  },
+  {
+    name: 'cost-limit-plugin',
+    feature: 'The cost-limit plugin alone',
+    how: '`costLimitPlugin()` an empty plugin',
+    preload: 'cost-limit-plugin.preload.js',
+    off: ['costLimitPlugin'],
+  },
+  {
+    name: 'apollo-fastify',
+    feature: "Apollo's Fastify integration",
+    how: '`fastifyApolloHandler()` returning a handler that calls `executeHTTPGraphQLRequest` with 5 headers and the sliced query string',
+    preload: 'apollo-fastify.preload.js',
+    off: ['apolloFastify'],
+  },
+];
