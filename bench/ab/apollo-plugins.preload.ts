@@ -1,10 +1,10 @@
 import * as legacyJsonStatus from '../../src/graphql/legacy-json-status.plugin';
-import * as operationSummary from '../../src/graphql/operation-summary.plugin';
 import * as queryLimits from '../../src/graphql/query-limits';
 import * as unavailableStatus from '../../src/graphql/unavailable-status.plugin';
 import { announce, loadBuilt, replaceFunction } from './replace-export';
 
 const costLimit = loadBuilt<{ costLimitPlugin: (...args: never[]) => unknown }>('graphql/cost-limit.plugin');
+const operationSummary = loadBuilt<{ operationSummaryPlugin: (...args: never[]) => unknown }>('graphql/operation-summary.plugin');
 
 /**
  * Without our Apollo plugins: each plugin of the service's list is an empty plugin (no hooks), and

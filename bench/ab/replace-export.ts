@@ -65,8 +65,9 @@ export function replaceFunction<K extends string, T extends { [P in K]: (...args
  * Loads a built module of the service, dist/src/<fromSrc>.js, by path at run time: the same module
  * object the service's own require gets. For a module that does not type-check in the bench's
  * program: src/graphql/cost-limit.plugin.ts (its errors carry Apollo's `http.headers` Map, where
- * graphql-yoga, a peer's, declares a Record) and src/observability/request-observer.hook.ts
- * (`request.guard` is declared by src/guard/request.guard.ts).
+ * graphql-yoga, a peer's, declares a Record), src/observability/request-observer.hook.ts
+ * (`request.guard` is declared by src/guard/request.guard.ts) and src/graphql/operation-summary.plugin.ts
+ * (`request.graphqlOperation` is declared by the request observer).
  *
  * @param fromSrc - the path under src/ without extension, e.g. `graphql/cost-limit.plugin`.
  * @returns its exports, typed as the caller states them.
