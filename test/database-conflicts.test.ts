@@ -43,6 +43,22 @@ describeOnMysql('database conflicts and a node that is not ready', () => {
     expect(await countNamed('Deadlocked')).toBe(1);
   });
 
+  test('when a create without a transaction (one autocommit INSERT) loses a deadlock (1213) once, then it is run again and stores once', async () => {
+    let runs = 0;
+    await withinDeadline(
+      dataSource,
+      async (manager) => {
+        runs++;
+        // The first run's one statement is refused as a lost conflict is: it committed nothing.
+        if (runs === 1) return signal(manager, 1213, 'Deadlock found when trying to get lock; try restarting transaction');
+        return manager.getRepository(Pet).insert({ name: 'AutocommitDeadlocked', categoryId: 1, status: PetStatus.available });
+      },
+      { autocommitWrite: true },
+    );
+    expect(runs).toBe(2);
+    expect(await countNamed('AutocommitDeadlocked')).toBe(1);
+  });
+
   test('when two transactions deadlock for real, then the one the server chose as victim is run again and both commit', async () => {
     const pets = dataSource.getRepository(Pet);
     const [a, b] = await Promise.all(
@@ -65,22 +81,29 @@ describeOnMysql('database conflicts and a node that is not ready', () => {
     expect((await pets.findBy([{ id: a }, { id: b }])).map((pet) => pet.categoryId)).toEqual([3, 3]);
   });
 
-  test(`when a transaction keeps hitting lock wait timeouts (1205), then it runs ${DATABASE_DEADLINES.conflictAttempts} times and is answered 503 with Retry-After, nothing stored`, async () => {
-    let runs = 0;
-    const failure = await withinDeadline(
-      dataSource,
-      async (manager) => {
-        runs++;
-        await manager.getRepository(Pet).insert({ name: 'TimedOut', categoryId: 1, status: PetStatus.available });
-        await signal(manager, 1205, 'Lock wait timeout exceeded; try restarting transaction');
-      },
-      { transaction: true },
-    ).catch((error: unknown) => error);
-    expect(runs).toBe(DATABASE_DEADLINES.conflictAttempts);
-    const { appError } = toAppError(failure);
-    expect([appError.status, appError.code, appError.headers['Retry-After']]).toEqual([503, 'SERVICE_UNAVAILABLE', '1']);
-    expect(await countNamed('TimedOut')).toBe(0);
-  });
+  test.each([
+    { what: 'a transaction', options: { transaction: true }, name: 'TimedOut' },
+    { what: 'a create without a transaction (one autocommit INSERT)', options: { autocommitWrite: true }, name: 'AutocommitTimedOut' },
+  ])(
+    `when $what keeps hitting lock wait timeouts (1205), then it runs ${DATABASE_DEADLINES.conflictAttempts} times and is answered 503 with Retry-After, nothing stored`,
+    async ({ options, name }) => {
+      let runs = 0;
+      const failure = await withinDeadline(
+        dataSource,
+        async (manager) => {
+          runs++;
+          // The server refuses the INSERT itself, or, in a transaction, a statement after it.
+          if (options.transaction) await manager.getRepository(Pet).insert({ name, categoryId: 1, status: PetStatus.available });
+          await signal(manager, 1205, 'Lock wait timeout exceeded; try restarting transaction');
+        },
+        options,
+      ).catch((error: unknown) => error);
+      expect(runs).toBe(DATABASE_DEADLINES.conflictAttempts);
+      const { appError } = toAppError(failure);
+      expect([appError.status, appError.code, appError.headers['Retry-After']]).toEqual([503, 'SERVICE_UNAVAILABLE', '1']);
+      expect(await countNamed(name)).toBe(0);
+    },
+  );
 
   test.each([
     [1047, 'WSREP has not yet prepared node for application use'],

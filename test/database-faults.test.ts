@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, createClient } from 'graphql-ws';
 import { In } from 'typeorm';
 import WebSocket from 'ws';
+import { DATABASE_DEADLINES, UNCONFIRMED_CREATE_CHECKS } from '../src/limits';
 import { Pet } from '../src/pets/pet.entity';
 import { type PrivateServer, startPrivateMariadb } from './helpers/private-servers';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy';
@@ -116,27 +117,57 @@ describeOnMysql('when the database fails', () => {
 
   const countNamed = (name: string) => t.dataSource.getRepository(Pet).countBy({ name });
 
-  test("when the database runs a create's INSERT and then stalls, then 503 with Retry-After, and nothing is stored", async () => {
-    const name = `insert-stall-${randomUUID()}`;
+  test("when the database runs an Idempotency-Key create's INSERT and then stalls, then 503 with Retry-After, and nothing is stored", async () => {
+    const name = `insert-stall-key-${randomUUID()}`;
     proxy.stallAt('INSERT INTO `pet`', { deliver: true });
-    const [answer, ms] = await timed(() => request(t, 'POST', '/v1/pets', { body: { name, categoryId: 1 } }));
+    const [answer, ms] = await timed(() => request(t, 'POST', '/v1/pets', { body: { name, categoryId: 1 }, headers: { 'idempotency-key': name } }));
     expect(answer.status).toBe(503);
     expect(answer.headers.get('retry-after')).toBe('1');
     const recoverMs = await endStall();
     expect(await countNamed(name)).toBe(0);
-    console.info(`stall after the INSERT: 503 after ${ms} ms, nothing stored (rolled back); recovered in ${recoverMs} ms`);
+    console.info(`stall after the INSERT, in a transaction: 503 after ${ms} ms, nothing stored (rolled back); recovered in ${recoverMs} ms`);
   });
 
-  test.each(['REST', 'GraphQL'])(
-    'when the database receives COMMIT and then stalls, then %s answers GATEWAY_TIMEOUT: the outcome is unknown (here it was stored)',
-    async (surface) => {
-      const name = `commit-stall-${randomUUID()}`;
-      proxy.stallAt('COMMIT', { deliver: true });
+  test("when every pooled connection is taken until a create's deadline, then it answers 503 with Retry-After, and nothing is stored", async () => {
+    const name = `pool-wait-${randomUUID()}`;
+    expect((await request(t, 'GET', '/v1/pets')).status).toBe(200); // the API key is cached: the create is the only call to wait
+    const held = await Promise.all(
+      Array.from({ length: DATABASE_DEADLINES.poolSize }, async () => {
+        const runner = t.dataSource.createQueryRunner('master');
+        await runner.connect();
+        return runner;
+      }),
+    );
+    let answer: HttpResult;
+    let ms: number;
+    try {
+      [answer, ms] = await timed(() => request(t, 'POST', '/v1/pets', { body: { name, categoryId: 1 } }));
+    } finally {
+      await Promise.all(held.map((runner) => runner.release()));
+    }
+    expect([answer.status, answer.body.code, answer.headers.get('retry-after')]).toEqual([503, 'SERVICE_UNAVAILABLE', '1']);
+    await sleep(500); // a create sent late, were one to be, would be stored by now
+    expect(await countNamed(name)).toBe(0);
+    console.info(`create waiting for a pooled connection: 503 after ${ms} ms, nothing stored`);
+  });
+
+  test.each([
+    { surface: 'REST', marker: 'INSERT INTO `pet`', what: 'the one INSERT of a create without an Idempotency-Key' },
+    { surface: 'GraphQL', marker: 'INSERT INTO `pet`', what: 'the one INSERT of a create without an Idempotency-Key' },
+    { surface: 'REST', marker: 'COMMIT', what: 'the COMMIT of a create with an Idempotency-Key' },
+    { surface: 'GraphQL', marker: 'COMMIT', what: 'the COMMIT of a create with an Idempotency-Key' },
+  ])(
+    'when the database receives $what and then stalls, then $surface answers GATEWAY_TIMEOUT: the outcome is unknown (here it was stored)',
+    async ({ surface, marker }) => {
+      const name = `unconfirmed-${randomUUID()}`;
+      const headers: Record<string, string> = marker === 'COMMIT' ? { 'idempotency-key': name } : {};
+      proxy.stallAt(marker, { deliver: true });
       const [answer, ms] = await timed(() =>
         surface === 'REST'
-          ? request(t, 'POST', '/v1/pets', { body: { name, categoryId: 1 } })
+          ? request(t, 'POST', '/v1/pets', { body: { name, categoryId: 1 }, headers })
           : request(t, 'POST', '/graphql', {
               body: { query: 'mutation ($n: String!) { createPet(input: { name: $n, categoryId: 1 }) { id } }', variables: { n: name } },
+              headers,
             }),
       );
       if (surface === 'REST') {
@@ -148,7 +179,7 @@ describeOnMysql('when the database fails', () => {
       }
       await endStall();
       expect(await countNamed(name)).toBe(1);
-      console.info(`stall after COMMIT (${surface}): GATEWAY_TIMEOUT after ${ms} ms; the pet was stored`);
+      console.info(`stall after ${marker} (${surface}): GATEWAY_TIMEOUT after ${ms} ms; the pet was stored`);
     },
   );
 
@@ -184,31 +215,43 @@ describeOnMysql('when the database fails', () => {
     return { names, client };
   }
 
-  test.each([false, true])(
-    'when a create answered GATEWAY_TIMEOUT was stored (Idempotency-Key: %s), then its petCreated event is sent once, after the database answers again, and a replay sends none',
-    async (withKey) => {
-      const subscriber = await subscribeToCreates();
-      try {
-        const name = `commit-stall-event-${withKey}-${randomUUID()}`;
-        const create = () => request(t, 'POST', '/v1/pets', { body: { name, categoryId: 5 }, headers: withKey ? { 'idempotency-key': name } : {} });
-        proxy.stallAt('COMMIT', { deliver: true });
-        expect((await create()).status).toBe(504);
-        expect(subscriber.names).not.toContain(name);
-        const back = performance.now();
-        await endStall();
-        while (!subscriber.names.includes(name) && performance.now() - back < 10_000) await sleep(50);
-        const announcedMs = Math.round(performance.now() - back);
-        if (withKey) expect((await create()).status).toBe(201);
-        await sleep(1_500); // a second event, were one to come, would be here by now
-        expect(subscriber.names.filter((n) => n === name)).toEqual([name]);
-        expect(await countNamed(name)).toBe(1);
-        console.info(`create answered 504 but stored: petCreated sent once, ${announcedMs} ms after the database was back`);
-      } finally {
-        await subscriber.client.dispose();
-      }
-    },
-    30_000,
-  );
+  test('when an Idempotency-Key create answered GATEWAY_TIMEOUT was stored, then its petCreated event is sent once, after the database answers again, and its replay sends none', async () => {
+    const subscriber = await subscribeToCreates();
+    try {
+      const name = `commit-stall-event-${randomUUID()}`;
+      const create = () => request(t, 'POST', '/v1/pets', { body: { name, categoryId: 5 }, headers: { 'idempotency-key': name } });
+      proxy.stallAt('COMMIT', { deliver: true });
+      expect((await create()).status).toBe(504);
+      expect(subscriber.names).not.toContain(name);
+      const back = performance.now();
+      await endStall();
+      while (!subscriber.names.includes(name) && performance.now() - back < 10_000) await sleep(50);
+      const announcedMs = Math.round(performance.now() - back);
+      expect((await create()).status).toBe(201);
+      await sleep(1_500); // a second event, were one to come, would be here by now
+      expect(subscriber.names.filter((n) => n === name)).toEqual([name]);
+      expect(await countNamed(name)).toBe(1);
+      console.info(`create answered 504 but stored: petCreated sent once, ${announcedMs} ms after the database was back`);
+    } finally {
+      await subscriber.client.dispose();
+    }
+  }, 30_000);
+
+  test('when a create without an Idempotency-Key answered GATEWAY_TIMEOUT was stored, then no petCreated event is sent: its id was never returned', async () => {
+    const subscriber = await subscribeToCreates();
+    try {
+      const name = `insert-stall-event-${randomUUID()}`;
+      proxy.stallAt('INSERT INTO `pet`', { deliver: true });
+      expect((await request(t, 'POST', '/v1/pets', { body: { name, categoryId: 5 } })).status).toBe(504);
+      await endStall();
+      // Past UNCONFIRMED_CREATE_CHECKS' first look-up: a keyed create would have been announced by now.
+      await sleep(UNCONFIRMED_CREATE_CHECKS.intervalMs + 1_500);
+      expect(await countNamed(name)).toBe(1);
+      expect(subscriber.names).not.toContain(name);
+    } finally {
+      await subscriber.client.dispose();
+    }
+  }, 30_000);
 
   test('when a create is cut off midway and retried with its Idempotency-Key, then exactly one pet exists', async () => {
     const name = `cut-${randomUUID()}`;
@@ -354,7 +397,7 @@ describeOnMysql('when the database itself stalls (a private MariaDB paused with 
     expect(during.filter((o) => o.durationMs > 3000)).toEqual([]);
     expect(summary.readyzSlowestMs).toBeLessThan(1000);
     // Every failure is "unavailable, retry" (REST: 503 + Retry-After; GraphQL: the same code),
-    // or, for a create whose COMMIT was sent but never confirmed, "outcome unknown".
+    // or, for a create whose one INSERT (no Idempotency-Key) or COMMIT was sent but never confirmed, "outcome unknown".
     for (const o of failures) {
       const unknownCreate = o.code === 'GATEWAY_TIMEOUT' && o.kind.includes('create');
       expect({ kind: o.kind, code: unknownCreate ? 'SERVICE_UNAVAILABLE' : o.code }).toEqual({ kind: o.kind, code: 'SERVICE_UNAVAILABLE' });

@@ -1,5 +1,6 @@
 import { IdempotencyRecord } from '../src/idempotency/idempotency-record.entity';
 import { IdempotencyService } from '../src/idempotency/idempotency.service';
+import { countStatements } from './helpers/statement-counter';
 import { countPets, graphql, request, startTestApp, type TestApp } from './helpers/test-app';
 import { IDEMPOTENCY_LIMITS } from '../src/limits';
 
@@ -12,6 +13,8 @@ beforeEach(async () => {
   await t.clearPets();
   await t.dataSource.getRepository(IdempotencyRecord).clear();
 });
+
+const CREATE = 'mutation($input: NewPetInput!) { createPet(input: $input) { id name } }';
 
 const post = (key: string, body: object = { name: 'Rex', categoryId: 1 }, apiKey?: string) =>
   request(t, 'POST', '/v1/pets', { body, headers: { 'idempotency-key': key }, apiKey });
@@ -131,7 +134,6 @@ describe('Idempotency-Key on POST /v1/pets', () => {
 });
 
 describe('Idempotency-Key on createPet (GraphQL)', () => {
-  const CREATE = 'mutation($input: NewPetInput!) { createPet(input: $input) { id name } }';
   const send = (key: string, input: object) =>
     request(t, 'POST', '/graphql', { body: { query: CREATE, variables: { input } }, headers: { 'idempotency-key': key } });
 
@@ -161,4 +163,28 @@ describe('Idempotency-Key on createPet (GraphQL)', () => {
     await graphql(t, CREATE, { input: { name: 'Rex', categoryId: 1 } });
     expect(await countPets(t)).toBe(2);
   });
+});
+
+describe('the statements of a create (docs/failures.md "503 or 504 on a create")', () => {
+  test.each(['REST', 'GraphQL'])(
+    'when %s creates without a key, then the create is one statement, an INSERT that commits itself; with a key, its INSERT commits in a transaction',
+    async (surface) => {
+      const create = (key?: string) =>
+        surface === 'REST'
+          ? request(t, 'POST', '/v1/pets', { body: { name: 'Rex', categoryId: 1 }, headers: key ? { 'idempotency-key': key } : {} })
+          : request(t, 'POST', '/graphql', {
+              body: { query: CREATE, variables: { input: { name: 'Rex', categoryId: 1 } } },
+              headers: key ? { 'idempotency-key': key } : {},
+            });
+      expect((await create()).status).toBeLessThan(300); // the API key is looked up here, then cached
+      const statements = countStatements(t.dataSource);
+      expect((await create()).status).toBeLessThan(300);
+      // sql.js reads the new id in its own process (TypeORM's `SELECT last_insert_rowid()`): no round trip.
+      const sent = statements.count() - statements.count(/^SELECT last_insert_rowid\(\)$/);
+      expect([sent, statements.count(/^INSERT INTO [`"]pet[`"]/)]).toEqual([1, 1]);
+      statements.reset();
+      expect((await create(`one-trip-${surface}`)).status).toBeLessThan(300);
+      expect([statements.count(/^INSERT INTO [`"]pet[`"]/), statements.count(/^(START|BEGIN) TRANSACTION$/), statements.count(/^COMMIT$/)]).toEqual([1, 1, 1]);
+    },
+  );
 });

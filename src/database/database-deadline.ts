@@ -15,11 +15,11 @@ export class DatabaseDeadlineError extends Error {
   }
 }
 
-/** COMMIT was sent and never confirmed, so it may have committed: 504, never the "safe to retry" 503. */
+/** COMMIT (or an autocommit write) was sent and never confirmed, so it may have committed: 504, never the "safe to retry" 503. */
 export class CommitOutcomeUnknownError extends Error {
   override readonly name = 'CommitOutcomeUnknownError';
 
-  /** `written`: what the work returned before COMMIT, so the caller can look for it later. */
+  /** `written`: what the work returned before COMMIT, so the caller can look for it later; undefined for an autocommit write. */
   constructor(
     message: string,
     options: ErrorOptions,
@@ -33,6 +33,12 @@ export interface DatabaseCallOptions {
   /** `slave`: a replica in the read rotation, if any. */
   mode?: 'master' | 'slave';
   transaction?: boolean;
+  /**
+   * `work` is one statement that commits itself (autocommit, no transaction), e.g. one INSERT: failing before it is sent
+   * (pool wait, the Galera causality SET), DatabaseDeadlineError (503, nothing stored); sent and never confirmed (deadline,
+   * connection lost), CommitOutcomeUnknownError (504, `written` undefined); a conflict (1213, 1205) did not commit: rerun.
+   */
+  autocommitWrite?: boolean;
   /** Outside the request's budget (e.g. follow-up after a reply). */
   background?: boolean;
   /** Cut to what is left of the request's budget. */
@@ -69,7 +75,7 @@ async function readCausally(dataSource: DataSource, runner: QueryRunner, connect
 export async function withinDeadline<T>(
   dataSource: DataSource,
   work: (manager: EntityManager) => Promise<T>,
-  { mode = 'master', transaction = false, background = false, timeoutMs = DATABASE_DEADLINES.callMs }: DatabaseCallOptions = {},
+  { mode = 'master', transaction = false, autocommitWrite = false, background = false, timeoutMs = DATABASE_DEADLINES.callMs }: DatabaseCallOptions = {},
 ): Promise<T> {
   if (dataSource.options.type !== 'mysql') return inProcess(dataSource, work, transaction);
   const budgetEnd = background ? undefined : budgets.getStore();
@@ -78,19 +84,24 @@ export async function withinDeadline<T>(
     if (timeoutMs <= 0) throw new DatabaseDeadlineError(DATABASE_DEADLINES.callMs);
   }
   const reader = mode === 'slave' ? readerOf(dataSource) : dataSource;
-  if (reader === dataSource) return callOn(dataSource, work, transaction, timeoutMs);
+  if (reader === dataSource) return callOn(dataSource, work, { transaction, autocommitWrite }, timeoutMs);
   const started = performance.now();
   try {
-    return await callOn(reader, work, transaction, timeoutMs);
+    return await callOn(reader, work, { transaction, autocommitWrite }, timeoutMs);
   } catch (error) {
     if (!isConnectionLost(error)) throw error;
     // Out of the rotation until its next check; this read goes to the primary.
     markUnreachable(reader);
-    return callOn(dataSource, work, transaction, timeoutMs - (performance.now() - started));
+    return callOn(dataSource, work, { transaction, autocommitWrite }, timeoutMs - (performance.now() - started));
   }
 }
 
-async function callOn<T>(target: DataSource, work: (manager: EntityManager) => Promise<T>, transaction: boolean, timeoutMs: number): Promise<T> {
+async function callOn<T>(
+  target: DataSource,
+  work: (manager: EntityManager) => Promise<T>,
+  { transaction, autocommitWrite }: { transaction: boolean; autocommitWrite: boolean },
+  timeoutMs: number,
+): Promise<T> {
   const runner = target.createQueryRunner('master');
   let connection: DestroyableConnection | undefined;
   let committing = false;
@@ -111,10 +122,14 @@ async function callOn<T>(target: DataSource, work: (manager: EntityManager) => P
       throw new DatabaseDeadlineError(timeoutMs);
     }
     await readCausally(target, runner, connection);
-    if (!transaction) return work(runner.manager);
+    if (!transaction && !autocommitWrite) return work(runner.manager);
     for (let attempt = 1; ; attempt++) {
-      committing = false;
       try {
+        if (autocommitWrite) {
+          // From here the statement may reach the server: its outcome is unknown until the server answers.
+          committing = true;
+          return await work(runner.manager);
+        }
         await runner.startTransaction();
         const result = await work(runner.manager);
         written = result;
@@ -123,8 +138,10 @@ async function callOn<T>(target: DataSource, work: (manager: EntityManager) => P
         return result;
       } catch (error) {
         if (expired || !isConflict(error) || attempt >= DATABASE_DEADLINES.conflictAttempts) throw error;
+        // A lost conflict committed nothing: a deadline from here on is a 503.
+        committing = false;
         // A lock wait timeout rolls back only its statement: end the transaction before running it again.
-        await runner.rollbackTransaction();
+        if (!autocommitWrite) await runner.rollbackTransaction();
         await sleep(Math.random() * DATABASE_DEADLINES.conflictBackoffMs * attempt);
       }
     }

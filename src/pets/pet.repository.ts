@@ -90,8 +90,9 @@ export class PetRepository {
   }
 
   /**
-   * Stores a pet with one INSERT; alone, in a transaction, so a call abandoned before COMMIT stores nothing (503 = safe to retry).
-   * @throws DatabaseDeadlineError (503, nothing stored); CommitOutcomeUnknownError (504).
+   * Stores a pet with one INSERT, in `manager`'s transaction if given, else alone as one autocommit statement
+   * (docs/failures.md "503 or 504 on a create"): abandoned before it was sent, it stores nothing (503, safe to retry).
+   * @throws DatabaseDeadlineError (503, nothing stored); CommitOutcomeUnknownError (504: sent, never confirmed; no id known).
    */
   async create(newPet: NewPet, manager?: EntityManager): Promise<Pet> {
     const insert = async (within: EntityManager) => {
@@ -101,6 +102,6 @@ export class PetRepository {
       pet.id = toSafeInteger(result.identifiers[0].id as string | number);
       return pet;
     };
-    return manager ? insert(manager) : withinDeadline(this.dataSource, insert, { transaction: true });
+    return manager ? insert(manager) : withinDeadline(this.dataSource, insert, { autocommitWrite: true });
   }
 }

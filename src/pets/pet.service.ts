@@ -85,7 +85,8 @@ export class PetService {
     const newPet = { name, categoryId, status };
     try {
       if (caller.idempotencyKey === undefined) {
-        const pet = await this.pets.create(newPet); // committed when it resolves
+        // One autocommit INSERT, committed when it resolves; a 504 leaves no id, so it cannot be announced (see PetEvents).
+        const pet = await this.pets.create(newPet);
         this.events.created(pet);
         return { pet, replayed: false };
       }
@@ -109,7 +110,7 @@ export class PetService {
     }
   }
 
-  /** Announces a 504 create if the primary shows it stored (see PetEvents); runs after the reply, never throws. */
+  /** Announces a 504 create whose id is known (an Idempotency-Key create) if the primary shows it stored (see PetEvents); runs after the reply, never throws. */
   private async announceIfStored(pet: Pet | undefined): Promise<void> {
     if (pet?.id === undefined) return;
     const giveUpAt = performance.now() + UNCONFIRMED_CREATE_CHECKS.maxMs;
