@@ -49,7 +49,7 @@ import { ALL_ON, AB_VARIANTS, type AbVariant } from './ab/variants';
  * and the service's ratios to B1 and B1c (a GraphQL row to their REST figure) and, on GraphQL, to each peer.
  * Then the fixed-rate phase: for every scenario, B1c, then the service, then each peer (GraphQL) at half of B1c's
  * maximum rate for the operation, for p50/p99 and the server's CPU time per request (user +
- * system, read from /proc/<pid>/stat; see cpuTimeMs in bench.runner.ts). Then the scale
+ * system, read from each thread's /proc/<pid>/task/<tid>/schedstat; see cpuTimeMs in bench.runner.ts). Then the scale
  * curve (10k, 100k, 1M rows in BENCH_DATABASE_URL's database + `_scale`). Then, on a 3-node
  * Galera cluster of its own on 127.0.0.1 (galera-4, rsync), the price of causal reads: the
  * getPet statement with `wsrep_sync_wait` 0 and 1, and the service against B1c on node 1
