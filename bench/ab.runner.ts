@@ -4,6 +4,7 @@ import { type Measurement, type RunningSystem, measure, measureAtRate, probe } f
 import { freePort } from './free-port';
 import type { Scenario, ScenarioContext } from './scenarios';
 import { checkFeatures } from './ab/feature.probes';
+import { AB_MARK } from './ab/replace-export';
 import { ALL_ON, type AbVariant } from './ab/variants';
 
 /** The operations of the A/B, on both surfaces. */
@@ -34,67 +35,119 @@ export interface AbPlan {
   log: (message: string) => void;
 }
 
+/** What {@link runAb} measured. */
+export interface AbMeasured {
+  /** One entry per system and scenario, a window per cycle (the same index: the same cycle). */
+  runs: AbRuns[];
+  /** Seconds to start, probe and warm up every system. */
+  setupSeconds: number;
+  /** Seconds of the cycles. */
+  measureSeconds: number;
+}
+
+/** A copy of `items` in a random order (Fisher–Yates). */
+function shuffled<T>(items: readonly T[]): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j], copy[i]];
+  }
+  return copy;
+}
+
+/** Measures every system, one after the other in a random order. @returns the measurements in `running`'s order. */
+async function inTurn(running: ReadonlyArray<{ system: RunningSystem }>, measureOne: (system: RunningSystem) => Promise<Measurement>): Promise<Measurement[]> {
+  const windows = new Array<Measurement>(running.length);
+  for (const i of shuffled(running.map((_, index) => index))) windows[i] = await measureOne(running[i].system);
+  return windows;
+}
+
 /**
- * The A/B (bench/README.md "Per-request cost"): each round starts a fresh service for all on and
- * for each variant, in an order reversed every other round, and checks with every probe that
- * exactly the variant's features are off ({@link checkFeatures}). Then it warms the process up:
- * each scenario once checked ({@link probe}), then `settings.warmupRequests` of it as fast as it
- * answers, so that V8 has compiled every path before anything is measured (a fresh process at
- * 1,000 req/s spends several times the CPU per request of a warm one). Then for
- * each scenario: `settings.settleSeconds` at the fixed rate, the measured run at that rate (server
- * CPU time per request, p50, p99) and, when `settings.maxSeconds` > 0, a run as fast as it answers.
+ * The A/B (bench/README.md "Per-request cost"). Starts every system at once, all on and each
+ * variant, one process each, and checks each with every probe: exactly the variant's features off
+ * ({@link checkFeatures}), and its preload's announcement on standard error. Warms each up: every
+ * scenario once checked ({@link probe}), then `settings.warmupRequests` of it as fast as it
+ * answers. Then a cycle that is not recorded, and `settings.cycles` cycles (fewer if
+ * `settings.minutes` runs out first, at least one): in each, for each scenario, every system in a new random
+ * order, back to back, one window each of `settings.requests` requests (as fast as it answers over
+ * `settings.connections` connections, or at `settings.rate`), its server CPU time per request read
+ * `settings.settleMs` after the last answer. A drift of the machine's speed then falls on every
+ * system of a cycle alike, and the report pairs each variant's window with all on's of its cycle.
  *
- * @returns one entry per system and scenario, a measurement per round.
- * @throws when a system does not start, a probe finds a feature in the wrong state, or a
- *   scenario's checked request gets an unexpected answer. Unexpected statuses under load are
- *   counted in the measurements, not thrown.
+ * @returns each system's windows, and how long setting up and measuring took.
+ * @throws when a system does not start, a probe finds a feature in the wrong state, a preload did
+ *   not announce itself, a scenario's checked request gets an unexpected answer, or a window of
+ *   the unrecorded cycle does. Unexpected statuses in recorded windows are counted in the
+ *   measurements, not thrown. Every started system is
+ *   stopped either way.
  */
-export async function runAb({ variants, scenarios, context, settings, start, log }: AbPlan): Promise<AbRuns[]> {
+export async function runAb({ variants, scenarios, context, settings, start, log }: AbPlan): Promise<AbMeasured> {
+  const began = performance.now();
   const systems = [ALL_ON, ...variants];
   const runs: AbRuns[] = systems.flatMap((system) =>
-    scenarios.map((scenario) => ({ system: system.name, surface: scenario.surface, name: scenario.name, rounds: [], max: [] })),
+    scenarios.map((scenario) => ({ system: system.name, surface: scenario.surface, name: scenario.name, cycles: [] })),
   );
   const entry = (system: AbVariant, scenario: Scenario) =>
     runs.find((r) => r.system === system.name && r.surface === scenario.surface && r.name === scenario.name)!;
-  const atRate = (system: RunningSystem, scenario: Scenario, duration: number) =>
-    measureAtRate(system, scenario, context, { duration, connections: settings.connections, rate: settings.rate });
+  const window = (system: RunningSystem, scenario: Scenario): Promise<Measurement> =>
+    settings.rate === undefined
+      ? measure(system, scenario, context, { duration: 0, amount: settings.requests, connections: settings.connections, settleMs: settings.settleMs })
+      : measureAtRate(system, scenario, context, {
+          duration: settings.requests / settings.rate,
+          rate: settings.rate,
+          connections: settings.connections,
+          settleMs: settings.settleMs,
+        });
 
-  for (let round = 0; round < settings.rounds; round++) {
-    const order = round % 2 === 0 ? systems : [...systems].reverse();
-    log(`A/B round ${round + 1} of ${settings.rounds}: ${order.map((system) => system.name).join(', ')}`);
-    for (const variant of order) {
+  const running: Array<{ variant: AbVariant; system: RunningSystem }> = [];
+  try {
+    for (const variant of systems) {
       const metricsPort = await freePort();
       const system = await start(variant, metricsPort);
-      try {
-        await checkFeatures(
-          { system, metricsUrl: `http://127.0.0.1:${metricsPort}`, context },
-          variant.off,
-          variant === ALL_ON ? 'all on' : `without ${variant.name}`,
-        );
-        for (const scenario of scenarios) {
-          await probe(system, scenario, context);
-          if (settings.warmupRequests > 0) {
-            await measure(system, scenario, context, { duration: 0, amount: settings.warmupRequests, connections: settings.connections });
-          }
-        }
-        for (const scenario of scenarios) {
-          if (settings.settleSeconds > 0) await atRate(system, scenario, settings.settleSeconds);
-          const fixed = await atRate(system, scenario, settings.durationSeconds);
-          const max: Measurement | undefined =
-            settings.maxSeconds > 0
-              ? await measure(system, scenario, context, { duration: settings.maxSeconds, connections: settings.connections })
-              : undefined;
-          entry(variant, scenario).rounds.push(fixed);
-          if (max) entry(variant, scenario).max.push(max);
-          const unexpected = fixed.unexpected + (max?.unexpected ?? 0);
-          log(
-            `  ${variant.name.padEnd(18)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(8)} CPU ${fixed.cpuMsPerRequest.toFixed(3)} ms/req  p50 ${fixed.p50} ms  p99 ${fixed.p99} ms${max ? `  max ${Math.round(max.rps)} req/s` : ''}${unexpected ? `  UNEXPECTED ${JSON.stringify(fixed.statuses)} ${JSON.stringify(max?.statuses ?? {})}` : ''}`,
-          );
-        }
-      } finally {
-        await system.stop();
+      running.push({ variant, system });
+      const label = variant === ALL_ON ? 'all on' : `without ${variant.name}`;
+      if (variant.preload !== undefined && !system.output().stderr.includes(AB_MARK)) {
+        throw new Error(`A/B: the service ${label} did not announce its preload ${variant.preload} on standard error.`);
       }
+      await checkFeatures({ system, metricsUrl: `http://127.0.0.1:${metricsPort}`, context }, variant.off, label);
+      for (const scenario of scenarios) {
+        await probe(system, scenario, context);
+        if (settings.warmupRequests > 0) {
+          await measure(system, scenario, context, { duration: 0, amount: settings.warmupRequests, connections: settings.connections });
+        }
+      }
+      log(`  started, probed and warmed up: ${variant.name} (pid ${system.pid})`);
     }
+    const setupSeconds = (performance.now() - began) / 1000;
+    log(`A/B: ${running.length} systems started in ${setupSeconds.toFixed(0)} s`);
+
+    // Cycle 0 is not recorded: it puts every system in the state the cycles keep it in, where it
+    // has been idle while the others were measured, whatever the order they were started in.
+    let lastCycleMs = 0;
+    for (let cycle = 0; cycle <= settings.cycles; cycle++) {
+      const cycleBegan = performance.now();
+      if (cycle > 1 && settings.minutes !== undefined && cycleBegan + lastCycleMs - began > settings.minutes * 60_000) break;
+      const allOn: string[] = [];
+      for (const scenario of scenarios) {
+        const windows = await inTurn(running, (system) => window(system, scenario));
+        running.forEach(({ variant }, i) => {
+          const measurement = windows[i];
+          if (cycle > 0) entry(variant, scenario).cycles.push(measurement);
+          if (measurement.unexpected > 0 || measurement.total === 0) {
+            const what = `${variant.name} ${scenario.surface} ${scenario.name} ${JSON.stringify(measurement.statuses)}`;
+            if (cycle === 0) throw new Error(`A/B: unexpected statuses or no responses in cycle 0: ${what}`);
+            log(`  UNEXPECTED ${what}`);
+          }
+          if (variant === ALL_ON) allOn.push(`${scenario.surface} ${scenario.name} ${measurement.cpuMsPerRequest.toFixed(3)}`);
+        });
+      }
+      lastCycleMs = performance.now() - cycleBegan;
+      log(
+        `A/B cycle ${cycle} of ${settings.cycles}${cycle === 0 ? ' (not recorded)' : ''} (${(lastCycleMs / 1000).toFixed(1)} s), all on CPU ms/request: ${allOn.join(', ')}`,
+      );
+    }
+    return { runs, setupSeconds, measureSeconds: (performance.now() - began) / 1000 - setupSeconds };
+  } finally {
+    await Promise.all(running.map(({ system }) => system.stop()));
   }
-  return runs;
 }

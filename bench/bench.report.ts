@@ -299,7 +299,7 @@ export function toMarkdown(results: BenchResults): string {
   if (results.halfRate.length > 0) {
     lines.push('');
     lines.push(
-      "At half of B1c's maximum rate (requests sent evenly spaced whether or not earlier ones were answered, same connections; B1c runs the REST operation). CPU ms/request: the server process's user + system CPU time during the measured run (not the warm-up), read from outside in /proc/<pid>/stat (utime + stime, 10 ms ticks, the accounting `process.cpuUsage()` reads), over the responses received:",
+      "At half of B1c's maximum rate (requests sent evenly spaced whether or not earlier ones were answered, same connections; B1c runs the REST operation). CPU ms/request: the server process's user + system CPU time during the measured run (not the warm-up), read from outside (the nanoseconds on CPU of its threads in /proc/<pid>/task/*/schedstat), over the responses received:",
     );
     lines.push('');
     lines.push(

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { finished } from 'node:stream';
@@ -73,12 +73,15 @@ const CLOCK_TICKS_PER_SECOND = 100;
 
 /**
  * CPU time a process has used so far, user + system, all its threads, milliseconds, read from
- * outside: utime + stime of /proc/<pid>/stat, in 10 ms clock ticks. This is the kernel's
- * accounting that `process.cpuUsage()` (getrusage) reads inside the process.
+ * outside: the sum over /proc/<pid>/task/* of the first field of `schedstat`, the nanoseconds each
+ * thread has run. Without schedstat (a kernel without CONFIG_SCHED_INFO), utime + stime of
+ * /proc/<pid>/stat, in 10 ms clock ticks: the accounting `process.cpuUsage()` reads.
  *
  * @returns NaN when unreadable (not Linux, or exited).
  */
 export function cpuTimeMs(pid: number): number {
+  const nanoseconds = schedstatNs(pid);
+  if (nanoseconds !== undefined) return nanoseconds / 1e6;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (in parentheses, may hold spaces): state is field 3, utime 14, stime 15.
@@ -87,6 +90,26 @@ export function cpuTimeMs(pid: number): number {
   } catch {
     return NaN;
   }
+}
+
+/** Nanoseconds on CPU of the live threads of a process, from schedstat; undefined when unreadable. */
+function schedstatNs(pid: number): number | undefined {
+  const onCpu = (thread: string) => Number(readFileSync(`/proc/${pid}/task/${thread}/schedstat`, 'utf8').split(' ', 1)[0]);
+  let total: number;
+  try {
+    total = onCpu(String(pid));
+    for (const thread of readdirSync(`/proc/${pid}/task`)) {
+      if (thread === String(pid)) continue;
+      try {
+        total += onCpu(thread);
+      } catch {
+        // A thread that ended between the listing and the read.
+      }
+    }
+  } catch {
+    return undefined;
+  }
+  return Number.isFinite(total) ? total : undefined;
 }
 
 /** The request that tells a system is ready, on the surface it serves: a list of one pet. */
@@ -193,14 +216,16 @@ type LoadResult = Omit<Measurement, 'peakRssMb' | 'cpuMs' | 'cpuMsPerRequest'>;
 
 /**
  * Runs a load against a system, sampling the server's RSS every 50 ms and reading its CPU
- * time ({@link cpuTimeMs}) before and after.
+ * time ({@link cpuTimeMs}) before and after; after, `settleMs` after the last answer, so that the
+ * work a server does once it has answered (its onResponse hooks) counts.
  */
-async function withServerUsage(system: RunningSystem, load: () => Promise<LoadResult>): Promise<Measurement> {
+async function withServerUsage(system: RunningSystem, settleMs: number, load: () => Promise<LoadResult>): Promise<Measurement> {
   let peakRssMb = rssMb(system.pid);
   const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, rssMb(system.pid))), 50);
   const cpuBefore = cpuTimeMs(system.pid);
   try {
     const result = await load();
+    if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
     const cpuMs = cpuTimeMs(system.pid) - cpuBefore;
     return { ...result, peakRssMb: Math.round(Math.max(peakRssMb, rssMb(system.pid))), cpuMs, cpuMsPerRequest: result.total > 0 ? cpuMs / result.total : NaN };
   } finally {
@@ -219,14 +244,15 @@ const unexpectedOf = (scenario: Scenario, statuses: Record<string, number>, tota
  * @param options.duration - seconds of load.
  * @param options.connections - concurrent keep-alive connections (no pipelining), each sending its next request when answered.
  * @param options.amount - requests to send instead of a duration (e.g. a warm-up of a known size); `duration` is then ignored.
+ * @param options.settleMs - milliseconds after the last answer before the CPU time is read (default 0).
  */
 export function measure(
   system: RunningSystem,
   scenario: Scenario,
   context: ScenarioContext,
-  options: { duration: number; connections: number; amount?: number },
+  options: { duration: number; connections: number; amount?: number; settleMs?: number },
 ): Promise<Measurement> {
-  return withServerUsage(system, async () => {
+  return withServerUsage(system, options.settleMs ?? 0, async () => {
     const result = await autocannon({
       url: system.url,
       connections: options.connections,
@@ -234,8 +260,9 @@ export function measure(
       ...(options.amount !== undefined && { amount: options.amount }),
       requests: scenario.requests(context),
       timeout: 10,
-      // autocannon stops at its next sample tick (default every 1 s): sample often so short runs end on time.
-      sampleInt: 100,
+      // autocannon stops at its next sample tick (default every 1 s): sample often so short runs end on
+      // time, and a run of `amount` requests, short and timed by its CPU, without 100 ms idle at its end.
+      sampleInt: options.amount === undefined ? 100 : 10,
     });
     const statuses = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, { count }]) => [code, count ?? 0]));
     const total = Object.values(statuses).reduce((sum, count) => sum + count, 0);
@@ -262,14 +289,15 @@ export function measure(
  * @param options.duration - seconds of sending; the run then waits for the last answers, and
  *   `rps` is the responses over the whole time (below `rate` when the server fell behind).
  * @param options.rate - requests per second; the scenario's request sequence is cycled.
+ * @param options.settleMs - milliseconds after the last answer before the CPU time is read (default 0).
  */
 export function measureAtRate(
   system: RunningSystem,
   scenario: Scenario,
   context: ScenarioContext,
-  options: { duration: number; connections: number; rate: number },
+  options: { duration: number; connections: number; rate: number; settleMs?: number },
 ): Promise<Measurement> {
-  return withServerUsage(system, async () => {
+  return withServerUsage(system, options.settleMs ?? 0, async () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
     const sequence = scenario.requests(context);
     const latencies: number[] = [];

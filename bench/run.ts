@@ -26,14 +26,14 @@ import { startGaleraCluster } from './mariadb-topology';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
 import { CONFIG_SPEC } from '../src/config';
-import { type AbResults, abCosts, toAbMarkdown } from './ab.report';
+import { type AbResults, type AbSettings, abCosts, toAbMarkdown } from './ab.report';
 import { AB_OPERATIONS, preloadOption, runAb } from './ab.runner';
 import { ALL_ON, AB_VARIANTS, type AbVariant } from './ab/variants';
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
  *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B1c,B0,apollo,yoga,mercurius]`
- * `npm run bench -- --ab [--ab-rate <n>] [--ab-variants <list>] [--ab-warmup <requests>] [--ab-max] [--smoke] [--only <regex>] [--rounds <n>] [--duration <seconds>]`
+ * `npm run bench -- --ab [--ab-variants <list>] [--ab-cycles <n>] [--ab-minutes <n>] [--ab-requests <n>] [--ab-connections <n>] [--ab-rate <n>] [--ab-warmup <requests>] [--smoke] [--only <regex>]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
  * mysql://root@127.0.0.1:3306/petstore_bench, or petstore_bench_smoke with --smoke; it is
@@ -49,7 +49,7 @@ import { ALL_ON, AB_VARIANTS, type AbVariant } from './ab/variants';
  * and the service's ratios to B1 and B1c (a GraphQL row to their REST figure) and, on GraphQL, to each peer.
  * Then the fixed-rate phase: for every scenario, B1c, then the service, then each peer (GraphQL) at half of B1c's
  * maximum rate for the operation, for p50/p99 and the server's CPU time per request (user +
- * system, read from /proc/<pid>/stat; see cpuTimeMs in bench.runner.ts). Then the scale
+ * system, read from each thread's /proc/<pid>/task/<tid>/schedstat; see cpuTimeMs in bench.runner.ts). Then the scale
  * curve (10k, 100k, 1M rows in BENCH_DATABASE_URL's database + `_scale`). Then, on a 3-node
  * Galera cluster of its own on 127.0.0.1 (galera-4, rsync), the price of causal reads: the
  * getPet statement with `wsrep_sync_wait` 0 and 1, and the service against B1c on node 1
@@ -66,8 +66,14 @@ import { ALL_ON, AB_VARIANTS, type AbVariant } from './ab/variants';
  */
 const SYSTEM_NAMES: readonly SystemName[] = ['service', 'B1', 'B1c', 'B0', ...PEER_NAMES];
 
-/** The A/B's fixed rate unless `--ab-rate`: requests per second that every operation sustains on 2 cores. */
-const AB_DEFAULT_RATE = 1000;
+/**
+ * The A/B's defaults (bench/README.md "Per-request cost"): about 15 minutes on 2 cores with every
+ * variant; with --smoke, about a minute and a half. A window is as fast as it answers unless `--ab-rate`.
+ */
+const AB_DEFAULTS = {
+  full: { cycles: 200, minutes: 14, requests: 1000, connections: 8, warmupRequests: 2000, settleMs: 10 },
+  smoke: { cycles: 2, minutes: undefined, requests: 100, connections: 8, warmupRequests: 200, settleMs: 10 },
+};
 
 function positiveNumber(value: string): number {
   const number = Number(value);
@@ -101,14 +107,30 @@ const command = new Command('bench')
   .option('--smoke', 'one short round on a database of its own, to check the harness (CI)')
   .option('--only <regex>', 'only the scenarios whose "surface name" matches, e.g. "graphql list"')
   .option('--rounds <n>', 'rounds (default 3; 1 with --smoke)', positiveIntegerArgument)
-  .option('--duration <seconds>', 'seconds per measured run (default 5; with --ab, 1.5 at the fixed rate)', positiveNumber)
+  .option('--duration <seconds>', 'seconds per measured run (default 5)', positiveNumber)
   .option('--systems <list>', `comma-separated systems to run (default: ${SYSTEM_NAMES.join(',')})`, systemList)
   .option('--no-scale', 'skip the scale curve')
   .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
   .option('--cpu-prof', 'write V8 CPU profiles of the service to bench/results/profiles/')
   .option('--ab', 'instead of the main bench: each feature\'s CPU time per request, the service with and without it (bench/README.md "Per-request cost")')
-  .option('--ab-rate <n>', `with --ab: the fixed rate, requests per second (default ${AB_DEFAULT_RATE})`, positiveIntegerArgument)
+  .option(
+    '--ab-cycles <n>',
+    `with --ab: cycles, each measuring every system once per scenario (default ${AB_DEFAULTS.full.cycles}; ${AB_DEFAULTS.smoke.cycles} with --smoke)`,
+    positiveIntegerArgument,
+  )
+  .option(
+    '--ab-minutes <n>',
+    `with --ab: begin no cycle that would end later than this many minutes after the first system started (default ${AB_DEFAULTS.full.minutes} without --ab-cycles and --smoke)`,
+    positiveNumber,
+  )
+  .option(
+    '--ab-requests <n>',
+    `with --ab: requests of one window (default ${AB_DEFAULTS.full.requests}; ${AB_DEFAULTS.smoke.requests} with --smoke)`,
+    positiveIntegerArgument,
+  )
+  .option('--ab-connections <n>', `with --ab: connections of a window (default ${AB_DEFAULTS.full.connections})`, positiveIntegerArgument)
+  .option('--ab-rate <n>', 'with --ab: send each window at this fixed rate, requests per second, instead of as fast as it answers', positiveIntegerArgument)
   .option(
     '--ab-variants <list>',
     `with --ab: comma-separated variants to run beside all on (default: ${AB_VARIANTS.map((v) => v.name).join(',')})`,
@@ -116,10 +138,9 @@ const command = new Command('bench')
   )
   .option(
     '--ab-warmup <requests>',
-    'with --ab: requests of each scenario, as fast as it answers, that warm up each process (default 3000; 200 with --smoke)',
+    `with --ab: requests of each scenario, as fast as it answers, that warm up each process (default ${AB_DEFAULTS.full.warmupRequests}; ${AB_DEFAULTS.smoke.warmupRequests} with --smoke)`,
     nonNegativeInteger,
   )
-  .option('--ab-max', 'with --ab: after each fixed-rate run, one as fast as it answers, for req/s (1 s; 0.3 s with --smoke)')
   .showHelpAfterError();
 const options = command.parse().opts<{
   smoke?: boolean;
@@ -132,12 +153,18 @@ const options = command.parse().opts<{
   halfRate: boolean;
   cpuProf?: boolean;
   ab?: boolean;
+  abCycles?: number;
+  abMinutes?: number;
+  abRequests?: number;
+  abConnections?: number;
   abRate?: number;
   abVariants?: AbVariant[];
-  abMax?: boolean;
   abWarmup?: number;
 }>();
 if (options.ab && options.systems) command.error('error: --systems does not apply to --ab: choose the variants with --ab-variants.');
+if (options.ab && (options.rounds !== undefined || options.duration !== undefined)) {
+  command.error('error: --rounds and --duration do not apply to --ab: see --ab-cycles and --ab-requests.');
+}
 const smoke = options.smoke === true;
 const only = options.only === undefined ? undefined : new RegExp(options.only);
 const SETTINGS = smoke
@@ -493,14 +520,19 @@ function productionLogLevel(): string {
 async function abMain(): Promise<void> {
   const startedAt = new Date();
   const loadBefore = os.loadavg()[0];
-  // About 12 minutes on 2 cores with the defaults, 12 systems (bench/README.md "Per-request cost").
-  const settings = smoke
-    ? { rounds: 1, warmupRequests: 200, settleSeconds: 0.1, durationSeconds: 0.4, maxSeconds: options.abMax ? 0.3 : 0, connections: 10 }
-    : { rounds: 3, warmupRequests: 3000, settleSeconds: 0.25, durationSeconds: 1.5, maxSeconds: options.abMax ? 1 : 0, connections: 32 };
-  if (options.rounds !== undefined) settings.rounds = options.rounds;
-  if (options.duration !== undefined) settings.durationSeconds = options.duration;
-  if (options.abWarmup !== undefined) settings.warmupRequests = options.abWarmup;
-  const rate = options.abRate ?? AB_DEFAULT_RATE;
+  const defaults = smoke ? AB_DEFAULTS.smoke : AB_DEFAULTS.full;
+  // A time budget unless a number of cycles is asked for.
+  const minutes = options.abMinutes ?? (options.abCycles === undefined ? defaults.minutes : undefined);
+  const settings: AbSettings = {
+    cycles: options.abCycles ?? defaults.cycles,
+    ...(minutes !== undefined && { minutes }),
+    requests: options.abRequests ?? defaults.requests,
+    connections: options.abConnections ?? defaults.connections,
+    ...(options.abRate !== undefined && { rate: options.abRate }),
+    warmupRequests: options.abWarmup ?? defaults.warmupRequests,
+    settleMs: defaults.settleMs,
+    pets: SETTINGS.pets,
+  };
   const variants = options.abVariants ?? AB_VARIANTS;
   const scenarios = SCENARIOS.filter((s) => AB_OPERATIONS.includes(s.name) && (!only || only.test(`${s.surface} ${s.name}`)));
   if (scenarios.length === 0) throw new Error(`--only ${options.only} leaves none of the A/B's scenarios: ${AB_OPERATIONS.join(', ')} on rest and graphql.`);
@@ -508,11 +540,11 @@ async function abMain(): Promise<void> {
   const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
   const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
   const logLevel = productionLogLevel();
-  const runs = await runAb({
+  const { runs, setupSeconds, measureSeconds } = await runAb({
     variants,
     scenarios,
     context,
-    settings: { ...settings, rate, pets: SETTINGS.pets },
+    settings,
     start: (variant, metricsPort) =>
       startService(apiKey, DATABASE_URL, {
         env: { LOG_LEVEL: logLevel, METRICS_PORT: String(metricsPort), ...variant.env },
@@ -522,8 +554,10 @@ async function abMain(): Promise<void> {
   });
   const partial =
     only !== undefined ||
-    options.rounds !== undefined ||
-    options.duration !== undefined ||
+    options.abCycles !== undefined ||
+    options.abMinutes !== undefined ||
+    options.abRequests !== undefined ||
+    options.abConnections !== undefined ||
     options.abRate !== undefined ||
     options.abWarmup !== undefined ||
     variants.length < AB_VARIANTS.length;
@@ -531,15 +565,18 @@ async function abMain(): Promise<void> {
     startedAt: startedAt.toISOString(),
     mode: smoke ? 'smoke' : partial ? 'partial' : 'full',
     seconds: (Date.now() - startedAt.getTime()) / 1000,
+    setupSeconds,
+    measureSeconds,
     machine: {
       CPU: `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}`,
+      RAM: `${round1(os.totalmem() / 2 ** 30)} GiB`,
       Node: process.version,
       database: await databaseVersion(DATABASE_URL),
       'service log level': logLevel,
       'load average (1 min) before/after': `${round1(loadBefore)}/${round1(os.loadavg()[0])}`,
     },
-    settings: { ...settings, rate, pets: SETTINGS.pets },
-    systems: [ALL_ON, ...variants].map(({ name, feature, how }) => ({ name, feature, how })),
+    settings,
+    systems: [ALL_ON, ...variants].map(({ name, feature, how, control }) => ({ name, feature, how, ...(control && { control }) })),
     runs,
   };
   const markdown = toAbMarkdown(results);
@@ -550,7 +587,7 @@ async function abMain(): Promise<void> {
   process.stdout.write(markdown);
   log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
   const unexpected = runs.flatMap((r) =>
-    [...r.rounds, ...r.max].filter((m) => m.unexpected > 0 || m.total === 0).map((m) => `${r.system} ${r.surface} ${r.name} ${JSON.stringify(m.statuses)}`),
+    r.cycles.filter((m) => m.unexpected > 0 || m.total === 0).map((m) => `${r.system} ${r.surface} ${r.name} ${JSON.stringify(m.statuses)}`),
   );
   if (unexpected.length > 0) {
     log(`Harness failure: unexpected statuses or no responses in ${unexpected.join('; ')}`);

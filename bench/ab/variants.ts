@@ -14,12 +14,18 @@ export interface AbVariant {
   env?: Record<string, string>;
   /** The features its probes must find off; every other one must be on. */
   off: readonly Feature[];
+  /** For a control of the method itself, not a feature: the saving it must come out as, ms per request. */
+  control?: { expectedSavedMs: number };
 }
 
 /** The service as `npm start` runs it: every feature on, checked by every probe. */
 export const ALL_ON: AbVariant = { name: 'all-on', feature: 'All on', how: 'the service as `npm start` runs it', off: [] };
 
-/** Every variant, one feature off each, in the table's order (bench/README.md "Per-request cost"). */
+/**
+ * Every variant, one feature off each, in the table's order (bench/README.md "Per-request cost"),
+ * then the two controls of the method: one that changes nothing (its saving is the method's noise)
+ * and one that costs a known 20 µs more per response (its saving must come out as -0.020 ms).
+ */
 export const AB_VARIANTS: readonly AbVariant[] = [
   {
     name: 'request-log',
@@ -97,5 +103,21 @@ export const AB_VARIANTS: readonly AbVariant[] = [
     how: '`fastifyApolloHandler()` returning a handler that calls `executeHTTPGraphQLRequest` with 5 headers and the sliced query string',
     preload: 'apollo-fastify.preload.js',
     off: ['apolloFastify'],
+  },
+  {
+    name: 'none',
+    feature: 'Control: nothing off',
+    how: 'a preload that replaces nothing',
+    preload: 'control-none.preload.js',
+    off: [],
+    control: { expectedSavedMs: 0 },
+  },
+  {
+    name: 'burn-20us',
+    feature: 'Control: 20 µs spent more',
+    how: "`endJsonWithNewline()`'s onSend hook spinning 20 µs first, every response",
+    preload: 'control-burn.preload.js',
+    off: [],
+    control: { expectedSavedMs: -0.02 },
   },
 ];
