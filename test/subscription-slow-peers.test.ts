@@ -135,11 +135,17 @@ describe('subscribers that stop reading', () => {
             rssPeak = Math.max(rssPeak, rssMb(server.child.pid!));
           }
         };
-        await Promise.all(Array.from({ length: 4 }, () => creator(CREATES / 4)));
+        let created = false;
+        const creates = Promise.all(Array.from({ length: 4 }, () => creator(CREATES / 4))).finally(() => (created = true));
+        // Reading again once the server has closed them all, within the 30 s ws gives a closed peer to answer,
+        // each finds its close after what was waiting for it.
+        const slowCloses = () => server.output.stdout.split('closing a WebSocket whose peer stopped reading').length - 1;
+        while (slowCloses() < SLOW_SOCKETS && !created) await new Promise((resolve) => setTimeout(resolve, 20));
+        for (const { tcp } of slow) tcp.resume();
+        await creates;
+        expect(slowCloses()).toBe(SLOW_SOCKETS);
         expect(exitCode).toBeUndefined();
         await readerDone;
-        // Reading again, each finds its close after what was waiting for it.
-        for (const { tcp } of slow) tcp.resume();
         const closes = await Promise.all(slow.map(({ closed }) => closed));
         expect(closes).toEqual(Array(SLOW_SOCKETS).fill(SUBSCRIPTION_CLOSE.slowConsumer));
         expect(received).toHaveLength(CREATES);

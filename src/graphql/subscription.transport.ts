@@ -26,6 +26,8 @@ function keepAlive(socket: WebSocket, log: FastifyBaseLogger): void {
     if (awaited?.equals(data)) awaited = undefined;
   });
   const timer = setInterval(() => {
+    // Closing (a slow consumer's 1008): ws cuts it 30 s after close() if the peer has not answered.
+    if (socket.readyState !== socket.OPEN) return;
     if (awaited) {
       log.info({ closeCode: 1006 }, 'dropping a WebSocket that did not answer its keep-alive ping');
       return socket.terminate();
