@@ -66,7 +66,8 @@ const META_FIELDS: ReadonlySet<GraphQLField<unknown, unknown>> = new Set([TypeNa
 /** Meta fields cost only their selection: `__typename`, which Apollo Client adds everywhere, is free. */
 const metaFieldEstimator: ComplexityEstimator = ({ field, childComplexity }) => (META_FIELDS.has(field) ? childComplexity : undefined);
 
-const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, GraphQLIncludeDirective.name]);
+/** The directives whose `if` decides whether a selection runs. */
+export const CONDITIONS: ReadonlySet<string> = new Set([GraphQLSkipDirective.name, GraphQLIncludeDirective.name]);
 
 /** What a price can read of the variables: list sizes (`Int`, see query-limits.ts) and `@skip`/`@include` conditions (`Boolean`). */
 const PRICED_VARIABLE_TYPES: ReadonlySet<string> = new Set([GraphQLInt.name, GraphQLBoolean.name]);

@@ -1,17 +1,7 @@
 import type { GatewayExecutor, GatewayInterface } from '@apollo/server-gateway-interface';
-import {
-  type DocumentNode,
-  type ExecutionResult,
-  GraphQLError,
-  GraphQLIncludeDirective,
-  type GraphQLSchema,
-  GraphQLSkipDirective,
-  Kind,
-  execute,
-  getVariableValues,
-  visit,
-} from 'graphql';
+import { type DocumentNode, type ExecutionResult, GraphQLError, type GraphQLSchema, Kind, execute, getVariableValues, visit } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
+import { CONDITIONS } from './document-check';
 import { byteBoundedLru, compiledOperationBytes } from './document-cache';
 
 /** `reason`: graphql-jit's first error, why the operation runs on graphql-js. */
@@ -29,7 +19,7 @@ function conditionVariablesOf(document: DocumentNode): string[] {
   const names: string[] = [];
   visit(document, {
     Directive(node) {
-      if (node.name.value !== GraphQLSkipDirective.name && node.name.value !== GraphQLIncludeDirective.name) return;
+      if (!CONDITIONS.has(node.name.value)) return;
       const condition = node.arguments?.find((argument) => argument.name.value === 'if')?.value;
       if (condition?.kind === Kind.VARIABLE) names.push(condition.name.value);
     },
