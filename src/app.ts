@@ -8,7 +8,6 @@ import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
 import { keepsDevApiKey } from './auth/dev-api-key';
 import { type Config, DEV_API_KEY_PATH } from './config';
-import { withOneBudget } from './database/database-deadline';
 import { createPetEventBus } from './events/pet-event.bus';
 import { graphqlPlugin } from './graphql/graphql.plugin';
 import { createGuard } from './guard/guard';
@@ -95,8 +94,6 @@ export async function buildApp({
     },
   });
 
-  // One deadline for all of a request's database calls (docs/failures.md "The database").
-  app.addHook('onRequest', (_request, _reply, done) => withOneBudget(done));
   await hardenResponses(app, config.corsOrigins);
   endJsonWithNewline(app);
   observeRequests(app, metrics);

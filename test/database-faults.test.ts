@@ -3,6 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, createClient } from 'graphql-ws';
 import { In } from 'typeorm';
 import WebSocket from 'ws';
+import { ApiKey } from '../src/auth/api-key.entity';
+import { ApiKeyService } from '../src/auth/api-key.service';
+import type { DatabaseConfig } from '../src/database/database-config';
+import { openDatabase } from '../src/database/open-database';
 import { DATABASE_DEADLINES, UNCONFIRMED_CREATE_CHECKS } from '../src/limits';
 import { Pet } from '../src/pets/pet.entity';
 import { type PrivateServer, startPrivateMariadb } from './helpers/private-servers';
@@ -43,10 +47,12 @@ describeOnMysql('when the database fails', () => {
   let t: TestApp;
   let proxy: TcpProxy;
   let drop: () => Promise<void>;
+  let direct: DatabaseConfig;
 
   beforeAll(async () => {
     const test = await createTestDatabase();
     drop = test.drop;
+    direct = test.database;
     const url = new URL((test.database as { url: string }).url);
     proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 3306) });
     url.host = `127.0.0.1:${proxy.port}`;
@@ -149,6 +155,31 @@ describeOnMysql('when the database fails', () => {
     await sleep(500); // a create sent late, were one to be, would be stored by now
     expect(await countNamed(name)).toBe(0);
     console.info(`create waiting for a pooled connection: 503 after ${ms} ms, nothing stored`);
+  });
+
+  test("when a request's key lookup waits 1.2 s for a pooled connection and its read then stalls, then it answers 503 2 s after it arrived: its calls share one deadline", async () => {
+    // Created by another process, so unknown to the app's key cache: its lookup is a database call.
+    const other = await openDatabase(direct);
+    const { key } = await new ApiKeyService(other.getRepository(ApiKey)).create('one-budget');
+    await other.destroy();
+    const held = await Promise.all(
+      Array.from({ length: DATABASE_DEADLINES.poolSize }, async () => {
+        const runner = t.dataSource.createQueryRunner('master');
+        await runner.connect();
+        return runner;
+      }),
+    );
+    proxy.stallAt('FROM `pet`', { deliver: true });
+    const answered = timed(() => request(t, 'GET', '/v1/pets', { apiKey: key }));
+    await sleep(1200);
+    await Promise.all(held.map((runner) => runner.release()));
+    const [answer, ms] = await answered;
+    await endStall();
+    expect([answer.status, answer.body.code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
+    // A deadline of its own for the read would end it 1.2 + 2 s after arrival.
+    expect(ms).toBeGreaterThanOrEqual(DATABASE_DEADLINES.callMs - 50);
+    expect(ms).toBeLessThan(DATABASE_DEADLINES.callMs + 600);
+    console.info(`key lookup waited 1.2 s, then the read stalled: 503 after ${ms} ms`);
   });
 
   test.each([

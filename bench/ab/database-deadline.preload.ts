@@ -5,13 +5,11 @@ import { announce, announcingFirstCall, replaceFunction } from './replace-export
  * Without the deadline's query runner: each database call runs on the DataSource's manager (in a
  * transaction of its own when asked for), as the service does on the embedded database: TypeORM
  * takes a pooled connection per statement, with no query runner held for the call, no timer, no
- * race with the deadline, and no per-request budget in an AsyncLocalStorage. Reads go to the
- * primary: the bench has no replica.
+ * race with the deadline, and no per-request budget. Reads go to the primary: the bench has no replica.
  */
 replaceFunction(deadline, 'withinDeadline', 'src/database/database-deadline', () =>
   announcingFirstCall('withinDeadline replaced: first database call without the deadline', (dataSource, work, { transaction = false } = {}) =>
     transaction ? dataSource.transaction(work) : work(dataSource.manager),
   ),
 );
-replaceFunction(deadline, 'withOneBudget', 'src/database/database-deadline', () => (work) => work());
-announce('deadline off: withinDeadline() runs work on dataSource.manager, withOneBudget() runs work with no budget');
+announce('deadline off: withinDeadline() runs work on dataSource.manager');

@@ -72,7 +72,7 @@ export const AB_VARIANTS: readonly AbVariant[] = [
   {
     name: 'database-deadline',
     feature: "The deadline's query runner",
-    how: '`withinDeadline()` running `work(dataSource.manager)` (or `dataSource.transaction`), `withOneBudget()` no AsyncLocalStorage',
+    how: '`withinDeadline()` running `work(dataSource.manager)` (or `dataSource.transaction`)',
     preload: 'database-deadline.preload.js',
     off: ['databaseDeadline'],
   },

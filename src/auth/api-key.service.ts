@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { LRUCache } from 'lru-cache';
 import { type DataSource, In, IsNull, type Repository } from 'typeorm';
-import { withinDeadline } from '../database/database-deadline';
+import { type DatabaseBudget, withinDeadline } from '../database/database-deadline';
 import { ApiKey } from './api-key.entity';
 import { API_KEY_CACHE } from '../limits';
 
@@ -145,9 +145,10 @@ export class ApiKeyService {
   /**
    * The active key a client presented, or null. Looked up by SHA-256 hash, so the key never
    * reaches the database and lookup timing says nothing about stored keys.
+   * A lookup runs within `budget` (the request's) when given; requests for the same key while it runs share it.
    * @throws DatabaseDeadlineError (503) past the lookup's deadline.
    */
-  async findActive(key: string): Promise<ApiKey | null> {
+  async findActive(key: string, budget?: DatabaseBudget): Promise<ApiKey | null> {
     const recognised = this.recognise(key);
     if (recognised.state === 'trusted') return recognised.apiKey;
     if (recognised.state === 'malformed' || recognised.state === 'refused') return null;
@@ -155,7 +156,7 @@ export class ApiKeyService {
     const hex = hash.toString('hex');
     const pending = this.lookups.get(hex);
     if (pending) return pending;
-    const lookup = this.lookUp(hash, hex).finally(() => this.lookups.delete(hex));
+    const lookup = this.lookUp(hash, hex, budget).finally(() => this.lookups.delete(hex));
     this.lookups.set(hex, lookup);
     return lookup;
   }
@@ -165,12 +166,12 @@ export class ApiKeyService {
     return isWellFormedApiKey(key) ? this.lookups.get(hashKey(key).toString('hex')) : undefined;
   }
 
-  private async lookUp(hash: Buffer, hex: string): Promise<ApiKey | null> {
+  private async lookUp(hash: Buffer, hex: string, budget: DatabaseBudget | undefined): Promise<ApiKey | null> {
     const generation = this.cache.generation;
     const found = await withinDeadline(
       this.keys.manager.connection,
       (manager) => manager.getRepository(ApiKey).findOneBy({ keyHash: hex, revokedAt: IsNull() }),
-      { mode: 'slave' },
+      { mode: 'slave', budget },
     );
     // Compared again: the database's collation may ignore case.
     const active = found && timingSafeEqual(Buffer.from(found.keyHash, 'hex'), hash) ? found : null;

@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { DEADLINE_EXCEEDED, isConflict, isConnectionLost } from './database-errors';
@@ -39,9 +38,9 @@ export interface DatabaseCallOptions {
    * connection lost), CommitOutcomeUnknownError (504, `written` undefined); a conflict (1213, 1205) did not commit: rerun.
    */
   autocommitWrite?: boolean;
-  /** Outside the request's budget (e.g. follow-up after a reply). */
-  background?: boolean;
-  /** Cut to what is left of the request's budget. */
+  /** The request's budget, shared by all its calls; without one (work after a reply, start-up, health), the call has `timeoutMs` alone. */
+  budget?: DatabaseBudget;
+  /** Cut to what is left of `budget`. */
   timeoutMs?: number;
 }
 
@@ -50,12 +49,17 @@ interface DestroyableConnection {
   destroy(): void;
 }
 
-/** The performance.now() at which the request's database budget ends. */
-const budgets = new AsyncLocalStorage<number>();
+/** One request's database budget: all its calls together end by `endsAt`, a `performance.now()` in ms (docs/failures.md "The database"). */
+export interface DatabaseBudget {
+  readonly endsAt: number;
+}
 
-/** Runs `work` (one HTTP request) with one budget: all its database calls together end within `callMs`. */
-export function withOneBudget<T>(work: () => T): T {
-  return budgets.run(performance.now() + DATABASE_DEADLINES.callMs, work);
+/**
+ * A budget of `DATABASE_DEADLINES.callMs` from now, started once per request at its arrival and passed down to every call
+ * (not AsyncLocalStorage, whose promise hooks would tax every promise of every request: bench/README.md "What makes it fast").
+ */
+export function startDatabaseBudget(): DatabaseBudget {
+  return { endsAt: performance.now() + DATABASE_DEADLINES.callMs };
 }
 
 const causalSessions = new WeakSet<DestroyableConnection>();
@@ -75,12 +79,11 @@ async function readCausally(dataSource: DataSource, runner: QueryRunner, connect
 export async function withinDeadline<T>(
   dataSource: DataSource,
   work: (manager: EntityManager) => Promise<T>,
-  { mode = 'master', transaction = false, autocommitWrite = false, background = false, timeoutMs = DATABASE_DEADLINES.callMs }: DatabaseCallOptions = {},
+  { mode = 'master', transaction = false, autocommitWrite = false, budget, timeoutMs = DATABASE_DEADLINES.callMs }: DatabaseCallOptions = {},
 ): Promise<T> {
   if (dataSource.options.type !== 'mysql') return inProcess(dataSource, work, transaction);
-  const budgetEnd = background ? undefined : budgets.getStore();
-  if (budgetEnd !== undefined && budgetEnd - performance.now() < timeoutMs) {
-    timeoutMs = budgetEnd - performance.now();
+  if (budget !== undefined && budget.endsAt - performance.now() < timeoutMs) {
+    timeoutMs = budget.endsAt - performance.now();
     if (timeoutMs <= 0) throw new DatabaseDeadlineError(DATABASE_DEADLINES.callMs);
   }
   const reader = mode === 'slave' ? readerOf(dataSource) : dataSource;

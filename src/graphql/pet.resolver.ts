@@ -36,8 +36,8 @@ export class PetResolver {
     description: 'Lists animals in ascending id order, optionally by status. To page, pass `after` (see `petsConnection`).',
     complexity: ({ args, childComplexity }) => databaseFieldCost(listSize(args.limit), childComplexity),
   })
-  async pets(@Args(() => ListPetsArgs) args: ListPetsArgs): Promise<Pet[]> {
-    return (await this.petService.listPets(args)).pets;
+  async pets(@Args(() => ListPetsArgs) args: ListPetsArgs, @Ctx('caller') caller: GraphqlContext['caller']): Promise<Pet[]> {
+    return (await this.petService.listPets(args, caller)).pets;
   }
 
   /** listPets as a Relay connection; `first` is checked under its own name, then read as `limit`. */
@@ -45,9 +45,9 @@ export class PetResolver {
     description: 'Lists animals in ascending id order, optionally by status, a page at a time: pass `pageInfo.endCursor` as `after` for the next page.',
     complexity: ({ args, childComplexity, node }) => connectionFieldCost(listSize(args.first), childComplexity, node),
   })
-  async petsConnection(@Args(() => PetsConnectionArgs) args: PetsConnectionArgs): Promise<PetConnection> {
+  async petsConnection(@Args(() => PetsConnectionArgs) args: PetsConnectionArgs, @Ctx('caller') caller: GraphqlContext['caller']): Promise<PetConnection> {
     const { first, after, status } = await validateInput(PetsConnectionArgs, args);
-    return toConnection(await this.petService.listPets({ limit: first, after, status }));
+    return toConnection(await this.petService.listPets({ limit: first, after, status }, caller));
   }
 
   @Query(() => Pet, {

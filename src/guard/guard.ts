@@ -1,4 +1,5 @@
 import type { ApiKeyService } from '../auth/api-key.service';
+import { startDatabaseBudget } from '../database/database-deadline';
 import { AppError } from '../errors/error-catalogue';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key';
 import type { Caller } from '../pets/caller';
@@ -20,6 +21,8 @@ export interface Admission {
   authorization: unknown;
   idempotencyKey?: string | string[];
   units: number;
+  /** An HTTP request: its database budget starts here, at its arrival, for the key lookup and every call after (Caller.budget). */
+  request?: boolean;
 }
 
 /** The one guard of both surfaces and of WebSocket connections (docs/security.md "Limits"). */
@@ -72,16 +75,17 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
   };
 
   return {
-    async admit({ address, authorization, idempotencyKey, units }, state) {
+    async admit({ address, authorization, idempotencyKey, units, request = false }, state) {
+      const budget = request ? startDatabaseBudget() : undefined;
       const { failure, token, knownId } = await recognise(authorization);
       if (knownId === undefined) await charge(state, { address }, 1);
       if (failure) throw failure;
-      const apiKeyId = (await apiKeys.findActive(token))?.id;
+      const apiKeyId = (await apiKeys.findActive(token, budget))?.id;
       state.apiKeyId = apiKeyId;
       if (apiKeyId === undefined) throw invalid();
       await charge(state, { apiKeyId }, units);
       const checked = parseIdempotencyKey(idempotencyKey);
-      state.caller = { apiKeyId, ...(checked !== undefined && { idempotencyKey: checked }) };
+      state.caller = { apiKeyId, ...(checked !== undefined && { idempotencyKey: checked }), ...(budget && { budget }) };
       return state.caller;
     },
     async spend(state, units) {

@@ -34,7 +34,7 @@ export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard 
     hook: async function guardRequest(request) {
       request.guard = {};
       const { authorization, 'idempotency-key': idempotencyKey } = request.headers;
-      await guard.admit({ address: request.ip, authorization, idempotencyKey, units: 1 }, request.guard);
+      await guard.admit({ address: request.ip, authorization, idempotencyKey, units: 1, request: true }, request.guard);
     },
     spend: (request, units) => guard.spend(request.guard ?? {}, units),
     statusOf: (request) => request.guard?.rateLimit,

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { withinDeadline } from '../database/database-deadline';
+import { type DatabaseBudget, withinDeadline } from '../database/database-deadline';
 import { toSafeInteger } from '../database/int64';
 import type { PetStatus } from './pet-status.enum';
 import { Pet } from './pet.entity';
@@ -44,6 +44,12 @@ function toPet(row: PetRow): Pet {
   return { id: toSafeInteger(row.id), name: row.name, categoryId: toSafeInteger(row.categoryId), status: row.status };
 }
 
+/** Where a call runs: in a caller's transaction (`manager`), else as one call under `withinDeadline` within the request's `budget`. */
+export interface PetCallScope {
+  manager?: EntityManager;
+  budget?: DatabaseBudget;
+}
+
 /** The pet table. Each method is one call under `withinDeadline` (docs/failures.md "The database") unless given a caller's EntityManager. */
 export class PetRepository {
   /**
@@ -62,7 +68,7 @@ export class PetRepository {
   }
 
   /** Up to `limit` pets with an id above `afterId`, in id order, from a replica when configured; throws DatabaseDeadlineError (503). */
-  list(options: { limit: number; status?: PetStatus; afterId: number }): Promise<Pet[]> {
+  list(options: { limit: number; status?: PetStatus; afterId: number; budget?: DatabaseBudget }): Promise<Pet[]> {
     return withinDeadline(
       this.dataSource,
       async (manager) => {
@@ -71,22 +77,22 @@ export class PetRepository {
           : await manager.query(this.sql.list, [options.afterId, options.limit]);
         return rows.map(toPet);
       },
-      { mode: 'slave' },
+      { mode: 'slave', budget: options.budget },
     );
   }
 
   /** The pet or null, read within `manager` if given, else on a replica when configured; throws DatabaseDeadlineError (503). */
-  async findById(id: number, manager?: EntityManager): Promise<Pet | null> {
+  async findById(id: number, { manager, budget }: PetCallScope = {}): Promise<Pet | null> {
     const find = async (within: EntityManager) => {
       const [row]: PetRow[] = await within.query(this.sql.byId, [id]);
       return row ? toPet(row) : null;
     };
-    return manager ? find(manager) : withinDeadline(this.dataSource, find, { mode: 'slave' });
+    return manager ? find(manager) : withinDeadline(this.dataSource, find, { mode: 'slave', budget });
   }
 
   /** The pet or null, from the primary, outside any request's budget (for follow-up of an answered request). */
   findOnPrimary(id: number): Promise<Pet | null> {
-    return withinDeadline(this.dataSource, (manager) => this.findById(id, manager), { background: true });
+    return withinDeadline(this.dataSource, (manager) => this.findById(id, { manager }));
   }
 
   /**
@@ -94,7 +100,7 @@ export class PetRepository {
    * (docs/failures.md "503 or 504 on a create"): abandoned before it was sent, it stores nothing (503, safe to retry).
    * @throws DatabaseDeadlineError (503, nothing stored); CommitOutcomeUnknownError (504: sent, never confirmed; no id known).
    */
-  async create(newPet: NewPet, manager?: EntityManager): Promise<Pet> {
+  async create(newPet: NewPet, { manager, budget }: PetCallScope = {}): Promise<Pet> {
     const insert = async (within: EntityManager) => {
       const pets = within.getRepository(Pet);
       const pet = pets.create(newPet);
@@ -102,6 +108,6 @@ export class PetRepository {
       pet.id = toSafeInteger(result.identifiers[0].id as string | number);
       return pet;
     };
-    return manager ? insert(manager) : withinDeadline(this.dataSource, insert, { autocommitWrite: true });
+    return manager ? insert(manager) : withinDeadline(this.dataSource, insert, { autocommitWrite: true, budget });
   }
 }

@@ -42,16 +42,16 @@ export class PetService {
   ) {}
 
   /** listPets (spec "listPets"), `input` as ListPetsArgs; throws AppError BAD_USER_INPUT, DatabaseDeadlineError (503). */
-  async listPets(input: unknown): Promise<PetPage> {
+  async listPets(input: unknown, caller: Caller): Promise<PetPage> {
     const { limit, status, after } = await validateInput(ListPetsArgs, input);
-    return this.page(limit, status ?? undefined, after ?? undefined);
+    return this.page(limit, status ?? undefined, after ?? undefined, caller);
   }
 
   /** Reads one pet more than the page holds, to know whether another page follows. */
-  private async page(limit: number, status: PetStatus | undefined, after: string | undefined): Promise<PetPage> {
+  private async page(limit: number, status: PetStatus | undefined, after: string | undefined, { budget }: Caller): Promise<PetPage> {
     // Validated, so decodable.
     const afterId = after === undefined ? 0 : decodePetCursor(after)!.afterId;
-    const rows = await this.pets.list({ limit: limit + 1, status, afterId });
+    const rows = await this.pets.list({ limit: limit + 1, status, afterId, budget });
     const pets = rows.slice(0, limit);
     const hasNextPage = rows.length > limit;
     const cursorAfter = (pet: Pet) => encodePetCursor({ status, afterId: pet.id });
@@ -73,7 +73,7 @@ export class PetService {
   async getPet(input: unknown, caller: Caller): Promise<Pet | null> {
     this.deprecations.record('getPet', caller.apiKeyId);
     const { id } = await validateInput(PetIdArgs, input);
-    return this.pets.findById(Number(id));
+    return this.pets.findById(Number(id), { budget: caller.budget });
   }
 
   /**
@@ -86,7 +86,7 @@ export class PetService {
     try {
       if (caller.idempotencyKey === undefined) {
         // One autocommit INSERT, committed when it resolves; a 504 leaves no id, so it cannot be announced (see PetEvents).
-        const pet = await this.pets.create(newPet);
+        const pet = await this.pets.create(newPet, { budget: caller.budget });
         this.events.created(pet);
         return { pet, replayed: false };
       }
@@ -95,11 +95,12 @@ export class PetService {
         { apiKeyId: caller.apiKeyId, key: caller.idempotencyKey },
         newPet,
         async (manager) => {
-          const created = await this.pets.create(newPet, manager);
+          const created = await this.pets.create(newPet, { manager });
           stored = true;
           return created;
         },
-        (id, manager) => this.pets.findById(id, manager),
+        (id, manager) => this.pets.findById(id, { manager }),
+        caller.budget,
       );
       // `once` resolves only after the COMMIT, so `stored` means committed.
       if (stored) this.events.created(pet);

@@ -76,7 +76,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
     },
     async (request, reply) => {
       const query = Object.fromEntries(Object.entries(request.query as Record<string, unknown>).map(([key, value]) => [key, fromQueryValue(value)]));
-      const page = await petService.listPets(query);
+      const page = await petService.listPets(query, callerOf(request));
       if (page.nextCursor !== null) reply.header('Link', nextPageLink(`${app.prefix}/pets`, page));
       return page.pets;
     },
