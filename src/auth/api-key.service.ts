@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { LRUCache } from 'lru-cache';
 import { type DataSource, In, IsNull, type Repository } from 'typeorm';
@@ -16,8 +16,9 @@ function checksum(secret: string): string {
   return Buffer.from(crc32(secret).toString(16).padStart(8, '0'), 'hex').toString('base64url');
 }
 
-function hashKey(key: string): Buffer {
-  return createHash('sha256').update(key).digest();
+/** The stored form of a key: its SHA-256, in hex (one-shot `hash`: no Hash object per request). */
+function hashKey(key: string): string {
+  return hash('sha256', key, 'hex');
 }
 
 /** Makes a new key (docs/api-keys.md); nothing is stored. */
@@ -97,7 +98,7 @@ export class ApiKeyService {
   async create(name: string): Promise<{ apiKey: ApiKey; key: string }> {
     if (name.trim().length === 0 || name.length > 100) throw new RangeError('name must be 1 to 100 characters');
     const key = generateApiKey();
-    const apiKey = this.keys.create({ name, keyHash: hashKey(key).toString('hex'), keyHint: key.slice(-4), revokedAt: null });
+    const apiKey = this.keys.create({ name, keyHash: hashKey(key), keyHint: key.slice(-4), revokedAt: null });
     await this.keys.save(apiKey);
     this.cache.refused.delete(apiKey.keyHash);
     this.cache.found.set(apiKey.keyHash, { apiKey, checkedAt: Date.now() });
@@ -136,7 +137,7 @@ export class ApiKeyService {
   /** Lets the caller decide whose rate limit a lookup is charged to before making it (docs/security.md "Limits"). */
   recognise(key: string): KeyRecognition {
     if (!isWellFormedApiKey(key)) return { state: 'malformed' };
-    const hex = hashKey(key).toString('hex');
+    const hex = hashKey(key);
     const found = this.cache.found.get(hex);
     if (found) return Date.now() - found.checkedAt < this.ttlMs ? { state: 'trusted', apiKey: found.apiKey } : { state: 'known', apiKeyId: found.apiKey.id };
     return this.cache.refused.has(hex) ? { state: 'refused' } : { state: 'unknown' };
@@ -152,21 +153,20 @@ export class ApiKeyService {
     const recognised = this.recognise(key);
     if (recognised.state === 'trusted') return recognised.apiKey;
     if (recognised.state === 'malformed' || recognised.state === 'refused') return null;
-    const hash = hashKey(key);
-    const hex = hash.toString('hex');
+    const hex = hashKey(key);
     const pending = this.lookups.get(hex);
     if (pending) return pending;
-    const lookup = this.lookUp(hash, hex, budget).finally(() => this.lookups.delete(hex));
+    const lookup = this.lookUp(hex, budget).finally(() => this.lookups.delete(hex));
     this.lookups.set(hex, lookup);
     return lookup;
   }
 
   /** Requests that wait for it are charged to the key, not their address (docs/security.md "Limits"). */
   lookupUnderWay(key: string): Promise<unknown> | undefined {
-    return isWellFormedApiKey(key) ? this.lookups.get(hashKey(key).toString('hex')) : undefined;
+    return isWellFormedApiKey(key) ? this.lookups.get(hashKey(key)) : undefined;
   }
 
-  private async lookUp(hash: Buffer, hex: string, budget: DatabaseBudget | undefined): Promise<ApiKey | null> {
+  private async lookUp(hex: string, budget: DatabaseBudget | undefined): Promise<ApiKey | null> {
     const generation = this.cache.generation;
     const found = await withinDeadline(
       this.keys.manager.connection,
@@ -174,7 +174,7 @@ export class ApiKeyService {
       { mode: 'slave', budget },
     );
     // Compared again: the database's collation may ignore case.
-    const active = found && timingSafeEqual(Buffer.from(found.keyHash, 'hex'), hash) ? found : null;
+    const active = found && timingSafeEqual(Buffer.from(found.keyHash, 'hex'), Buffer.from(hex, 'hex')) ? found : null;
     if (generation !== this.cache.generation) return active; // a revocation raced this lookup: cache nothing
     if (active) {
       this.cache.found.set(hex, { apiKey: active, checkedAt: Date.now() });

@@ -70,17 +70,18 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
       recognised = apiKeys.recognise(token);
     }
     if (recognised.state === 'malformed' || recognised.state === 'refused') return { failure: invalid() };
-    const knownId = recognised.state === 'trusted' ? recognised.apiKey.id : recognised.state === 'known' ? recognised.apiKeyId : undefined;
-    return { token, knownId };
+    if (recognised.state === 'trusted') return { token, knownId: recognised.apiKey.id, trusted: true };
+    return { token, knownId: recognised.state === 'known' ? recognised.apiKeyId : undefined, trusted: false };
   };
 
   return {
     async admit({ address, authorization, idempotencyKey, units, request = false }, state) {
       const budget = request ? startDatabaseBudget() : undefined;
-      const { failure, token, knownId } = await recognise(authorization);
+      const { failure, token, knownId, trusted } = await recognise(authorization);
       if (knownId === undefined) await charge(state, { address }, 1);
       if (failure) throw failure;
-      const apiKeyId = (await apiKeys.findActive(token, budget))?.id;
+      // A trusted key is not looked up (nor hashed) again.
+      const apiKeyId = trusted ? knownId : (await apiKeys.findActive(token, budget))?.id;
       state.apiKeyId = apiKeyId;
       if (apiKeyId === undefined) throw invalid();
       await charge(state, { apiKeyId }, units);
