@@ -112,7 +112,7 @@ const command = new Command('bench')
   .option('--no-scale', 'skip the scale curve')
   .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
-  .option('--cpu-prof', 'write V8 CPU profiles of the service to bench/results/profiles/')
+  .option('--cpu-prof', 'write a V8 CPU profile of each system to bench/results/profiles/<system>/')
   .option('--ab', 'instead of the main bench: each feature\'s CPU time per request, the service with and without it (bench/README.md "Per-request cost")')
   .option(
     '--ab-cycles <n>',
@@ -193,20 +193,28 @@ const PEER_SCRIPTS: Record<PeerName, string> = {
   mercurius: 'dist/bench/peer-mercurius-jit.server.js',
 };
 
+/** With --cpu-prof: node's flags for a V8 CPU profile of `system`, written to bench/results/profiles/<system>/ when it exits. */
+function profiling(system: SystemName): { nodeOptions: string[] } {
+  return { nodeOptions: options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles', system)}`] : [] };
+}
+
 /** How to start each system; the service exactly as in production, rate limits out of the way. */
 async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_URL): Promise<RunningSystem> {
   if (isPeer(system)) {
-    return startSystem(system, PEER_SCRIPTS[system], { NODE_ENV: 'production', DATABASE_URL: databaseUrl, ...KEY_CACHE_ENV }, apiKey, { surface: 'graphql' });
+    return startSystem(system, PEER_SCRIPTS[system], { NODE_ENV: 'production', DATABASE_URL: databaseUrl, ...KEY_CACHE_ENV }, apiKey, {
+      ...profiling(system),
+      surface: 'graphql',
+    });
   }
   switch (system) {
     case 'service':
       return startService(apiKey, databaseUrl);
     case 'B1':
-      return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey);
+      return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey, profiling(system));
     case 'B1c':
-      return startSystem('B1c', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl, ...KEY_CACHE_ENV }, apiKey);
+      return startSystem('B1c', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl, ...KEY_CACHE_ENV }, apiKey, profiling(system));
     case 'B0':
-      return startSystem('B0', 'dist/bench/baseline-http.server.js', { API_KEY: apiKey, CANNED_FILE }, apiKey);
+      return startSystem('B0', 'dist/bench/baseline-http.server.js', { API_KEY: apiKey, CANNED_FILE }, apiKey, profiling(system));
   }
 }
 
@@ -236,7 +244,7 @@ async function startService(
       NODE_OPTIONS: `${HEAP_CAP_NODE_OPTION} ${process.env.NODE_OPTIONS ?? ''} ${nodeOption}`.trim(),
     },
     apiKey,
-    { nodeOptions: options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles')}`] : [] },
+    profiling('service'),
   );
 }
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import Negotiator from 'negotiator';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import { SURFACE_PATHS } from '../surface-paths';
@@ -211,7 +211,7 @@ function isNegotiable(request: FastifyRequest): boolean {
  * BEFORE the guard: it answers browsers the page and lets anything else through.
  * @throws when a package file is missing (a broken install), so the app does not start.
  */
-export async function registerPlayground(app: FastifyInstance, keyCommand: string): Promise<onRequestAsyncHookHandler> {
+export async function registerPlayground(app: FastifyInstance, keyCommand: string): Promise<onRequestHookHandler> {
   const assets = loadAssets();
   const page = renderPage(assets, keyCommand);
 
@@ -225,12 +225,13 @@ export async function registerPlayground(app: FastifyInstance, keyCommand: strin
     }
   });
 
-  return async function servePlaygroundToBrowsers(request: FastifyRequest, reply: FastifyReply) {
-    if (!isNegotiable(request)) return;
+  // Takes `done` (no promise per request); answering the page, it does not call it.
+  const servePlaygroundToBrowsers: onRequestHookHandler = (request, reply, done) => {
+    if (!isNegotiable(request)) return done();
     // Page or API answer, this URL's response depends on Accept: tell caches.
     reply.header('Vary', 'Accept');
-    if (!prefersHtml(request.headers.accept)) return;
-    return reply
+    if (!prefersHtml(request.headers.accept)) return done();
+    reply
       .code(200)
       .header('Content-Type', 'text/html; charset=utf-8')
       .header('Cache-Control', 'no-cache')
@@ -239,4 +240,5 @@ export async function registerPlayground(app: FastifyInstance, keyCommand: strin
       .header('Referrer-Policy', 'no-referrer')
       .send(page);
   };
+  return servePlaygroundToBrowsers;
 }

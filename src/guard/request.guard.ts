@@ -24,11 +24,13 @@ export interface RequestGuard {
 
 /** The guard for HTTP requests; counted answers get `RateLimit-Policy` and `RateLimit` (docs/security.md "Limits"). */
 export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard {
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, _payload, done) => {
     const status = request.guard?.rateLimit;
-    if (!status) return;
-    reply.header('RateLimit-Policy', `"${POLICY}";q=${status.quota};w=${status.windowSeconds}`);
-    reply.header('RateLimit', `"${POLICY}";r=${status.remaining};t=${status.resetSeconds}`);
+    if (status) {
+      reply.header('RateLimit-Policy', `"${POLICY}";q=${status.quota};w=${status.windowSeconds}`);
+      reply.header('RateLimit', `"${POLICY}";r=${status.remaining};t=${status.resetSeconds}`);
+    }
+    done();
   });
   return {
     hook: async function guardRequest(request) {

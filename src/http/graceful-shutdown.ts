@@ -9,8 +9,9 @@ import type { ServiceState } from '../observability/service-state';
  * drain: a reconnection then could sit in the kernel's accept queue and be reset.
  */
 export function closeConnectionsOnceNotAccepting(app: FastifyInstance, state: ServiceState): void {
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, _payload, done) => {
     if (state.draining && !app.server.listening) reply.header('Connection', 'close');
+    done();
   });
 }
 

@@ -9,9 +9,9 @@ const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
  * after `onSend`, counts the newline. Register on the root instance to cover 404s and errors.
  */
 export function endJsonWithNewline(app: FastifyInstance): void {
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (typeof payload !== 'string' || payload.length === 0 || payload.endsWith('\n')) return payload;
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (typeof payload !== 'string' || payload.length === 0 || payload.endsWith('\n')) return done(null, payload);
     const type = reply.getHeader('content-type');
-    return typeof type === 'string' && JSON_TYPE.test(type) ? `${payload}\n` : payload;
+    done(null, typeof type === 'string' && JSON_TYPE.test(type) ? `${payload}\n` : payload);
   });
 }

@@ -26,7 +26,7 @@ export function refuseBadRequestHeads(app: FastifyInstance): void {
     unmetExpectations.add(request);
     app.server.emit('request', request, response);
   });
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     let refusal: AppError | undefined;
     if (unmetExpectations.has(request.raw)) {
       refusal = new AppError('EXPECTATION_FAILED');
@@ -35,6 +35,8 @@ export function refuseBadRequestHeads(app: FastifyInstance): void {
     } else if (countHeader(request.raw, 'authorization') > 1) {
       refusal = new AppError('BAD_REQUEST', 'A request may carry at most one Authorization header.');
     }
-    if (refusal) return reply.code(refusal.status).header('connection', 'close').send(refusal.toBody());
+    // Answered here: the request goes no further (no `done`).
+    if (refusal) reply.code(refusal.status).header('connection', 'close').send(refusal.toBody());
+    else done();
   });
 }

@@ -6,9 +6,11 @@ import type { FastifyInstance } from 'fastify';
  * (e.g. `https://app.example.com`) lists some (docs/security.md "Response headers and CORS").
  */
 export async function hardenResponses(app: FastifyInstance, corsOrigins: readonly string[]): Promise<void> {
-  app.addHook('onSend', async (_request, reply) => {
+  // Hooks that do not wait take `done`: no promise per response.
+  app.addHook('onSend', (_request, reply, _payload, done) => {
     if (!reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
     reply.header('X-Content-Type-Options', 'nosniff');
+    done();
   });
   if (corsOrigins.length === 0) return;
   await app.register(fastifyCors, {

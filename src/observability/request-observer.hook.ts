@@ -60,10 +60,12 @@ export class RequestLogController extends LogController {
 
 /** Answers every request with `X-Request-Id` and records it in `metrics` once it is sent. */
 export function observeRequests(app: FastifyInstance, metrics: Metrics): void {
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, _payload, done) => {
     reply.header('X-Request-Id', request.id);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.observeRequest(labelsOf(request, reply.statusCode), reply.elapsedTime / 1000);
+    done();
   });
 }

@@ -156,8 +156,9 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
         },
       },
       // Set on every answer of this route, errors included.
-      onSend: async (_request: FastifyRequest, reply: FastifyReply) => {
+      onSend: (_request: FastifyRequest, reply: FastifyReply, _payload: unknown, done: () => void) => {
         reply.headers(DEPRECATION_HEADERS);
+        done();
       },
     },
     async (request) => {

@@ -1,4 +1,4 @@
-import { ValidationError, getMetadataStorage, validate } from 'class-validator';
+import { ValidationError, getMetadataStorage, validateSync } from 'class-validator';
 import { AppError } from '../errors/error-catalogue';
 
 /**
@@ -52,7 +52,8 @@ export async function validateInput<T extends object>(type: new () => T, values:
   for (const [key, value] of Object.entries(values)) {
     if (value !== undefined) (input as Record<string, unknown>)[key] = value;
   }
-  const errors = await validate(input, {
+  // Every rule of the inputs is synchronous: validateSync spares class-validator's promises.
+  const errors = validateSync(input, {
     forbidUnknownValues: true,
     validationError: { target: false, value: false },
   });
