@@ -57,18 +57,18 @@ export interface MedianInterval {
   confidence: number;
 }
 
-/** What one feature costs on one scenario: server CPU ms per request, paired with all on cycle by cycle. */
+/** What one feature costs on one scenario: server CPU ms per request, paired with the reference ({@link referenceOf}) cycle by cycle. */
 export interface AbCost {
   variant: string;
   surface: Surface;
   name: string;
-  /** All on's CPU ms per request, median over cycles. */
-  allOn: number;
+  /** The reference's CPU ms per request, median over cycles. */
+  reference: number;
   /** The variant's, median over cycles. */
   without: number;
-  /** Of the cycles' `all on - variant` (negative: the variant spent more), ms per request: median and its interval. */
+  /** Of the cycles' `reference - variant` (negative: the variant spent more), ms per request: median and its interval. */
   saved: MedianInterval;
-  /** `saved.median` over `allOn`, percent. */
+  /** `saved.median` over `reference`, percent. */
   savedPercent: number;
   /** Whether the interval is a 95 % one and excludes 0. */
   resolved: boolean;
@@ -119,30 +119,39 @@ function scenariosOf(results: AbResults): Array<{ surface: Surface; name: string
 }
 
 /**
- * @returns for each variant and scenario run: all on's and the variant's CPU ms per request
- *   (medians over cycles) and the median over cycles of the difference of the two windows of one
- *   cycle, with its interval ({@link medianInterval}).
+ * What every variant is compared with: the `none` control when it ran (all on, its preload loaded as
+ * every variant's is: the one difference is the feature), else all on, which loads no preload.
+ */
+export function referenceOf(results: AbResults): string {
+  return results.systems.some((system) => system.name === 'none') ? 'none' : 'all-on';
+}
+
+/**
+ * @returns for each system but the reference and each scenario run: the reference's and the
+ *   system's CPU ms per request (medians over cycles) and the median over cycles of the difference
+ *   of the two windows of one cycle, with its interval ({@link medianInterval}).
  */
 export function abCosts(results: AbResults): AbCost[] {
+  const referenceName = referenceOf(results);
   return results.systems
-    .filter((system) => system.name !== 'all-on')
+    .filter((system) => system.name !== referenceName)
     .flatMap(({ name: variant }) =>
       scenariosOf(results).flatMap(({ surface, name }) => {
-        const allOn = cpuOf(runsOf(results, 'all-on', surface, name));
+        const reference = cpuOf(runsOf(results, referenceName, surface, name));
         const without = cpuOf(runsOf(results, variant, surface, name));
-        const paired = Math.min(allOn.length, without.length);
+        const paired = Math.min(reference.length, without.length);
         if (paired === 0) return [];
-        const saved = medianInterval(Array.from({ length: paired }, (_, i) => allOn[i] - without[i]));
-        const allOnMedian = median(allOn);
+        const saved = medianInterval(Array.from({ length: paired }, (_, i) => reference[i] - without[i]));
+        const referenceMedian = median(reference);
         return [
           {
             variant,
             surface,
             name,
-            allOn: allOnMedian,
+            reference: referenceMedian,
             without: median(without),
             saved,
-            savedPercent: (saved.median / allOnMedian) * 100,
+            savedPercent: (saved.median / referenceMedian) * 100,
             resolved: !Number.isNaN(saved.confidence) && (saved.low > 0 || saved.high < 0),
             cycles: paired,
           },
@@ -161,7 +170,7 @@ function quartiles(values: number[]): [number, number] {
   return [at(0.25), at(0.75)];
 }
 
-/** One cell of the cost table: `saved ms (% of all on) [low, high]`, with `n.r.` when the interval does not exclude 0. */
+/** One cell of the cost table: `saved ms (% of the reference) [low, high]`, with `n.r.` when the interval does not exclude 0. */
 function costCell(cost: AbCost | undefined): string {
   if (!cost) return '–';
   const text = `${fixed(cost.saved.median, 3)} (${fixed(cost.savedPercent, 1)} %) [${fixed(cost.saved.low, 3)}, ${fixed(cost.saved.high, 3)}]`;
@@ -173,6 +182,8 @@ export function toAbMarkdown(results: AbResults): string {
   const { settings } = results;
   const scenarios = scenariosOf(results);
   const costs = abCosts(results);
+  const referenceName = referenceOf(results);
+  const reference = results.systems.find((s) => s.name === referenceName)!;
   const recorded = results.runs[0]?.cycles.length ?? 0;
   const load =
     settings.rate === undefined
@@ -193,21 +204,21 @@ export function toAbMarkdown(results: AbResults): string {
   lines.push('');
   lines.push(
     "Server CPU ms per request (all the process's threads, nanoseconds from schedstat, read " +
-      `${settings.settleMs} ms after a window's last answer, over its responses). First row: all on, median over cycles (interquartile range). ` +
-      "Then per variant: saved ms per request, the median over cycles of all on's window minus the variant's in the same cycle (% of all on) " +
+      `${settings.settleMs} ms after a window's last answer, over its responses). First row: the reference, ${referenceName === 'none' ? 'the `none` control (all on, with a preload that replaces nothing, loaded as every variant is)' : 'all on'}, median over cycles (interquartile range). ` +
+      "Then per variant: saved ms per request, the median over cycles of the reference's window minus the variant's in the same cycle (% of the reference) " +
       '[distribution-free 95 % interval of that median]; negative: the variant spent more. **n.r.**: not resolved, the interval contains 0 ' +
-      '(or, under 6 cycles, the range of the differences is shown and nothing is resolved). The two controls at the bottom check the method.',
+      '(or, under 6 cycles, the range of the differences is shown and nothing is resolved). The controls at the bottom check the method.',
   );
   lines.push('');
   lines.push(`| Feature off | ${scenarios.map(label).join(' | ')} |`);
   lines.push(`|---|${scenarios.map(() => '--:').join('|')}|`);
-  const allOnCells = scenarios.map(({ surface, name }) => {
-    const cpu = cpuOf(runsOf(results, 'all-on', surface, name));
+  const referenceCells = scenarios.map(({ surface, name }) => {
+    const cpu = cpuOf(runsOf(results, referenceName, surface, name));
     const [q1, q3] = quartiles(cpu);
     return cpu.length === 0 ? '–' : `${fixed(median(cpu), 3)} (${fixed(q1, 3)}–${fixed(q3, 3)})`;
   });
-  lines.push(`| All on: CPU ms/request | ${allOnCells.join(' | ')} |`);
-  const variants = results.systems.filter((s) => s.name !== 'all-on');
+  lines.push(`| ${reference.feature} (reference): CPU ms/request | ${referenceCells.join(' | ')} |`);
+  const variants = results.systems.filter((s) => s.name !== referenceName);
   for (const system of [...variants.filter((s) => !s.control), ...variants.filter((s) => s.control)]) {
     const cells = scenarios.map(({ surface, name }) => costCell(costs.find((c) => c.variant === system.name && c.surface === surface && c.name === name)));
     lines.push(`| ${system.feature} | ${cells.join(' | ')} |`);
@@ -232,7 +243,7 @@ export function toAbMarkdown(results: AbResults): string {
   lines.push('');
   if (settings.rate === undefined) {
     lines.push(
-      `Throughput in the same windows (autocannon and MariaDB on the same cores, so noisier than CPU): req/s, median over cycles, and for each variant the median of its per-cycle ratio to all on:`,
+      `Throughput in the same windows (autocannon and MariaDB on the same cores, so noisier than CPU): req/s, median over cycles, and for each other system the median of its per-cycle ratio to the reference (${reference.feature}):`,
     );
   } else {
     lines.push(`Latency at ${settings.rate} req/s, p50 / p99 ms, median over cycles:`);
@@ -246,8 +257,8 @@ export function toAbMarkdown(results: AbResults): string {
       if (windows.length === 0) return '–';
       if (settings.rate !== undefined) return `${fixed(median(windows.map((m) => m.p50)), 1)} / ${fixed(median(windows.map((m) => m.p99)), 1)}`;
       const rps = median(windows.map((m) => m.rps));
-      if (system.name === 'all-on') return fixed(rps, 0);
-      const base = runsOf(results, 'all-on', surface, name)?.cycles ?? [];
+      if (system.name === referenceName) return fixed(rps, 0);
+      const base = runsOf(results, referenceName, surface, name)?.cycles ?? [];
       const ratio = median(windows.slice(0, base.length).map((m, i) => m.rps / base[i].rps));
       return `${fixed(rps, 0)} (${fixed(ratio, 2)}×)`;
     });
