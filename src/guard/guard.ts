@@ -1,5 +1,5 @@
 import type { ApiKeyService } from '../auth/api-key.service';
-import { startDatabaseBudget } from '../database/database-deadline';
+import type { DatabaseBudget } from '../database/database-deadline';
 import { AppError } from '../errors/error-catalogue';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key';
 import type { Caller } from '../pets/caller';
@@ -21,8 +21,8 @@ export interface Admission {
   authorization: unknown;
   idempotencyKey?: string | string[];
   units: number;
-  /** An HTTP request: its database budget starts here, at its arrival, for the key lookup and every call after (Caller.budget). */
-  request?: boolean;
+  /** The request's database budget, started at its arrival: the key lookup and every call after share it (Caller.budget). */
+  budget?: DatabaseBudget;
 }
 
 /** The one guard of both surfaces and of WebSocket connections (docs/security.md "Limits"). */
@@ -75,8 +75,7 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
   };
 
   return {
-    async admit({ address, authorization, idempotencyKey, units, request = false }, state) {
-      const budget = request ? startDatabaseBudget() : undefined;
+    async admit({ address, authorization, idempotencyKey, units, budget }, state) {
       const { failure, token, knownId, trusted } = await recognise(authorization);
       if (knownId === undefined) await charge(state, { address }, 1);
       if (failure) throw failure;

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import { startDatabaseBudget } from '../database/database-deadline';
 import type { Caller } from '../pets/caller';
 import type { Guard, GuardState } from './guard';
 import type { RateLimitStatus } from './rate-limiter';
@@ -36,7 +37,7 @@ export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard 
     hook: async function guardRequest(request) {
       request.guard = {};
       const { authorization, 'idempotency-key': idempotencyKey } = request.headers;
-      await guard.admit({ address: request.ip, authorization, idempotencyKey, units: 1, request: true }, request.guard);
+      await guard.admit({ address: request.ip, authorization, idempotencyKey, units: 1, budget: startDatabaseBudget() }, request.guard);
     },
     spend: (request, units) => guard.spend(request.guard ?? {}, units),
     statusOf: (request) => request.guard?.rateLimit,
