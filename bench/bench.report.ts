@@ -50,7 +50,15 @@ export interface BenchResults {
   mode: 'full' | 'smoke';
   seconds: number;
   machine: Record<string, string | number>;
-  settings: { rounds: number; durationSeconds: number; warmupSeconds: number; connections: number; pets: number };
+  settings: {
+    rounds: number;
+    durationSeconds: number;
+    warmupSeconds: number;
+    connections: number;
+    pets: number;
+    /** `--service-variant`: the A/B variant the service ran as, `<name>: <feature>`; absent, the service as `npm start` runs it. */
+    serviceVariant?: string;
+  };
   runs: ScenarioRuns[];
   halfRate: HalfRateRow[];
   scale: ScalePoint[];
@@ -250,7 +258,8 @@ export function toMarkdown(results: BenchResults): string {
   const lines: string[] = [];
   const { settings, machine } = results;
   lines.push(
-    `Run ${results.startedAt} (${results.mode}, ${Math.round(results.seconds)} s): ${settings.rounds} rounds × ${settings.durationSeconds} s per scenario and system (after ${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ${settings.pets.toLocaleString('en')} seeded pets.`,
+    `Run ${results.startedAt} (${results.mode}, ${Math.round(results.seconds)} s): ${settings.rounds} rounds × ${settings.durationSeconds} s per scenario and system (after ${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ${settings.pets.toLocaleString('en')} seeded pets.` +
+      (settings.serviceVariant ? ` The service ran as the A/B variant ${settings.serviceVariant} (bench/README.md "Per-request cost").` : ''),
   );
   lines.push('');
   lines.push(

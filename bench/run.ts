@@ -29,10 +29,12 @@ import { CONFIG_SPEC } from '../src/config';
 import { type AbResults, type AbSettings, abCosts, toAbMarkdown } from './ab.report';
 import { AB_OPERATIONS, preloadOption, runAb } from './ab.runner';
 import { ALL_ON, AB_VARIANTS, type AbVariant } from './ab/variants';
+import { type Feature, checkFeatures } from './ab/feature.probes';
+import { AB_MARK } from './ab/replace-export';
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
- *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B1c,B0,apollo,yoga,mercurius]`
+ *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B1c,B0,apollo,yoga,mercurius] [-- --service-variant <name>]`
  * `npm run bench -- --ab [--ab-variants <list>] [--ab-cycles <n>] [--ab-minutes <n>] [--ab-requests <n>] [--ab-connections <n>] [--ab-rate <n>] [--ab-warmup <requests>] [--smoke] [--only <regex>]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
@@ -95,6 +97,12 @@ function variantList(value: string): AbVariant[] {
   return AB_VARIANTS.filter((variant) => names.includes(variant.name));
 }
 
+function oneVariant(value: string): AbVariant {
+  const variant = AB_VARIANTS.find((candidate) => candidate.name === value);
+  if (!variant) throw new InvalidArgumentError(`unknown variant ${value}: choose from ${AB_VARIANTS.map((v) => v.name).join(', ')}.`);
+  return variant;
+}
+
 function systemList(value: string): SystemName[] {
   const names = value.split(',');
   const unknown = names.filter((name) => !SYSTEM_NAMES.includes(name as SystemName));
@@ -113,6 +121,11 @@ const command = new Command('bench')
   .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
   .option('--cpu-prof', 'write a V8 CPU profile of each system to bench/results/profiles/<system>/')
+  .option(
+    '--service-variant <name>',
+    "run the service as this A/B variant (its preload; its features checked off at each start), e.g. all-features: the floor of the service's shape beside B1c",
+    oneVariant,
+  )
   .option('--ab', 'instead of the main bench: each feature\'s CPU time per request, the service with and without it (bench/README.md "Per-request cost")')
   .option(
     '--ab-cycles <n>',
@@ -152,6 +165,7 @@ const options = command.parse().opts<{
   galera: boolean;
   halfRate: boolean;
   cpuProf?: boolean;
+  serviceVariant?: AbVariant;
   ab?: boolean;
   abCycles?: number;
   abMinutes?: number;
@@ -161,6 +175,7 @@ const options = command.parse().opts<{
   abVariants?: AbVariant[];
   abWarmup?: number;
 }>();
+if (options.ab && options.serviceVariant) command.error('error: --service-variant does not apply to --ab: choose the variants with --ab-variants.');
 if (options.ab && options.systems) command.error('error: --systems does not apply to --ab: choose the variants with --ab-variants.');
 if (options.ab && (options.rounds !== undefined || options.duration !== undefined)) {
   command.error('error: --rounds and --duration do not apply to --ab: see --ab-cycles and --ab-requests.');
@@ -208,7 +223,7 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
   }
   switch (system) {
     case 'service':
-      return startService(apiKey, databaseUrl);
+      return options.serviceVariant ? startServiceVariant(options.serviceVariant, apiKey, databaseUrl) : startService(apiKey, databaseUrl);
     case 'B1':
       return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey, profiling(system));
     case 'B1c':
@@ -216,6 +231,28 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
     case 'B0':
       return startSystem('B0', 'dist/bench/baseline-http.server.js', { API_KEY: apiKey, CANNED_FILE }, apiKey, profiling(system));
   }
+}
+
+/**
+ * Starts the service as the main bench runs it, but as an A/B variant: with its preload, and its
+ * probes run (ab/feature.probes.ts). At the main bench's log level (`warn`) the request log is off
+ * in every variant, so it is expected off too.
+ *
+ * @throws when the preload did not announce itself or a feature is found in the wrong state.
+ */
+async function startServiceVariant(variant: AbVariant, apiKey: string, databaseUrl: string): Promise<RunningSystem> {
+  const metricsPort = await freePort();
+  const system = await startService(apiKey, databaseUrl, { env: { METRICS_PORT: String(metricsPort), ...variant.env }, nodeOption: preloadOption(variant) });
+  try {
+    if (variant.preload !== undefined && !system.output().stderr.includes(AB_MARK))
+      throw new Error(`The service did not announce its preload ${variant.preload}.`);
+    const target = { system, metricsUrl: `http://127.0.0.1:${metricsPort}`, context: { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets } };
+    await checkFeatures(target, [...new Set<Feature>([...variant.off, 'requestLog'])], `as the variant ${variant.name}`);
+  } catch (error) {
+    await system.stop();
+    throw error;
+  }
+  return system;
 }
 
 /**
@@ -431,6 +468,7 @@ async function main(): Promise<void> {
       warmupSeconds: SETTINGS.warmupSeconds,
       connections: SETTINGS.connections,
       pets: SETTINGS.pets,
+      ...(options.serviceVariant && { serviceVariant: `${options.serviceVariant.name}: ${options.serviceVariant.feature}` }),
     },
     runs,
     halfRate,
@@ -446,7 +484,8 @@ async function main(): Promise<void> {
     SYSTEMS.length < SYSTEM_NAMES.length ||
     !options.scale ||
     !options.galera ||
-    !options.halfRate;
+    !options.halfRate ||
+    options.serviceVariant !== undefined;
   const base = path.join(RESULTS, smoke ? 'smoke' : partial ? 'partial' : 'latest');
   writeFileSync(`${base}.md`, markdown);
   writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, graphqlPeers: comparePeers(results), targets: checkTargets(results) }, null, 2)}\n`);

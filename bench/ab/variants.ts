@@ -1,4 +1,4 @@
-import type { Feature } from './feature.probes';
+import { type Feature, FEATURES } from './feature.probes';
 
 /** One system of the A/B: the service with one feature switched off (or none: {@link ALL_ON}). */
 export interface AbVariant {
@@ -112,6 +112,13 @@ export const AB_VARIANTS: readonly AbVariant[] = [
     how: '`fastifyApolloHandler()` returning a handler that calls `executeHTTPGraphQLRequest` with 5 headers and the sliced query string',
     preload: 'apollo-fastify.preload.js',
     off: ['apolloFastify'],
+  },
+  {
+    name: 'all-features',
+    feature: 'Every feature, all off together',
+    how: 'every preload of the variants above at once (`all-features.preload.js`); the API key check stays',
+    preload: 'all-features.preload.js',
+    off: FEATURES.filter((feature) => feature !== 'apiKeyCheck'),
   },
   {
     name: 'none',
