@@ -175,6 +175,9 @@ const options = command.parse().opts<{
   abVariants?: AbVariant[];
   abWarmup?: number;
 }>();
+if (options.serviceVariant && options.systems && !options.systems.includes('service')) {
+  command.error('error: --service-variant needs the service among --systems.');
+}
 if (options.ab && options.serviceVariant) command.error('error: --service-variant does not apply to --ab: choose the variants with --ab-variants.');
 if (options.ab && options.systems) command.error('error: --systems does not apply to --ab: choose the variants with --ab-variants.');
 if (options.ab && (options.rounds !== undefined || options.duration !== undefined)) {
