@@ -3,7 +3,7 @@ import type { AbRuns, AbSettings } from './ab.report';
 import { type Measurement, type RunningSystem, measure, measureAtRate, probe } from './bench.runner';
 import { freePort } from './free-port';
 import type { Scenario, ScenarioContext } from './scenarios';
-import { checkFeatures } from './ab/feature.probes';
+import { type Feature, type ProbeTarget, checkFeatures } from './ab/feature.probes';
 import { AB_MARK } from './ab/replace-export';
 import { ALL_ON, type AbVariant } from './ab/variants';
 
@@ -19,6 +19,22 @@ const PRELOADS = path.join(__dirname, 'ab');
  */
 export function preloadOption(variant: AbVariant): string {
   return variant.preload === undefined ? '' : `--require "${path.join(PRELOADS, variant.preload)}"`;
+}
+
+/**
+ * Checks that a started service is the variant it was started as: its preload announced itself
+ * on standard error, and every probe finds exactly the features of `off` off.
+ *
+ * @param target - the service, its metrics origin and the scenario context the probes use.
+ * @param off - the features expected off; default the variant's own.
+ * @param label - names the system in the error, e.g. `without metrics`.
+ * @throws naming the missing announcement or each feature in the wrong state.
+ */
+export async function checkVariant(variant: AbVariant, target: ProbeTarget, label: string, off: readonly Feature[] = variant.off): Promise<void> {
+  if (variant.preload !== undefined && !target.system.output().stderr.includes(AB_MARK)) {
+    throw new Error(`A/B: the service ${label} did not announce its preload ${variant.preload} on standard error.`);
+  }
+  await checkFeatures(target, off, label);
 }
 
 /** Starts the service as a variant asks, its metrics listener on `metricsPort`. */
@@ -106,10 +122,7 @@ export async function runAb({ variants, scenarios, context, settings, start, log
       const system = await start(variant, metricsPort);
       running.push({ variant, system });
       const label = variant === ALL_ON ? 'all on' : `without ${variant.name}`;
-      if (variant.preload !== undefined && !system.output().stderr.includes(AB_MARK)) {
-        throw new Error(`A/B: the service ${label} did not announce its preload ${variant.preload} on standard error.`);
-      }
-      await checkFeatures({ system, metricsUrl: `http://127.0.0.1:${metricsPort}`, context }, variant.off, label);
+      await checkVariant(variant, { system, metricsUrl: `http://127.0.0.1:${metricsPort}`, context }, label);
       for (const scenario of scenarios) {
         await probe(system, scenario, context);
         if (settings.warmupRequests > 0) {

@@ -27,10 +27,9 @@ import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './
 import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
 import { CONFIG_SPEC } from '../src/config';
 import { type AbResults, type AbSettings, abCosts, toAbMarkdown } from './ab.report';
-import { AB_OPERATIONS, preloadOption, runAb } from './ab.runner';
+import { AB_OPERATIONS, checkVariant, preloadOption, runAb } from './ab.runner';
 import { ALL_ON, AB_VARIANTS, type AbVariant } from './ab/variants';
-import { type Feature, checkFeatures } from './ab/feature.probes';
-import { AB_MARK } from './ab/replace-export';
+import type { Feature } from './ab/feature.probes';
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
@@ -247,10 +246,8 @@ async function startServiceVariant(variant: AbVariant, apiKey: string, databaseU
   const metricsPort = await freePort();
   const system = await startService(apiKey, databaseUrl, { env: { METRICS_PORT: String(metricsPort), ...variant.env }, nodeOption: preloadOption(variant) });
   try {
-    if (variant.preload !== undefined && !system.output().stderr.includes(AB_MARK))
-      throw new Error(`The service did not announce its preload ${variant.preload}.`);
     const target = { system, metricsUrl: `http://127.0.0.1:${metricsPort}`, context: { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets } };
-    await checkFeatures(target, [...new Set<Feature>([...variant.off, 'requestLog'])], `as the variant ${variant.name}`);
+    await checkVariant(variant, target, `as the variant ${variant.name}`, [...new Set<Feature>([...variant.off, 'requestLog'])]);
   } catch (error) {
     await system.stop();
     throw error;
