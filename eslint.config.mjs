@@ -29,6 +29,36 @@ export default tseslint.config(
     },
   },
   {
+    // The pet operations and what they reach know no HTTP exchange: the surfaces read headers and hand over values (docs/architecture.md).
+    files: [
+      'src/{pets,idempotency,database,validation}/**/*.ts',
+      'src/{limits,errors/error-catalogue,observability/deprecation.tracker,observability/metrics.registry}.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[property.name='headers'][object.type!='ThisExpression']",
+          message: 'The pet operations read no header: the surface passes the value on.',
+        },
+        { selector: 'Identifier[name=/^(request|reply)$/]', message: 'The pet operations know no HTTP request or reply.' },
+      ],
+    },
+  },
+  {
+    // A surface passes input on as received: the pet operations validate it (docs/architecture.md).
+    files: ['src/rest/pet.controller.ts', 'src/graphql/pet.resolver.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'TSAsExpression > TSTypeReference > Identifier[name=/^(NewPetInput|ListPetsArgs|PetIdArgs)$/]',
+          message: 'Pass the input on as received: the pet operations validate it.',
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts'],
     rules: {
       // Off in tests only: parsed HTTP bodies and browser globals are `any` there, and the assertions check their shape.

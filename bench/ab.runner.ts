@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { AbRuns, AbSettings } from './ab.report';
 import { type Measurement, type RunningSystem, measure, measureAtRate, probe } from './bench.runner';
-import { freePort } from './free-port';
+import { freePort } from '../test/support/free-port';
 import type { Scenario, ScenarioContext } from './scenarios';
 import { type Feature, type ProbeTarget, checkFeatures } from './ab/feature.probes';
 import { AB_MARK } from './ab/replace-export';

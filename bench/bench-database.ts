@@ -1,7 +1,7 @@
 import { type RowDataPacket, createConnection } from 'mysql2/promise';
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
-import { createDatabase } from './mysql-admin';
+import { createDatabase } from '../test/support/mysql-admin';
 import { openDatabase } from '../src/database/open-database';
 import { encodePetCursor } from '../src/pets/pet-cursor';
 import { PetStatus } from '../src/pets/pet-status.enum';

@@ -4,7 +4,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { finished } from 'node:stream';
 import autocannon from 'autocannon';
-import { freePort } from './free-port';
+import { freePort } from '../test/support/free-port';
 import type { Scenario, ScenarioContext, Surface } from './scenarios';
 
 /** The GraphQL peers: servers a user could pick instead of the service, serving its GraphQL operations only. */

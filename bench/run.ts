@@ -5,8 +5,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import { generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { parsePositiveInteger } from '../src/validation/positive-integer';
-import { databaseNameOf, siblingDatabaseUrl } from './mysql-admin';
-import { freePort } from './free-port';
+import { databaseNameOf, siblingDatabaseUrl } from '../test/support/mysql-admin';
+import { freePort } from '../test/support/free-port';
 import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase, renumberPets } from './bench-database';
 import { type BenchResults, type GaleraResults, type ScenarioRuns, checkTargets, comparePeers, summarise, toMarkdown } from './bench.report';
 import {
@@ -22,7 +22,7 @@ import {
   startSystem,
 } from './bench.runner';
 import { measureCausalReads } from './causal-reads';
-import { startGaleraCluster } from './mariadb-topology';
+import { startGaleraCluster } from '../test/support/mariadb-topology';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
 import { CONFIG_SPEC } from '../src/config';

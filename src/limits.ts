@@ -1,4 +1,4 @@
-/** Every limit and timeout, defined once (docs/security.md "Limits"); test/limits-docs.test.ts keeps the docs in step. */
+/** Every limit and timeout, defined once (docs/security.md "Limits"); test/unit/limits-docs.test.ts keeps the docs in step. */
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

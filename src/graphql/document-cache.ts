@@ -1,7 +1,7 @@
 import { type DocumentNode, Kind, type OperationDefinitionNode, type SelectionSetNode, visit } from 'graphql';
 import { LRUCache } from 'lru-cache';
 
-/** What V8 keeps per piece of an entry (Node 20, 64-bit), kept above the heap growth by test/graphql-document-caches.test.ts. */
+/** What V8 keeps per piece of an entry (Node 20, 64-bit), kept above the heap growth by test/system/graphql-document-caches.test.ts. */
 const RETAINED_BYTES = Object.freeze({
   /** graphql-js links every lexer token from the document, comments included. */
   token: 96,

@@ -4,7 +4,7 @@ import { createConnection as connectTcp } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createDatabase } from '../../bench/mysql-admin';
+import { createDatabase } from '../support/mysql-admin';
 import { freePort } from './processes';
 
 /** A server of a test's own (MariaDB, Redis), which the test may pause or kill: never the shared ones. */

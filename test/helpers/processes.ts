@@ -6,18 +6,18 @@ import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import type { DatabaseConfig } from '../../src/database/database-config';
 import { openDatabase } from '../../src/database/open-database';
-import { freePort } from '../../bench/free-port';
+import { freePort } from '../support/free-port';
 import { createProcessDatabase } from './test-database';
 
-// Defined in bench/, where the bench finds it too (src/ and bench/ never import test/).
+// Defined in test/support/, where the bench finds it too.
 export { freePort };
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
-/** Path of a built entry point under dist/ (built by `npm test` before jest runs). */
+/** Path of a built entry point under dist/ (built by `npm run test:system` before jest runs). */
 export function built(relative: string): string {
   const file = path.join(ROOT, 'dist', relative);
-  if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` (npm test does it)`);
+  if (!existsSync(file)) throw new Error(`${file} is missing: run \`npm run build\` (npm run test:system does it)`);
   return file;
 }
 

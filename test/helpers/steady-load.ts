@@ -4,7 +4,7 @@ import type { startNode } from './processes';
 
 /**
  * Steady traffic on built servers while a database node fails under them, and the
- * checks of what every answer must be (test/topology-faults.test.ts). Times are
+ * checks of what every answer must be (test/system/topology-faults.test.ts). Times are
  * `performance.now()` milliseconds of this process.
  */
 
@@ -352,7 +352,7 @@ export function readinessKept(answers: readonly Answer[], e: ReadinessExpectatio
   return violations;
 }
 
-/** Runs SQL on a database node (bench/mariadb-topology.ts `MariadbNode.query`). */
+/** Runs SQL on a database node (test/support/mariadb-topology.ts `MariadbNode.query`). */
 export type Query = (sql: string) => Promise<Record<string, unknown>[]>;
 
 const SAFE_NAME = /^[A-Za-z0-9-]+$/;

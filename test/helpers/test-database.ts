@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import { EMBEDDED_DATABASE_PATH } from '../../src/config';
 import type { DatabaseConfig } from '../../src/database/database-config';
-import { createDatabase, dropDatabase, siblingDatabaseUrl } from '../../bench/mysql-admin';
+import { createDatabase, dropDatabase, siblingDatabaseUrl } from '../support/mysql-admin';
 import { openDatabase } from '../../src/database/open-database';
 
 /** Set to run the suite on MySQL/MariaDB, e.g. mysql://root@127.0.0.1:3306/test. */

@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import { type PrivateServer, startPrivateRedis } from '../helpers/private-servers';
+import { describeGraphqlCharging, expectLimited } from '../helpers/graphql-charging';
+import { graphql, request, startTestApp, type TestApp } from '../helpers/test-app';
+
+/** Rate-limit counters in Redis (docs/security.md "Limits", docs/failures.md): shared, charged, and when Redis fails. */
+
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+describeGraphqlCharging('in Redis', REDIS_URL);
+
+describe('counters shared through Redis', () => {
+  test('when two instances share REDIS_URL, then a key spends one allowance across both', async () => {
+    const shared = { RATE_LIMIT_MAX: '2', RATE_LIMIT_UNAUTHENTICATED_MAX: '2', RATE_LIMIT_NAMESPACE: `rl-${randomUUID()}:`, REDIS_URL };
+    const a = await startTestApp({ env: shared });
+    const b = await startTestApp({ env: shared });
+    try {
+      // Requests without a key count per IP address: 127.0.0.1 on both instances.
+      expect((await request(a, 'GET', '/v1/pets', { apiKey: null })).status).toBe(401);
+      expect((await request(b, 'GET', '/v1/pets', { apiKey: null })).status).toBe(401);
+      expectLimited(await request(a, 'GET', '/v1/pets', { apiKey: null }));
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});
+
+describe('when the Redis of the counters fails (a private redis-server, paused and killed)', () => {
+  let redis: PrivateServer;
+  let t: TestApp;
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    t = await startTestApp({ env: { RATE_LIMIT_MAX: '1000', RATE_LIMIT_UNAUTHENTICATED_MAX: '1000', REDIS_URL: redis.url } });
+  });
+  afterAll(async () => {
+    redis.resume();
+    await t.close();
+    await redis.stop();
+  });
+
+  async function expectUnavailableQuickly(path: '/v1/pets' | '/graphql'): Promise<number> {
+    const start = performance.now();
+    const result = path === '/graphql' ? await graphql(t, '{ pets { id } }') : await request(t, 'GET', path);
+    const ms = Math.round(performance.now() - start);
+    expect(result.status).toBe(503);
+    expect(path === '/graphql' ? result.body.errors[0].extensions.code : result.body.code).toBe('SERVICE_UNAVAILABLE');
+    expect(result.headers.get('retry-after')).toBe('1');
+    expect(ms).toBeLessThan(3000); // the promise: no hang (the command timeout is 1 s)
+    return ms;
+  }
+
+  test('when it stalls, then requests end with 503 and Retry-After instead of hanging, and pass again once it is back', async () => {
+    expect((await request(t, 'GET', '/v1/pets')).status).toBe(200);
+    redis.pause();
+    const rest = await expectUnavailableQuickly('/v1/pets');
+    const gql = await expectUnavailableQuickly('/graphql');
+    redis.resume();
+    expect((await request(t, 'GET', '/v1/pets')).status).toBe(200);
+    console.info(`Redis paused: 503 after ${rest} ms (REST) and ${gql} ms (GraphQL); 200 again once resumed`);
+  });
+
+  test('when it is gone, then requests end with 503 and Retry-After', async () => {
+    await redis.stop();
+    const ms = await expectUnavailableQuickly('/v1/pets');
+    console.info(`Redis killed: 503 after ${ms} ms`);
+  });
+});
