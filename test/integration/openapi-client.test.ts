@@ -1,5 +1,5 @@
 import createClient from 'openapi-fetch';
-// Generated from contract/openapi.json by `npm test` (openapi-typescript); not committed.
+// Generated from contract/openapi.json by `npm test` and `npm run test:integration` (openapi-typescript); not committed.
 // A breaking change to the document makes this file fail to compile.
 import type { paths } from '../generated/openapi';
 import { assertNoResponseViolations } from '../helpers/prism-proxy';

@@ -147,7 +147,7 @@ describe('the server process (dist/src/main.js)', () => {
 
   test('when `npm start` gets SIGTERM, then the server it started stops cleanly and no process is left behind', async () => {
     // package.json's start script in a package of its own (so that its data/ is this test's), with
-    // dist/ and node_modules/ linked; its build step is left out: npm test has built dist/.
+    // dist/ and node_modules/ linked; its build step is left out: npm run test:system has built dist/.
     const root = path.resolve(__dirname, '..', '..');
     const { scripts } = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     const start = scripts.start.replace(/^tsc -b && /, '');

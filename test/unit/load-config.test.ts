@@ -4,7 +4,7 @@ import { LOG_LEVELS } from '../../src/observability/logger';
 import { API_KEY_CACHE, DATABASE_DEADLINES } from '../../src/limits';
 
 /**
- * loadConfig with explicit environments: the rules test/config.test.ts leaves out (each variable's boundaries, the
+ * loadConfig with explicit environments: the rules test/unit/config.test.ts leaves out (each variable's boundaries, the
  * exact messages, deep freezing, what is ignored), so a bad value is a ConfigError naming its variable before start-up.
  */
 

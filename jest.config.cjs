@@ -6,7 +6,7 @@
 const shared = {
   testEnvironment: 'node',
   transform: {
-    '^.+\\.ts$': 'ts-jest',
+    '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/test/tsconfig.json' }],
     '^.+/node_modules/.+\\.js$': ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs' }, diagnostics: false }],
   },
   transformIgnorePatterns: ['/node_modules/(?!(content-disposition|cookie|github-slugger)/)'],
