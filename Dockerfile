@@ -31,6 +31,6 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
 # SIGTERM starts the drain (docs/operations.md "Signals"); give it SHUTDOWN_DRAIN_SECONDS + SHUTDOWN_GRACE_SECONDS.
 STOPSIGNAL SIGTERM
-# The heap cap of `npm start` (docs/configuration.md "Heap cap"), first in NODE_OPTIONS so that a
-# --max-old-space-size in yours comes later and wins; `exec` leaves node as PID 1, to get SIGTERM.
-CMD ["sh", "-c", "NODE_OPTIONS=\"--max-old-space-size=128 $NODE_OPTIONS\" exec node dist/src/main.js"]
+# The heap cap of src/limits.ts, as `npm start` launches (docs/configuration.md "Heap cap"): first in
+# NODE_OPTIONS so that a --max-old-space-size in yours comes later and wins; `exec` leaves node as PID 1, to get SIGTERM.
+CMD ["sh", "-c", "NODE_OPTIONS=\"$(node dist/src/cli/node-options.cli.js)\" exec node dist/src/main.js"]

@@ -1,5 +1,6 @@
 import { type DocumentNode, Kind, type OperationDefinitionNode, type SelectionSetNode, visit } from 'graphql';
 import { LRUCache } from 'lru-cache';
+import { QUERY_LIMITS } from '../limits';
 
 /** What V8 keeps per piece of an entry (Node 20, 64-bit), kept above the heap growth by test/system/graphql-document-caches.test.ts. */
 const RETAINED_BYTES = Object.freeze({
@@ -13,9 +14,6 @@ const RETAINED_BYTES = Object.freeze({
   /** Sized for introspection's fields, the heaviest. */
   compiledObjectField: 20 * 1024,
 });
-
-/** Bounds the counting work; the cost limit refuses such an operation anyway. */
-const MAX_COUNTED_SELECTIONS = 10_000;
 
 /** The bytes V8 keeps for a string: one per character unless one is above U+00FF, then two. */
 export function textBytes(text: string): number {
@@ -45,7 +43,8 @@ export function compiledOperationBytes(document: DocumentNode, operation: Operat
   let objects = 0;
   const count = (selectionSet: SelectionSetNode | undefined): void => {
     for (const selection of selectionSet?.selections ?? []) {
-      if (leaves + objects >= MAX_COUNTED_SELECTIONS) return;
+      // Bounds the counting work: past it, the cost limit refuses the operation anyway.
+      if (leaves + objects >= QUERY_LIMITS.maxPricedSelections) return;
       if (selection.kind === Kind.FRAGMENT_SPREAD) count(fragments.get(selection.name.value));
       else if (selection.kind === Kind.INLINE_FRAGMENT) count(selection.selectionSet);
       else if (selection.selectionSet === undefined) leaves++;

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import Negotiator from 'negotiator';
 import { rejectOtherMethods } from '../http/method-not-allowed';
+import { CLOSED_PAGE, contentSecurityPolicy } from '../http/security-headers';
 import { SURFACE_PATHS } from '../surface-paths';
 
 // GraphiQL, served from the installed packages (no CDN). The page holds no data and needs no
@@ -18,17 +19,15 @@ const CSS = 'text/css; charset=utf-8';
 const ASSET_CACHE_CONTROL = 'public, max-age=31536000, immutable';
 
 /** No inline script or style: the bootstrap is the served `playground.js`. GraphiQL's fonts are `data:` URLs in its CSS. */
-export const PLAYGROUND_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "font-src 'self' data:",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const PLAYGROUND_CSP = contentSecurityPolicy({
+  'default-src': ["'none'"],
+  'script-src': ["'self'"],
+  'style-src': ["'self'"],
+  'font-src': ["'self'", 'data:'],
+  'img-src': ["'self'", 'data:'],
+  'connect-src': ["'self'"],
+  ...CLOSED_PAGE,
+});
 
 const DEFAULT_QUERY = `# Pet Store GraphQL playground
 #

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorCode, toAppError } from '../errors/error-catalogue';
-import { writeRawHttpError } from '../errors/raw-http-error';
+import { writeRawHttpError } from './raw-http-error';
 
 /** The app's error handler and `frameworkErrors` (docs/errors.md); anything unexpected is logged in full. */
 export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply, body = (appError: AppError): unknown => appError.toBody()): void {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import Negotiator from 'negotiator';
 import { rejectOtherMethods } from './method-not-allowed';
+import { CLOSED_PAGE, contentSecurityPolicy } from './security-headers';
 import { SURFACE_PATHS } from '../surface-paths';
 
 interface Surface {
@@ -26,14 +27,12 @@ export const SURFACES: readonly Surface[] = Object.freeze([
 const STYLE = 'body { font: 16px/1.5 system-ui, sans-serif; max-width: 40rem; margin: 2rem auto; padding: 0 1rem; } code { font-size: 0.95em; }';
 
 /** No script, and only this module's inline style, allowed by its hash, so nothing injected could run. */
-export const LANDING_PAGE_CSP = [
-  "default-src 'none'",
-  `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
-  "img-src 'self' data:",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const LANDING_PAGE_CSP = contentSecurityPolicy({
+  'default-src': ["'none'"],
+  'style-src': [`'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`],
+  'img-src': ["'self'", 'data:'],
+  ...CLOSED_PAGE,
+});
 
 const HTML = `<!doctype html>
 <html lang="en">

@@ -1,6 +1,25 @@
 import fastifyCors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
 
+/** What every answer carries, Fastify's or written raw (raw-http-error.ts): no caching unless a route set its own, no sniffing. */
+export const RESPONSE_HEADERS = Object.freeze({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
+
+/** A page's Content-Security-Policy (CSP Level 3): each directive with its sources, in the order written. */
+export type ContentSecurityPolicy = Readonly<Record<string, readonly string[]>>;
+
+/** What the service's own pages close whatever else they allow: no base URL, no form target, no framing. */
+export const CLOSED_PAGE: ContentSecurityPolicy = Object.freeze({ 'base-uri': ["'none'"], 'form-action': ["'none'"], 'frame-ancestors': ["'none'"] });
+
+/**
+ * The Content-Security-Policy header value of a page (docs/security.md "Response headers and CORS"), e.g.
+ * `{ 'default-src': ["'none'"], 'img-src': ["'self'", 'data:'] }` → `default-src 'none'; img-src 'self' data:`.
+ */
+export function contentSecurityPolicy(directives: ContentSecurityPolicy): string {
+  return Object.entries(directives)
+    .map(([directive, sources]) => [directive, ...sources].join(' '))
+    .join('; ');
+}
+
 /**
  * No caching unless a route set its own, no sniffing, and CORS closed unless `corsOrigins`
  * (e.g. `https://app.example.com`) lists some (docs/security.md "Response headers and CORS").
@@ -8,8 +27,8 @@ import type { FastifyInstance } from 'fastify';
 export async function hardenResponses(app: FastifyInstance, corsOrigins: readonly string[]): Promise<void> {
   // Hooks that do not wait take `done`: no promise per response.
   app.addHook('onSend', (_request, reply, _payload, done) => {
-    if (!reply.hasHeader('cache-control')) reply.header('Cache-Control', 'no-store');
-    reply.header('X-Content-Type-Options', 'nosniff');
+    if (!reply.hasHeader('cache-control')) reply.header('Cache-Control', RESPONSE_HEADERS['Cache-Control']);
+    reply.header('X-Content-Type-Options', RESPONSE_HEADERS['X-Content-Type-Options']);
     done();
   });
   if (corsOrigins.length === 0) return;

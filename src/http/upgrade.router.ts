@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors/error-catalogue';
-import { writeRawHttpError } from '../errors/raw-http-error';
+import { writeRawHttpError } from './raw-http-error';
 import { onStopAccepting } from './graceful-shutdown';
 
 /** Where WebSocket upgrades go, and how many an address may hold before it authenticates. */

@@ -3,6 +3,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { SHARED_SCHEMAS } from './openapi.schemas';
 import { SWAGGER_UI_OPTIONS } from './swagger-ui.options';
+import { contentSecurityPolicy } from '../http/security-headers';
 import { SURFACE_PATHS } from '../surface-paths';
 
 /** Listed as servers after this one (spec "Versioning"); each ends in /v1. */
@@ -54,8 +55,15 @@ export async function serveOpenapi(app: FastifyInstance): Promise<void> {
     routePrefix: SURFACE_PATHS.docs,
     ...SWAGGER_UI_OPTIONS,
     // No upgrade-insecure-requests: it would break /docs over plain HTTP from another machine.
-    staticCSP:
-      "default-src 'self'; base-uri 'self'; frame-ancestors 'self'; img-src 'self' data:; " +
-      "object-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self';",
+    staticCSP: contentSecurityPolicy({
+      'default-src': ["'self'"],
+      'base-uri': ["'self'"],
+      'frame-ancestors': ["'self'"],
+      'img-src': ["'self'", 'data:'],
+      'object-src': ["'none'"],
+      'script-src': ["'self'"],
+      'script-src-attr': ["'none'"],
+      'style-src': ["'self'"],
+    }),
   });
 }

@@ -5,7 +5,7 @@ import fastify, { type FastifyInstance } from 'fastify';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { CommitOutcomeUnknownError, DatabaseDeadlineError } from '../../src/database/database-deadline';
 import { AppError, ERROR_CATALOGUE, type ErrorCode, codeForStatus, toAppError } from '../../src/errors/error-catalogue';
-import { writeRawHttpError } from '../../src/errors/raw-http-error';
+import { writeRawHttpError } from '../../src/http/raw-http-error';
 import { createGraphqlErrorFormatter, sendGraphqlError, thrownGraphqlError } from '../../src/graphql/graphql-error.formatter';
 import { answerClientError, refuseUnknownRoute, sendError } from '../../src/http/error.handler';
 

@@ -39,7 +39,7 @@ describe('Swagger UI without a key', () => {
     // data: images of swagger-ui.css. The page in Chromium reports no violation (below).
     expect(page.headers.get('content-security-policy')).toBe(
       "default-src 'self'; base-uri 'self'; frame-ancestors 'self'; img-src 'self' data:; object-src 'none'; " +
-        "script-src 'self'; script-src-attr 'none'; style-src 'self';",
+        "script-src 'self'; script-src-attr 'none'; style-src 'self'",
     );
     // Nothing in the page points off this origin, and it holds no data.
     expect(page.body).not.toMatch(/\/\/[a-z0-9]|https?:/i);
