@@ -3,11 +3,10 @@ import proxyAddr from '@fastify/proxy-addr';
 import fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
-import type { DataSource } from 'typeorm';
-import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
 import { keepsDevApiKey } from './auth/dev-api-key';
 import { type Config, DEV_API_KEY_PATH } from './config';
+import type { Database } from './database/database';
 import { createPetEventBus } from './events/pet-event.bus';
 import { graphqlPlugin } from './graphql/graphql.plugin';
 import { createGuard } from './guard/guard';
@@ -52,18 +51,18 @@ function clientAddressOf(trust: Config['trustProxy']): (request: IncomingMessage
 export interface AppDependencies {
   /** From `loadConfig`: buildApp adds no defaults. */
   config: Config;
-  /** Initialised, migrations run. */
-  dataSource: DataSource;
+  /** Opened (openDatabase), migrations run. */
+  database: Database;
   logger?: Logger;
   metrics?: Metrics;
   /** `draining` makes `/readyz` fail (shutdown). */
   state?: ServiceState;
 }
 
-/** Builds the HTTP app, ready but not listening (docs/architecture.md); closing it leaves the DataSource open. */
+/** Builds the HTTP app, ready but not listening (docs/architecture.md); closing it leaves the database open. */
 export async function buildApp({
   config,
-  dataSource,
+  database,
   logger = createLogger(config.logLevel),
   metrics = createMetrics(),
   state = { draining: false },
@@ -97,18 +96,18 @@ export async function buildApp({
   await hardenResponses(app, config.corsOrigins);
   endJsonWithNewline(app);
   observeRequests(app, metrics);
-  metrics.watchDatabasePool(dataSource);
+  metrics.watchDatabase(database);
   closeConnectionsOnceNotAccepting(app, state);
   refuseBadRequestHeads(app);
 
-  const idempotency = new IdempotencyService(dataSource);
+  const idempotency = new IdempotencyService(database);
   const deprecations = new DeprecationTracker(metrics, app.log);
   // Through Redis when configured, so every instance hears every create.
   const petEvents = createPetEventBus({ redisUrl: config.rateLimit.redisUrl, channel: config.petEventsChannel, log: app.log });
   app.addHook('onClose', () => petEvents.close());
-  const petService = new PetService(new PetRepository(dataSource), idempotency, deprecations, petEvents);
+  const petService = new PetService(new PetRepository(database), idempotency, deprecations, petEvents);
   purgeExpiredKeys(app, idempotency);
-  const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey), { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+  const apiKeys = new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
 
   // JSON only (anything else is 415), parsed without rounding.
   app.removeContentTypeParser('text/plain');
@@ -138,7 +137,7 @@ export async function buildApp({
   });
   await serveOpenapi(app);
   // Outside the guard: no key, no rate limit.
-  await app.register(healthRoutes, { dataSource, state });
+  await app.register(healthRoutes, { database, state });
   await app.register(landingPageRoutes);
   await app.ready();
   return app;

@@ -2,6 +2,7 @@ import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { LRUCache } from 'lru-cache';
 import { type DataSource, In, IsNull, type Repository } from 'typeorm';
+import type { Database } from '../database/database';
 import { type DatabaseBudget, withinDeadline } from '../database/database-deadline';
 import { ApiKey } from './api-key.entity';
 import { API_KEY_CACHE } from '../limits';
@@ -68,13 +69,15 @@ export class ApiKeyService {
   private readonly cache: KeyCache;
   /** Concurrent requests with one key share one lookup. */
   private readonly lookups = new Map<string, Promise<ApiKey | null>>();
+  private readonly keys: Repository<ApiKey>;
 
   /** @param options.cacheTtlMs - ms a lookup's answer is reused (0: never); bounds how late another process's revocation takes effect here. */
   constructor(
-    private readonly keys: Repository<ApiKey>,
+    private readonly database: Database,
     private readonly options: { cacheTtlMs?: number } = {},
   ) {
-    const dataSource = keys.manager.connection;
+    this.keys = database.writer.getRepository(ApiKey);
+    const dataSource = database.writer;
     let cache = caches.get(dataSource);
     if (!cache) {
       cache = {
@@ -128,7 +131,7 @@ export class ApiKeyService {
   async activeIds(ids: Iterable<number>): Promise<Set<number>> {
     const wanted = [...new Set(ids)];
     if (wanted.length === 0) return new Set();
-    const found = await withinDeadline(this.keys.manager.connection, (manager) =>
+    const found = await withinDeadline(this.database, (manager) =>
       manager.getRepository(ApiKey).find({ select: { id: true }, where: { id: In(wanted), revokedAt: IsNull() } }),
     );
     return new Set(found.map((apiKey) => apiKey.id));
@@ -168,11 +171,10 @@ export class ApiKeyService {
 
   private async lookUp(hex: string, budget: DatabaseBudget | undefined): Promise<ApiKey | null> {
     const generation = this.cache.generation;
-    const found = await withinDeadline(
-      this.keys.manager.connection,
-      (manager) => manager.getRepository(ApiKey).findOneBy({ keyHash: hex, revokedAt: IsNull() }),
-      { mode: 'slave', budget },
-    );
+    const found = await withinDeadline(this.database, (manager) => manager.getRepository(ApiKey).findOneBy({ keyHash: hex, revokedAt: IsNull() }), {
+      mode: 'slave',
+      budget,
+    });
     // Compared again: the database's collation may ignore case.
     const active = found && timingSafeEqual(Buffer.from(found.keyHash, 'hex'), Buffer.from(hex, 'hex')) ? found : null;
     if (generation !== this.cache.generation) return active; // a revocation raced this lookup: cache nothing

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { type AppDependencies, buildApp } from '../../src/app';
-import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import { type Config, loadConfig } from '../../src/config';
+import type { Database } from '../../src/database/database';
 import type { DatabaseConfig } from '../../src/database/database-config';
 import { openDatabase } from '../../src/database/open-database';
 import { Pet } from '../../src/pets/pet.entity';
@@ -21,6 +21,8 @@ export interface TestApp {
   /** A valid API key, created through the service. */
   apiKey: string;
   app: FastifyInstance;
+  database: Database;
+  /** `database.writer`, the primary. */
   dataSource: DataSource;
   apiKeys: ApiKeyService;
   /** Deletes every pet (keys stay). */
@@ -62,13 +64,14 @@ export async function startTestApp(
     observe?: Pick<AppDependencies, 'logger' | 'metrics' | 'state'>;
   } = {},
 ): Promise<TestApp> {
-  // The app runs on `dataSource`: buildApp does not read the configuration's database.
+  // The app runs on `database`: buildApp does not read the configuration's database.
   const config = testConfig(options.env);
   const owned = options.database ? null : await createTestDatabase();
-  const dataSource = await openDatabase(options.database ?? owned!.database);
-  const app = await buildApp({ config, dataSource, ...options.observe });
+  const database = await openDatabase(options.database ?? owned!.database);
+  const dataSource = database.writer;
+  const app = await buildApp({ config, database, ...options.observe });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey));
+  const apiKeys = new ApiKeyService(database);
   const apiKey = options.createKey === false ? '' : (await apiKeys.create('test')).key;
   const prism = THROUGH_PRISM ? await startPrism(url) : null;
   return {
@@ -76,6 +79,7 @@ export async function startTestApp(
     prismUrl: prism?.url,
     apiKey,
     app,
+    database,
     dataSource,
     apiKeys,
     clearPets: async () => {
@@ -88,7 +92,7 @@ export async function startTestApp(
         console.info(`Prism proxy: ${requests} responses checked, ${responseViolations} response violations, ${requestViolations} request violations`);
       }
       await app.close();
-      await dataSource.destroy();
+      await database.close();
       await owned?.drop();
     },
   };
