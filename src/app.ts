@@ -57,6 +57,8 @@ export interface AppDependencies {
   metrics?: Metrics;
   /** `draining` makes `/readyz` fail (shutdown). */
   state?: ServiceState;
+  /** The guard's keys, to share their cache (revocations) with the caller; by default one with API_KEY_CACHE_SECONDS. */
+  apiKeys?: ApiKeyService;
 }
 
 /** Builds the HTTP app, ready but not listening (docs/architecture.md); closing it leaves the database open. */
@@ -66,6 +68,7 @@ export async function buildApp({
   logger = createLogger(config.logLevel),
   metrics = createMetrics(),
   state = { draining: false },
+  apiKeys = new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 }),
 }: AppDependencies): Promise<FastifyInstance> {
   // So the instance is a plain FastifyInstance, not one generic over pino's Logger.
   const loggerInstance: FastifyBaseLogger = logger;
@@ -107,7 +110,6 @@ export async function buildApp({
   app.addHook('onClose', () => petEvents.close());
   const petService = new PetService(new PetRepository(database), idempotency, deprecations, petEvents);
   purgeExpiredKeys(app, idempotency);
-  const apiKeys = new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
 
   // JSON only (anything else is 415), parsed without rounding.
   app.removeContentTypeParser('text/plain');

@@ -46,7 +46,9 @@ async function main(): Promise<void> {
   });
   const metrics = createMetrics();
   const state: ServiceState = { draining: false };
-  const app = await buildApp({ config, database, logger: log, metrics, state });
+  // One instance for the app and the development key, so they share its cache.
+  const apiKeys = new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+  const app = await buildApp({ config, database, logger: log, metrics, state, apiKeys });
   const metricsServer = await buildMetricsServer(metrics);
 
   let stopping = false;
@@ -76,10 +78,7 @@ async function main(): Promise<void> {
     `Pet Store gateway on ${where}, serving ${describeSurfaces(originOf(config.host, config.port))}; metrics ${originOf(config.metrics.host, config.metrics.port)}/metrics`,
   );
   // Only now that it serves: a start that failed before this point created no key.
-  const devKey = await ensureDevApiKey(
-    { nodeEnv: config.nodeEnv, database: config.database, file: path.resolve(DEV_API_KEY_PATH) },
-    new ApiKeyService(database),
-  );
+  const devKey = await ensureDevApiKey({ nodeEnv: config.nodeEnv, database: config.database, file: path.resolve(DEV_API_KEY_PATH) }, apiKeys);
   process.stdout.write(devKeyNotice(devKey, originOf(config.host, config.port)));
 }
 

@@ -1,7 +1,7 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { LRUCache } from 'lru-cache';
-import { type DataSource, In, IsNull, type Repository } from 'typeorm';
+import { In, IsNull, type Repository } from 'typeorm';
 import type { Database } from '../database/database';
 import { type DatabaseBudget, withinDeadline } from '../database/database-deadline';
 import { ApiKey } from './api-key.entity';
@@ -50,9 +50,6 @@ interface KeyCache {
   generation: number;
 }
 
-/** Per DataSource, so a revoke through any service of this process takes effect at once; other processes' revokes show within the TTL. */
-const caches = new WeakMap<DataSource, KeyCache>();
-
 /** What this process knows of a presented key without asking the database. */
 export type KeyRecognition =
   | { state: 'malformed' }
@@ -64,9 +61,17 @@ export type KeyRecognition =
   | { state: 'refused' }
   | { state: 'unknown' };
 
-/** Creates, lists, revokes and checks API keys (spec "Authentication"); only their SHA-256 hash is stored. */
+/**
+ * Creates, lists, revokes and checks API keys (spec "Authentication"); only their SHA-256 hash is stored. A revocation
+ * through this instance takes effect at once for whoever uses it (share it with the app: AppDependencies.apiKeys);
+ * other instances and processes see it within their cache time.
+ */
 export class ApiKeyService {
-  private readonly cache: KeyCache;
+  private readonly cache: KeyCache = {
+    found: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.knownMs }),
+    refused: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.ttlMs }),
+    generation: 0,
+  };
   /** Concurrent requests with one key share one lookup. */
   private readonly lookups = new Map<string, Promise<ApiKey | null>>();
   private readonly keys: Repository<ApiKey>;
@@ -77,17 +82,6 @@ export class ApiKeyService {
     private readonly options: { cacheTtlMs?: number } = {},
   ) {
     this.keys = database.writer.getRepository(ApiKey);
-    const dataSource = database.writer;
-    let cache = caches.get(dataSource);
-    if (!cache) {
-      cache = {
-        found: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.knownMs }),
-        refused: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.ttlMs }),
-        generation: 0,
-      };
-      caches.set(dataSource, cache);
-    }
-    this.cache = cache;
   }
 
   private get ttlMs(): number {

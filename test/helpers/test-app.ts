@@ -18,12 +18,13 @@ export interface TestApp {
   url: string;
   /** With TEST_THROUGH_PRISM=1: Prism's URL; `request()` sends /v1 requests through it. */
   prismUrl?: string;
-  /** A valid API key, created through the service. */
+  /** A valid API key, created through `apiKeys`. */
   apiKey: string;
   app: FastifyInstance;
   database: Database;
   /** `database.writer`, the primary. */
   dataSource: DataSource;
+  /** The app's own service: a key revoked through it is refused at once. */
   apiKeys: ApiKeyService;
   /** Deletes every pet (keys stay). */
   clearPets: () => Promise<void>;
@@ -69,9 +70,9 @@ export async function startTestApp(
   const owned = options.database ? null : await createTestDatabase();
   const database = await openDatabase(options.database ?? owned!.database);
   const dataSource = database.writer;
-  const app = await buildApp({ config, database, ...options.observe });
+  const apiKeys = new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+  const app = await buildApp({ config, database, apiKeys, ...options.observe });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  const apiKeys = new ApiKeyService(database);
   const apiKey = options.createKey === false ? '' : (await apiKeys.create('test')).key;
   const prism = THROUGH_PRISM ? await startPrism(url) : null;
   return {
