@@ -40,16 +40,6 @@ interface FoundKey {
   checkedAt: number;
 }
 
-/**
- * By the key's hex hash. Separate LRUs, so a flood of unknown keys cannot push real keys out.
- * `generation` counts revocations, so a lookup that raced one caches nothing.
- */
-interface KeyCache {
-  found: LRUCache<string, FoundKey>;
-  refused: LRUCache<string, true>;
-  generation: number;
-}
-
 /** What this process knows of a presented key without asking the database. */
 export type KeyRecognition =
   | { state: 'malformed' }
@@ -67,9 +57,13 @@ export type KeyRecognition =
  * other instances and processes see it within their cache time.
  */
 export class ApiKeyService {
-  private readonly cache: KeyCache = {
-    found: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.knownMs }),
-    refused: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.ttlMs }),
+  /**
+   * By the key's hex hash. Separate LRUs, so a flood of unknown keys cannot push real keys out.
+   * `generation` counts revocations, so a lookup that raced one caches nothing.
+   */
+  private readonly cache = {
+    found: new LRUCache<string, FoundKey>({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.knownMs }),
+    refused: new LRUCache<string, true>({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.ttlMs }),
     generation: 0,
   };
   /** Concurrent requests with one key share one lookup. */

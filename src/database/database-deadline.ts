@@ -44,20 +44,20 @@ export async function withinDeadline<T>(
   { mode = 'master', transaction = false, autocommitWrite = false, budget, timeoutMs = DATABASE_DEADLINES.callMs }: DatabaseCallOptions = {},
 ): Promise<T> {
   // sql.js has no deadline (DatabaseNode.call), so no budget either.
-  if (database.writer.options.type !== 'mysql') return database.primary.call(work, { transaction, autocommitWrite }, timeoutMs);
+  if (database.writer.options.type !== 'mysql') return database.primary.call(work, timeoutMs, { transaction, autocommitWrite });
   if (budget !== undefined && budget.endsAt - performance.now() < timeoutMs) {
     timeoutMs = budget.endsAt - performance.now();
     if (timeoutMs <= 0) throw new DatabaseDeadlineError(DATABASE_DEADLINES.callMs);
   }
   const reader = mode === 'slave' ? database.reader() : database.primary;
-  if (reader === database.primary) return reader.call(work, { transaction, autocommitWrite }, timeoutMs);
+  if (reader === database.primary) return reader.call(work, timeoutMs, { transaction, autocommitWrite });
   const started = performance.now();
   try {
-    return await reader.call(work, { transaction, autocommitWrite }, timeoutMs);
+    return await reader.call(work, timeoutMs, { transaction, autocommitWrite });
   } catch (error) {
     if (!isConnectionLost(error)) throw error;
     // Out of the rotation until its next check; this read goes to the primary.
     database.markUnreachable(reader);
-    return database.primary.call(work, { transaction, autocommitWrite }, timeoutMs - (performance.now() - started));
+    return database.primary.call(work, timeoutMs - (performance.now() - started), { transaction, autocommitWrite });
   }
 }

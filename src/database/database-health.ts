@@ -78,21 +78,17 @@ export async function checkNode(node: DatabaseNode, maxLagSeconds: number): Prom
     state = { name, role, ready: false, state: 'unreachable' };
   } else {
     try {
-      state = await node.call(
-        async (manager) => {
-          if (node.galera) return { name, role, ...(await galeraState(manager, progress)) };
-          if (role === 'primary') {
-            await manager.query('SELECT 1');
-            return { name, role, ready: true, state: 'ok' };
-          }
-          const lagSeconds = await replicaLag(manager);
-          if (lagSeconds === undefined) return { name, role, ready: true, state: 'ok' };
-          if (lagSeconds === null) return { name, role, ready: false, state: 'replication stopped', lagSeconds };
-          return { name, role, ready: lagSeconds <= maxLagSeconds, state: lagSeconds <= maxLagSeconds ? 'ok' : 'lagging', lagSeconds };
-        },
-        { transaction: false, autocommitWrite: false },
-        DATABASE_DEADLINES.readinessMs,
-      );
+      state = await node.call(async (manager) => {
+        if (node.galera) return { name, role, ...(await galeraState(manager, progress)) };
+        if (role === 'primary') {
+          await manager.query('SELECT 1');
+          return { name, role, ready: true, state: 'ok' };
+        }
+        const lagSeconds = await replicaLag(manager);
+        if (lagSeconds === undefined) return { name, role, ready: true, state: 'ok' };
+        if (lagSeconds === null) return { name, role, ready: false, state: 'replication stopped', lagSeconds };
+        return { name, role, ready: lagSeconds <= maxLagSeconds, state: lagSeconds <= maxLagSeconds ? 'ok' : 'lagging', lagSeconds };
+      }, DATABASE_DEADLINES.readinessMs);
     } catch {
       state = { name, role, ready: false, state: progress.answered ? NOT_CAUGHT_UP : 'unreachable' };
     }

@@ -16,24 +16,13 @@ export interface NodeState {
   readonly lagSeconds?: number | null;
 }
 
-/** How one call runs on a node (database-deadline.ts: DatabaseCallOptions). */
-export interface NodeCallOptions {
-  transaction: boolean;
-  autocommitWrite: boolean;
-}
-
 /** Destroying a pooled mysql2 connection closes its socket and keeps it out of the pool. */
 interface DestroyableConnection {
   destroy(): void;
 }
 
 /** A connection pool's usage, for the metrics (docs/operations.md "Metrics"). */
-export interface PoolUsage {
-  total: number;
-  idle: number;
-  waiting: number;
-  limit: number;
-}
+export type PoolUsage = Readonly<Record<'total' | 'idle' | 'waiting' | 'limit', number>>;
 
 /** One database server, the primary or a read replica, with its latest checked state (database-health.ts). */
 export class DatabaseNode {
@@ -53,18 +42,13 @@ export class DatabaseNode {
     this.state = { name, role, ready: role === 'primary', state: 'not checked yet' };
   }
 
-  /** Out of the read rotation until its next check. */
-  markUnreachable(): void {
-    this.state = { ...this.state, ready: false, state: 'unreachable' };
-  }
-
   /**
    * Runs one call on this node under one deadline of `timeoutMs`, covering pool wait, queue and every statement
    * (docs/failures.md "The database"): mysql2's query timeout starts only when a statement becomes active, so the
    * connection is destroyed at the deadline; sql.js runs it as it is. A lost conflict is rerun, so `work` may run more than once.
    * @throws DatabaseDeadlineError; CommitOutcomeUnknownError; what `work` throws.
    */
-  async call<T>(work: (manager: EntityManager) => Promise<T>, { transaction, autocommitWrite }: NodeCallOptions, timeoutMs: number): Promise<T> {
+  async call<T>(work: (manager: EntityManager) => Promise<T>, timeoutMs: number, { transaction = false, autocommitWrite = false } = {}): Promise<T> {
     // sql.js needs no deadline: synchronous from BEGIN to COMMIT, it can neither stall nor interleave.
     if (this.dataSource.options.type !== 'mysql') return transaction ? this.dataSource.transaction(work) : work(this.dataSource.manager);
     const runner = this.dataSource.createQueryRunner('master');

@@ -43,7 +43,7 @@ export class Database {
 
   /** Takes `node` out of the read rotation until its next check (its connection was lost). */
   markUnreachable(node: DatabaseNode): void {
-    node.markUnreachable();
+    node.state = { ...node.state, ready: false, state: 'unreachable' };
   }
 
   /**
