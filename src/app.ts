@@ -17,7 +17,9 @@ import { closeConnectionsOnceNotAccepting } from './http/graceful-shutdown';
 import { parseJsonExactly } from './http/json-body.parser';
 import { endJsonWithNewline } from './http/json-newline.hook';
 import { landingPageRoutes } from './http/landing-page.routes';
+import { provideRequestContext } from './http/request-context';
 import { refuseBadRequestHeads } from './http/request-head.hook';
+import { RequestLogController, observeRequests, requestIdOf } from './http/request-observer.hook';
 import { hardenResponses } from './http/security-headers';
 import { purgeExpiredKeys } from './idempotency/idempotency-purge';
 import { IdempotencyService } from './idempotency/idempotency.service';
@@ -26,7 +28,6 @@ import { DeprecationTracker } from './observability/deprecation.tracker';
 import { healthRoutes } from './observability/health.routes';
 import { createLogger } from './observability/logger';
 import { type Metrics, createMetrics } from './observability/metrics.registry';
-import { RequestLogController, observeRequests, requestIdOf } from './observability/request-observer.hook';
 import type { ServiceState } from './observability/service-state';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
@@ -96,6 +97,8 @@ export async function buildApp({
     },
   });
 
+  // First, so every hook after it has the request's context, and the request's budget starts at its arrival.
+  provideRequestContext(app);
   await hardenResponses(app, config.corsOrigins);
   endJsonWithNewline(app);
   observeRequests(app, metrics);
