@@ -1,5 +1,4 @@
 import { type RowDataPacket, createConnection } from 'mysql2/promise';
-import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import { createDatabase } from '../test/support/mysql-admin';
 import { openDatabase } from '../src/database/open-database';
@@ -16,12 +15,12 @@ import { seedPets } from '../src/pets/pet.seed';
  */
 export async function prepareDatabase(url: string, petCount: number): Promise<string> {
   await createDatabase(url, { replace: true });
-  const dataSource = await openDatabase({ type: 'mysql', url });
+  const database = await openDatabase({ type: 'mysql', url });
   try {
-    await seedPets(dataSource, petCount);
-    return (await new ApiKeyService(dataSource.getRepository(ApiKey)).create('benchmark')).key;
+    await seedPets(database.writer, petCount);
+    return (await new ApiKeyService(database).create('benchmark')).key;
   } finally {
-    await dataSource.destroy();
+    await database.close();
   }
 }
 
@@ -119,9 +118,9 @@ export interface ExplainRow {
  * @returns each statement's plan, keyed by a short label.
  */
 export async function explainQueries(url: string, deep?: DeepPages): Promise<Record<string, ExplainRow>> {
-  const dataSource = await openDatabase({ type: 'mysql', url });
+  const database = await openDatabase({ type: 'mysql', url });
   try {
-    const { sql } = new PetRepository(dataSource);
+    const { sql } = new PetRepository(database);
     const statements: Array<[string, string, unknown[]]> = [
       ['list limit=20', sql.list, [0, 21]],
       ['list status=sold limit=20', sql.listByStatus, ['sold', 0, 21]],
@@ -135,12 +134,12 @@ export async function explainQueries(url: string, deep?: DeepPages): Promise<Rec
     ];
     const plans: Record<string, ExplainRow> = {};
     for (const [label, statement, parameters] of statements) {
-      const [{ type, key, rows, Extra }] = await dataSource.query<ExplainRow[]>(`EXPLAIN ${statement}`, parameters);
+      const [{ type, key, rows, Extra }] = await database.writer.query<ExplainRow[]>(`EXPLAIN ${statement}`, parameters);
       plans[label] = { type, key, rows: Number(rows), Extra };
     }
     return plans;
   } finally {
-    await dataSource.destroy();
+    await database.close();
   }
 }
 

@@ -3,11 +3,10 @@ import proxyAddr from '@fastify/proxy-addr';
 import fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
-import type { DataSource } from 'typeorm';
-import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
 import { keepsDevApiKey } from './auth/dev-api-key';
 import { type Config, DEV_API_KEY_PATH } from './config';
+import type { Database } from './database/database';
 import { createPetEventBus } from './events/pet-event.bus';
 import { graphqlPlugin } from './graphql/graphql.plugin';
 import { createGuard } from './guard/guard';
@@ -18,7 +17,9 @@ import { closeConnectionsOnceNotAccepting } from './http/graceful-shutdown';
 import { parseJsonExactly } from './http/json-body.parser';
 import { endJsonWithNewline } from './http/json-newline.hook';
 import { landingPageRoutes } from './http/landing-page.routes';
+import { provideRequestContext } from './http/request-context';
 import { refuseBadRequestHeads } from './http/request-head.hook';
+import { RequestLogController, observeRequests, requestIdOf } from './http/request-observer.hook';
 import { hardenResponses } from './http/security-headers';
 import { purgeExpiredKeys } from './idempotency/idempotency-purge';
 import { IdempotencyService } from './idempotency/idempotency.service';
@@ -27,7 +28,6 @@ import { DeprecationTracker } from './observability/deprecation.tracker';
 import { healthRoutes } from './observability/health.routes';
 import { createLogger } from './observability/logger';
 import { type Metrics, createMetrics } from './observability/metrics.registry';
-import { RequestLogController, observeRequests, requestIdOf } from './observability/request-observer.hook';
 import type { ServiceState } from './observability/service-state';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
@@ -52,21 +52,24 @@ function clientAddressOf(trust: Config['trustProxy']): (request: IncomingMessage
 export interface AppDependencies {
   /** From `loadConfig`: buildApp adds no defaults. */
   config: Config;
-  /** Initialised, migrations run. */
-  dataSource: DataSource;
+  /** Opened (openDatabase), migrations run. */
+  database: Database;
   logger?: Logger;
   metrics?: Metrics;
   /** `draining` makes `/readyz` fail (shutdown). */
   state?: ServiceState;
+  /** The guard's keys, to share their cache (revocations) with the caller; by default one with API_KEY_CACHE_SECONDS. */
+  apiKeys?: ApiKeyService;
 }
 
-/** Builds the HTTP app, ready but not listening (docs/architecture.md); closing it leaves the DataSource open. */
+/** Builds the HTTP app, ready but not listening (docs/architecture.md); closing it leaves the database open. */
 export async function buildApp({
   config,
-  dataSource,
+  database,
   logger = createLogger(config.logLevel),
   metrics = createMetrics(),
   state = { draining: false },
+  apiKeys = new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 }),
 }: AppDependencies): Promise<FastifyInstance> {
   // So the instance is a plain FastifyInstance, not one generic over pino's Logger.
   const loggerInstance: FastifyBaseLogger = logger;
@@ -94,21 +97,22 @@ export async function buildApp({
     },
   });
 
+  // First, so every hook after it has the request's context, and the request's budget starts at its arrival.
+  provideRequestContext(app);
   await hardenResponses(app, config.corsOrigins);
   endJsonWithNewline(app);
   observeRequests(app, metrics);
-  metrics.watchDatabasePool(dataSource);
+  metrics.watchDatabase(database);
   closeConnectionsOnceNotAccepting(app, state);
   refuseBadRequestHeads(app);
 
-  const idempotency = new IdempotencyService(dataSource);
+  const idempotency = new IdempotencyService(database);
   const deprecations = new DeprecationTracker(metrics, app.log);
   // Through Redis when configured, so every instance hears every create.
   const petEvents = createPetEventBus({ redisUrl: config.rateLimit.redisUrl, channel: config.petEventsChannel, log: app.log });
   app.addHook('onClose', () => petEvents.close());
-  const petService = new PetService(new PetRepository(dataSource), idempotency, deprecations, petEvents);
+  const petService = new PetService(new PetRepository(database), idempotency, deprecations, petEvents);
   purgeExpiredKeys(app, idempotency);
-  const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey), { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
 
   // JSON only (anything else is 415), parsed without rounding.
   app.removeContentTypeParser('text/plain');
@@ -138,7 +142,7 @@ export async function buildApp({
   });
   await serveOpenapi(app);
   // Outside the guard: no key, no rate limit.
-  await app.register(healthRoutes, { dataSource, state });
+  await app.register(healthRoutes, { database, state });
   await app.register(landingPageRoutes);
   await app.ready();
   return app;

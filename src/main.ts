@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import path from 'node:path';
 import { buildApp } from './app';
-import { ApiKey } from './auth/api-key.entity';
 import { ApiKeyService } from './auth/api-key.service';
 import { type DevApiKeyState, ensureDevApiKey } from './auth/dev-api-key';
 import { ConfigError, DEV_API_KEY_PATH, loadConfig } from './config';
@@ -38,7 +37,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const log = createLogger(config.logLevel);
   const unlock = await lockEmbeddedDatabase(config.database);
-  const dataSource = await openDatabase(config.database, {
+  const database = await openDatabase(config.database, {
     attempts: config.databaseConnectAttempts,
     migrate: config.migrateOnStart,
     log,
@@ -47,7 +46,9 @@ async function main(): Promise<void> {
   });
   const metrics = createMetrics();
   const state: ServiceState = { draining: false };
-  const app = await buildApp({ config, dataSource, logger: log, metrics, state });
+  // One instance for the app and the development key, so they share its cache.
+  const apiKeys = new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+  const app = await buildApp({ config, database, logger: log, metrics, state, apiKeys });
   const metricsServer = await buildMetricsServer(metrics);
 
   let stopping = false;
@@ -60,7 +61,7 @@ async function main(): Promise<void> {
       graceMs: config.shutdown.graceSeconds * 1000,
     });
     await metricsServer.close();
-    await dataSource.destroy();
+    await database.close();
     await unlock();
     if (outcome === 'clean') log.info('stopped cleanly');
     else log.error({ graceSeconds: config.shutdown.graceSeconds }, 'requests still running after the grace period were cut off');
@@ -77,10 +78,7 @@ async function main(): Promise<void> {
     `Pet Store gateway on ${where}, serving ${describeSurfaces(originOf(config.host, config.port))}; metrics ${originOf(config.metrics.host, config.metrics.port)}/metrics`,
   );
   // Only now that it serves: a start that failed before this point created no key.
-  const devKey = await ensureDevApiKey(
-    { nodeEnv: config.nodeEnv, database: config.database, file: path.resolve(DEV_API_KEY_PATH) },
-    new ApiKeyService(dataSource.getRepository(ApiKey)),
-  );
+  const devKey = await ensureDevApiKey({ nodeEnv: config.nodeEnv, database: config.database, file: path.resolve(DEV_API_KEY_PATH) }, apiKeys);
   process.stdout.write(devKeyNotice(devKey, originOf(config.host, config.port)));
 }
 

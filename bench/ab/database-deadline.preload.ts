@@ -8,8 +8,8 @@ import { announce, announcingFirstCall, replaceFunction } from './replace-export
  * race with the deadline, and no per-request budget. Reads go to the primary: the bench has no replica.
  */
 replaceFunction(deadline, 'withinDeadline', 'src/database/database-deadline', () =>
-  announcingFirstCall('withinDeadline replaced: first database call without the deadline', (dataSource, work, { transaction = false } = {}) =>
-    transaction ? dataSource.transaction(work) : work(dataSource.manager),
+  announcingFirstCall('withinDeadline replaced: first database call without the deadline', ({ writer }, work, { transaction = false } = {}) =>
+    transaction ? writer.transaction(work) : work(writer.manager),
   ),
 );
 announce('deadline off: withinDeadline() runs work on dataSource.manager');

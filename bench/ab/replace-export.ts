@@ -65,9 +65,8 @@ export function replaceFunction<K extends string, T extends { [P in K]: (...args
  * Loads a built module of the service, dist/src/<fromSrc>.js, by path at run time: the same module
  * object the service's own require gets. For a module that does not type-check in the bench's
  * program: src/graphql/cost-limit.plugin.ts (its errors carry Apollo's `http.headers` Map, where
- * graphql-yoga, a peer's, declares a Record), src/observability/request-observer.hook.ts
- * (`request.guard` is declared by src/guard/request.guard.ts) and src/graphql/operation-summary.plugin.ts
- * (`request.graphqlOperation` is declared by the request observer).
+ * graphql-yoga, a peer's, declares a Record); the request log's and the operation summary's preloads
+ * load theirs (src/http/request-observer.hook.ts, src/graphql/operation-summary.plugin.ts) the same way.
  *
  * @param fromSrc - the path under src/ without extension, e.g. `graphql/cost-limit.plugin`.
  * @returns its exports, typed as the caller states them.

@@ -1,7 +1,8 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { LRUCache } from 'lru-cache';
-import { type DataSource, In, IsNull, type Repository } from 'typeorm';
+import { In, IsNull, type Repository } from 'typeorm';
+import type { Database } from '../database/database';
 import { type DatabaseBudget, withinDeadline } from '../database/database-deadline';
 import { ApiKey } from './api-key.entity';
 import { API_KEY_CACHE } from '../limits';
@@ -39,19 +40,6 @@ interface FoundKey {
   checkedAt: number;
 }
 
-/**
- * By the key's hex hash. Separate LRUs, so a flood of unknown keys cannot push real keys out.
- * `generation` counts revocations, so a lookup that raced one caches nothing.
- */
-interface KeyCache {
-  found: LRUCache<string, FoundKey>;
-  refused: LRUCache<string, true>;
-  generation: number;
-}
-
-/** Per DataSource, so a revoke through any service of this process takes effect at once; other processes' revokes show within the TTL. */
-const caches = new WeakMap<DataSource, KeyCache>();
-
 /** What this process knows of a presented key without asking the database. */
 export type KeyRecognition =
   | { state: 'malformed' }
@@ -63,28 +51,31 @@ export type KeyRecognition =
   | { state: 'refused' }
   | { state: 'unknown' };
 
-/** Creates, lists, revokes and checks API keys (spec "Authentication"); only their SHA-256 hash is stored. */
+/**
+ * Creates, lists, revokes and checks API keys (spec "Authentication"); only their SHA-256 hash is stored. A revocation
+ * through this instance takes effect at once for whoever uses it (share it with the app: AppDependencies.apiKeys);
+ * other instances and processes see it within their cache time.
+ */
 export class ApiKeyService {
-  private readonly cache: KeyCache;
+  /**
+   * By the key's hex hash. Separate LRUs, so a flood of unknown keys cannot push real keys out.
+   * `generation` counts revocations, so a lookup that raced one caches nothing.
+   */
+  private readonly cache = {
+    found: new LRUCache<string, FoundKey>({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.knownMs }),
+    refused: new LRUCache<string, true>({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.ttlMs }),
+    generation: 0,
+  };
   /** Concurrent requests with one key share one lookup. */
   private readonly lookups = new Map<string, Promise<ApiKey | null>>();
+  private readonly keys: Repository<ApiKey>;
 
   /** @param options.cacheTtlMs - ms a lookup's answer is reused (0: never); bounds how late another process's revocation takes effect here. */
   constructor(
-    private readonly keys: Repository<ApiKey>,
+    private readonly database: Database,
     private readonly options: { cacheTtlMs?: number } = {},
   ) {
-    const dataSource = keys.manager.connection;
-    let cache = caches.get(dataSource);
-    if (!cache) {
-      cache = {
-        found: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.knownMs }),
-        refused: new LRUCache({ max: API_KEY_CACHE.maxEntries, ttl: API_KEY_CACHE.ttlMs }),
-        generation: 0,
-      };
-      caches.set(dataSource, cache);
-    }
-    this.cache = cache;
+    this.keys = database.writer.getRepository(ApiKey);
   }
 
   private get ttlMs(): number {
@@ -128,7 +119,7 @@ export class ApiKeyService {
   async activeIds(ids: Iterable<number>): Promise<Set<number>> {
     const wanted = [...new Set(ids)];
     if (wanted.length === 0) return new Set();
-    const found = await withinDeadline(this.keys.manager.connection, (manager) =>
+    const found = await withinDeadline(this.database, (manager) =>
       manager.getRepository(ApiKey).find({ select: { id: true }, where: { id: In(wanted), revokedAt: IsNull() } }),
     );
     return new Set(found.map((apiKey) => apiKey.id));
@@ -168,11 +159,10 @@ export class ApiKeyService {
 
   private async lookUp(hex: string, budget: DatabaseBudget | undefined): Promise<ApiKey | null> {
     const generation = this.cache.generation;
-    const found = await withinDeadline(
-      this.keys.manager.connection,
-      (manager) => manager.getRepository(ApiKey).findOneBy({ keyHash: hex, revokedAt: IsNull() }),
-      { mode: 'slave', budget },
-    );
+    const found = await withinDeadline(this.database, (manager) => manager.getRepository(ApiKey).findOneBy({ keyHash: hex, revokedAt: IsNull() }), {
+      mode: 'slave',
+      budget,
+    });
     // Compared again: the database's collation may ignore case.
     const active = found && timingSafeEqual(Buffer.from(found.keyHash, 'hex'), Buffer.from(hex, 'hex')) ? found : null;
     if (generation !== this.cache.generation) return active; // a revocation raced this lookup: cache nothing

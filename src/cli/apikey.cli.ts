@@ -1,13 +1,12 @@
 import 'reflect-metadata';
 import { Command } from 'commander';
-import { ApiKey } from '../auth/api-key.entity';
 import { ApiKeyService } from '../auth/api-key.service';
 import { withDatabase } from './cli-database';
 import { positiveIntegerArgument } from './cli-options';
 
 /** Runs `action` with an ApiKeyService on the configured database, then closes everything. */
 function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise<void> {
-  return withDatabase((dataSource) => action(new ApiKeyService(dataSource.getRepository(ApiKey))));
+  return withDatabase((database) => action(new ApiKeyService(database)));
 }
 
 const program = new Command('apikey')

@@ -1,24 +1,26 @@
-import type { DataSource } from 'typeorm';
 import { loadConfig } from '../config';
 import { createDataSource } from '../database/data-source';
+import { Database } from '../database/database';
+import { DatabaseNode } from '../database/database-node';
 import { lockEmbeddedDatabase } from '../database/embedded-lock';
 import { openDatabase } from '../database/open-database';
 
 /**
  * Runs `action` on the configured database (the embedded file locked against a running server), then closes everything.
+ * With `migrate: false`, the primary alone, connected once and not migrated.
  * @throws ConfigError; the embedded lock's error; what `action` throws.
  */
-export async function withDatabase(action: (dataSource: DataSource) => Promise<void>, { migrate = true } = {}): Promise<void> {
+export async function withDatabase(action: (database: Database) => Promise<void>, { migrate = true } = {}): Promise<void> {
   const config = loadConfig(process.env);
   const unlock = await lockEmbeddedDatabase(config.database);
   try {
-    const dataSource = migrate
+    const database = migrate
       ? await openDatabase(config.database, { attempts: config.databaseConnectAttempts })
-      : await createDataSource(config.database).initialize();
+      : new Database(new DatabaseNode('primary', 'primary', await createDataSource(config.database).initialize()));
     try {
-      await action(dataSource);
+      await action(database);
     } finally {
-      await dataSource.destroy();
+      await database.close();
     }
   } finally {
     await unlock();

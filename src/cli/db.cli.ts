@@ -12,7 +12,7 @@ program
   .description('apply the pending migrations (the server also does this at start), under the migration lock')
   .action(() =>
     withDatabase(
-      async (dataSource) => {
+      async ({ writer: dataSource }) => {
         const applied = await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }));
         process.stdout.write(applied.length ? applied.map((m) => `applied ${m.name}\n`).join('') : 'no pending migration\n');
       },
@@ -25,7 +25,7 @@ program
   .description('undo the last applied migration, under the migration lock')
   .action(() =>
     withDatabase(
-      async (dataSource) => {
+      async ({ writer: dataSource }) => {
         const before = await dataSource.query<{ n: number | string }[]>('SELECT COUNT(*) AS n FROM migrations').catch(() => [{ n: 0 }]);
         if (Number(before[0].n) === 0) throw new Error('no applied migration to revert');
         await withMigrationLock(dataSource, () => dataSource.undoLastMigration({ transaction: 'each' }));
@@ -40,8 +40,8 @@ program
   .description('add the real-names dataset: pets named from dog-names and cat-names, over 3 statuses and 20 categories (migrates first)')
   .option('-c, --count <n>', 'how many pets to add', positiveIntegerArgument, 10_000)
   .action(({ count }: { count: number }) =>
-    withDatabase(async (dataSource) => {
-      const added = await seedPets(dataSource, count);
+    withDatabase(async (database) => {
+      const added = await seedPets(database.writer, count);
       process.stdout.write(`added ${added} pets\n`);
     }),
   );

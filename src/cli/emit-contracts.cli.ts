@@ -15,13 +15,13 @@ export const CONTRACT_FILES = Object.freeze({
 
 /** The OpenAPI document as the server publishes it with the default configuration (the environment is not read), as pretty JSON. */
 export async function renderOpenapi(): Promise<string> {
-  const dataSource = await openDatabase({ type: 'sqlite', path: ':memory:' });
-  const app = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent' }), dataSource });
+  const database = await openDatabase({ type: 'sqlite', path: ':memory:' });
+  const app = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent' }), database });
   try {
     return `${JSON.stringify(app.swagger(), null, 2)}\n`;
   } finally {
     await app.close();
-    await dataSource.destroy();
+    await database.close();
   }
 }
 

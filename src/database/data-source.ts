@@ -33,7 +33,7 @@ export function createDataSource(database: DatabaseConfig, log?: Logger): DataSo
       ...common,
       type: 'mysql',
       // Not TypeORM's `replication`: mysql2's PoolCluster drops a node for good after a few failed connections and cannot
-      // skip a lagging replica (database-node.ts routes reads instead).
+      // skip a lagging replica (Database.reader in database.ts routes reads instead).
       url: database.url,
       charset: 'utf8mb4_unicode_ci',
       // BIGINT as an exact decimal string, for int64Transformer.

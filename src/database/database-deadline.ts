@@ -1,32 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { DEADLINE_EXCEEDED, isConflict, isConnectionLost } from './database-errors';
-import { markUnreachable, nodeOf, readerOf } from './database-node';
+import type { EntityManager } from 'typeorm';
+import type { Database } from './database';
+import { DatabaseDeadlineError, isConnectionLost } from './database-errors';
 import { DATABASE_DEADLINES } from '../limits';
-
-/** A call outlasted its deadline before any COMMIT: nothing of its transaction is stored, so 503, safe to retry. */
-export class DatabaseDeadlineError extends Error {
-  override readonly name = 'DatabaseDeadlineError';
-  readonly code = DEADLINE_EXCEEDED;
-
-  constructor(timeoutMs: number) {
-    super(`The database did not answer within ${timeoutMs} ms.`);
-  }
-}
-
-/** COMMIT (or an autocommit write) was sent and never confirmed, so it may have committed: 504, never the "safe to retry" 503. */
-export class CommitOutcomeUnknownError extends Error {
-  override readonly name = 'CommitOutcomeUnknownError';
-
-  /** `written`: what the work returned before COMMIT, so the caller can look for it later; undefined for an autocommit write. */
-  constructor(
-    message: string,
-    options: ErrorOptions,
-    readonly written: unknown,
-  ) {
-    super(message, options);
-  }
-}
 
 export interface DatabaseCallOptions {
   /** `slave`: a replica in the read rotation, if any. */
@@ -44,11 +19,6 @@ export interface DatabaseCallOptions {
   timeoutMs?: number;
 }
 
-/** Destroying a pooled mysql2 connection closes its socket and keeps it out of the pool. */
-interface DestroyableConnection {
-  destroy(): void;
-}
-
 /** One request's database budget: all its calls together end by `endsAt`, a `performance.now()` in ms (docs/failures.md "The database"). */
 export interface DatabaseBudget {
   readonly endsAt: number;
@@ -62,112 +32,32 @@ export function startDatabaseBudget(): DatabaseBudget {
   return { endsAt: performance.now() + DATABASE_DEADLINES.callMs };
 }
 
-const causalSessions = new WeakSet<DestroyableConnection>();
-
-/** On Galera, so a pet created through any node is found through every other. */
-async function readCausally(dataSource: DataSource, runner: QueryRunner, connection: DestroyableConnection): Promise<void> {
-  if (!nodeOf(dataSource)?.galera || causalSessions.has(connection)) return;
-  await runner.query('SET SESSION wsrep_sync_wait = 1');
-  causalSessions.add(connection);
-}
-
 /**
- * Runs one call under one deadline covering pool wait, queue and every statement (docs/failures.md "The database"):
- * mysql2's query timeout starts only when a statement becomes active, so the connection is destroyed at the deadline.
- * A lost conflict is rerun, so `work` may run more than once. Throws DatabaseDeadlineError, CommitOutcomeUnknownError.
+ * Runs one call on `database` under one deadline covering pool wait, queue and every statement (docs/failures.md
+ * "The database"; DatabaseNode.call): on its writer, or with `mode: 'slave'` on its reader, falling back to the writer
+ * when the replica's connection is lost. A lost conflict is rerun, so `work` may run more than once.
+ * @throws DatabaseDeadlineError; CommitOutcomeUnknownError; what `work` throws.
  */
 export async function withinDeadline<T>(
-  dataSource: DataSource,
+  database: Database,
   work: (manager: EntityManager) => Promise<T>,
   { mode = 'master', transaction = false, autocommitWrite = false, budget, timeoutMs = DATABASE_DEADLINES.callMs }: DatabaseCallOptions = {},
 ): Promise<T> {
-  if (dataSource.options.type !== 'mysql') return inProcess(dataSource, work, transaction);
+  // sql.js has no deadline (DatabaseNode.call), so no budget either.
+  if (database.writer.options.type !== 'mysql') return database.primary.call(work, timeoutMs, { transaction, autocommitWrite });
   if (budget !== undefined && budget.endsAt - performance.now() < timeoutMs) {
     timeoutMs = budget.endsAt - performance.now();
     if (timeoutMs <= 0) throw new DatabaseDeadlineError(DATABASE_DEADLINES.callMs);
   }
-  const reader = mode === 'slave' ? readerOf(dataSource) : dataSource;
-  if (reader === dataSource) return callOn(dataSource, work, { transaction, autocommitWrite }, timeoutMs);
+  const reader = mode === 'slave' ? database.reader() : database.primary;
+  if (reader === database.primary) return reader.call(work, timeoutMs, { transaction, autocommitWrite });
   const started = performance.now();
   try {
-    return await callOn(reader, work, { transaction, autocommitWrite }, timeoutMs);
+    return await reader.call(work, timeoutMs, { transaction, autocommitWrite });
   } catch (error) {
     if (!isConnectionLost(error)) throw error;
     // Out of the rotation until its next check; this read goes to the primary.
-    markUnreachable(reader);
-    return callOn(dataSource, work, { transaction, autocommitWrite }, timeoutMs - (performance.now() - started));
+    database.markUnreachable(reader);
+    return database.primary.call(work, timeoutMs - (performance.now() - started), { transaction, autocommitWrite });
   }
-}
-
-async function callOn<T>(
-  target: DataSource,
-  work: (manager: EntityManager) => Promise<T>,
-  { transaction, autocommitWrite }: { transaction: boolean; autocommitWrite: boolean },
-  timeoutMs: number,
-): Promise<T> {
-  const runner = target.createQueryRunner('master');
-  let connection: DestroyableConnection | undefined;
-  let committing = false;
-  let written: T | undefined;
-  let expired = false;
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => {
-      expired = true;
-      connection?.destroy();
-      reject(new DatabaseDeadlineError(timeoutMs));
-    }, timeoutMs);
-  });
-  const call = (async () => {
-    connection = (await runner.connect()) as DestroyableConnection;
-    if (expired) {
-      await runner.release();
-      throw new DatabaseDeadlineError(timeoutMs);
-    }
-    await readCausally(target, runner, connection);
-    if (!transaction && !autocommitWrite) return work(runner.manager);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        if (autocommitWrite) {
-          // From here the statement may reach the server: its outcome is unknown until the server answers.
-          committing = true;
-          return await work(runner.manager);
-        }
-        await runner.startTransaction();
-        const result = await work(runner.manager);
-        written = result;
-        committing = true;
-        await runner.commitTransaction();
-        return result;
-      } catch (error) {
-        if (expired || !isConflict(error) || attempt >= DATABASE_DEADLINES.conflictAttempts) throw error;
-        // A lost conflict committed nothing: a deadline from here on is a 503.
-        committing = false;
-        // A lock wait timeout rolls back only its statement: end the transaction before running it again.
-        if (!autocommitWrite) await runner.rollbackTransaction();
-        await sleep(Math.random() * DATABASE_DEADLINES.conflictBackoffMs * attempt);
-      }
-    }
-  })();
-  try {
-    return await Promise.race([call, deadline]);
-  } catch (error) {
-    if (committing && (expired || isConnectionLost(error))) {
-      throw new CommitOutcomeUnknownError('The database did not confirm the commit.', { cause: error }, written);
-    }
-    if (runner.isTransactionActive && !expired && !isConnectionLost(error)) {
-      await Promise.race([runner.rollbackTransaction(), deadline]).catch(() => undefined);
-    }
-    throw error;
-  } finally {
-    clearTimeout(timer);
-    // A stalled statement may still fail later on its destroyed connection: not an unhandled rejection.
-    if (expired) call.catch(() => undefined);
-    await runner.release();
-  }
-}
-
-/** sql.js needs no deadline: synchronous from BEGIN to COMMIT, it can neither stall nor interleave. */
-function inProcess<T>(dataSource: DataSource, work: (manager: EntityManager) => Promise<T>, transaction: boolean): Promise<T> {
-  return transaction ? dataSource.transaction(work) : work(dataSource.manager);
 }

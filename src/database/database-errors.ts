@@ -1,4 +1,4 @@
-/** Ours (database-deadline.ts), not the driver's. */
+/** Ours (DatabaseDeadlineError), not the driver's. */
 export const DEADLINE_EXCEEDED = 'DATABASE_DEADLINE_EXCEEDED';
 
 /** The connection failed: whatever was in flight may or may not have reached the server. */
@@ -61,4 +61,28 @@ export function isConflict(error: unknown): boolean {
 /** The database cannot serve now, as opposed to a bug: answered 503 with Retry-After (error-catalogue.ts). */
 export function isDatabaseUnavailable(error: unknown): boolean {
   return codeOf(error) === DEADLINE_EXCEEDED || isConnectionLost(error) || hasCode(NOT_READY_CODES, error) || isConflict(error);
+}
+
+/** A call outlasted its deadline before any COMMIT: nothing of its transaction is stored, so 503, safe to retry. */
+export class DatabaseDeadlineError extends Error {
+  override readonly name = 'DatabaseDeadlineError';
+  readonly code = DEADLINE_EXCEEDED;
+
+  constructor(timeoutMs: number) {
+    super(`The database did not answer within ${timeoutMs} ms.`);
+  }
+}
+
+/** COMMIT (or an autocommit write) was sent and never confirmed, so it may have committed: 504, never the "safe to retry" 503. */
+export class CommitOutcomeUnknownError extends Error {
+  override readonly name = 'CommitOutcomeUnknownError';
+
+  /** `written`: what the work returned before COMMIT, so the caller can look for it later; undefined for an autocommit write. */
+  constructor(
+    message: string,
+    options: ErrorOptions,
+    readonly written: unknown,
+  ) {
+    super(message, options);
+  }
 }

@@ -1,6 +1,5 @@
-import type { DataSource, EntityManager } from 'typeorm';
-import { withinDeadline } from './database-deadline';
-import { type DatabaseNode, type NodeState, nodesOf } from './database-node';
+import type { EntityManager } from 'typeorm';
+import type { DatabaseNode, NodeState } from './database-node';
 import { DATABASE_DEADLINES } from '../limits';
 
 /** Galera's `wsrep_local_state` Synced. */
@@ -69,8 +68,8 @@ function connectInBackground(node: DatabaseNode): void {
     .finally(() => (node.connecting = undefined));
 }
 
-/** Checks one node now; records and returns its state. */
-async function checkNode(node: DatabaseNode, maxLagSeconds: number): Promise<NodeState> {
+/** Checks one node now, a replica against `maxLagSeconds`; records and returns its state. */
+export async function checkNode(node: DatabaseNode, maxLagSeconds: number): Promise<NodeState> {
   const { name, role } = node;
   let state: NodeState;
   const progress = { answered: false };
@@ -79,49 +78,21 @@ async function checkNode(node: DatabaseNode, maxLagSeconds: number): Promise<Nod
     state = { name, role, ready: false, state: 'unreachable' };
   } else {
     try {
-      state = await withinDeadline(
-        node.dataSource,
-        async (manager) => {
-          if (node.galera) return { name, role, ...(await galeraState(manager, progress)) };
-          if (role === 'primary') {
-            await manager.query('SELECT 1');
-            return { name, role, ready: true, state: 'ok' };
-          }
-          const lagSeconds = await replicaLag(manager);
-          if (lagSeconds === undefined) return { name, role, ready: true, state: 'ok' };
-          if (lagSeconds === null) return { name, role, ready: false, state: 'replication stopped', lagSeconds };
-          return { name, role, ready: lagSeconds <= maxLagSeconds, state: lagSeconds <= maxLagSeconds ? 'ok' : 'lagging', lagSeconds };
-        },
-        { timeoutMs: DATABASE_DEADLINES.readinessMs },
-      );
+      state = await node.call(async (manager) => {
+        if (node.galera) return { name, role, ...(await galeraState(manager, progress)) };
+        if (role === 'primary') {
+          await manager.query('SELECT 1');
+          return { name, role, ready: true, state: 'ok' };
+        }
+        const lagSeconds = await replicaLag(manager);
+        if (lagSeconds === undefined) return { name, role, ready: true, state: 'ok' };
+        if (lagSeconds === null) return { name, role, ready: false, state: 'replication stopped', lagSeconds };
+        return { name, role, ready: lagSeconds <= maxLagSeconds, state: lagSeconds <= maxLagSeconds ? 'ok' : 'lagging', lagSeconds };
+      }, DATABASE_DEADLINES.readinessMs);
     } catch {
       state = { name, role, ready: false, state: progress.answered ? NOT_CAUGHT_UP : 'unreachable' };
     }
   }
   node.state = state;
   return state;
-}
-
-const lastChecks = new WeakMap<object, { at: number; states: Promise<readonly NodeState[]> }>();
-
-/**
- * Each node's state, the primary first (docs/operations.md "Scale-out notes"); at most one check per
- * {@link DATABASE_DEADLINES.nodeCheckIntervalMs}, callers within it sharing the result.
- */
-export function checkNodes(primary: DataSource): Promise<readonly NodeState[]> {
-  const nodes = nodesOf(primary);
-  const last = lastChecks.get(nodes.primary);
-  if (last && Date.now() - last.at < DATABASE_DEADLINES.nodeCheckIntervalMs) return last.states;
-  const states = Promise.all([nodes.primary, ...nodes.replicas].map((node) => checkNode(node, nodes.maxLagSeconds)));
-  lastChecks.set(nodes.primary, { at: Date.now(), states });
-  return states;
-}
-
-/** Checks the nodes periodically while there are replicas, so the read rotation follows them without traffic; returns a stop function. */
-export function watchReplicas(primary: DataSource): () => void {
-  if (nodesOf(primary).replicas.length === 0) return () => undefined;
-  const timer = setInterval(() => void checkNodes(primary), DATABASE_DEADLINES.nodeCheckIntervalMs);
-  timer.unref();
-  void checkNodes(primary);
-  return () => clearInterval(timer);
 }

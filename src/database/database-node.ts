@@ -1,4 +1,6 @@
-import type { DataSource } from 'typeorm';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { CommitOutcomeUnknownError, DatabaseDeadlineError, isConflict, isConnectionLost } from './database-errors';
 import { DATABASE_DEADLINES } from '../limits';
 
 /** What `/readyz` and the metrics say of one database server (docs/operations.md "Scale-out notes"). */
@@ -14,6 +16,14 @@ export interface NodeState {
   readonly lagSeconds?: number | null;
 }
 
+/** Destroying a pooled mysql2 connection closes its socket and keeps it out of the pool. */
+interface DestroyableConnection {
+  destroy(): void;
+}
+
+/** A connection pool's usage, for the metrics (docs/operations.md "Metrics"). */
+export type PoolUsage = Readonly<Record<'total' | 'idle' | 'waiting' | 'limit', number>>;
+
 /** One database server, the primary or a read replica, with its latest checked state (database-health.ts). */
 export class DatabaseNode {
   /** Its sessions then read causally (wsrep_sync_wait). */
@@ -21,6 +31,8 @@ export class DatabaseNode {
   state: NodeState;
   /** A replica unreachable at start, being connected in the background. */
   connecting?: Promise<void>;
+  /** Pooled connections already set to read causally (Galera). */
+  private readonly causalSessions = new WeakSet<DestroyableConnection>();
 
   constructor(
     readonly name: string,
@@ -29,51 +41,99 @@ export class DatabaseNode {
   ) {
     this.state = { name, role, ready: role === 'primary', state: 'not checked yet' };
   }
-}
 
-export interface DatabaseNodes {
-  readonly primary: DatabaseNode;
-  readonly replicas: readonly DatabaseNode[];
-  /** A replica further behind leaves the read rotation. */
-  readonly maxLagSeconds: number;
-}
-
-const nodesByPrimary = new WeakMap<DataSource, DatabaseNodes & { nextReplica: number }>();
-const nodeByDataSource = new WeakMap<DataSource, DatabaseNode>();
-
-/** So that every call made with the primary DataSource can find its replicas (openDatabase calls it once). */
-export function registerNodes(nodes: DatabaseNodes): void {
-  nodesByPrimary.set(nodes.primary.dataSource, { ...nodes, nextReplica: 0 });
-  for (const node of [nodes.primary, ...nodes.replicas]) nodeByDataSource.set(node.dataSource, node);
-}
-
-export function nodeOf(dataSource: DataSource): DatabaseNode | undefined {
-  return nodeByDataSource.get(dataSource);
-}
-
-export function nodesOf(primary: DataSource): DatabaseNodes {
-  return (
-    nodesByPrimary.get(primary) ?? {
-      primary: nodeOf(primary) ?? new DatabaseNode('primary', 'primary', primary),
-      replicas: [],
-      maxLagSeconds: DATABASE_DEADLINES.replicaMaxLagSeconds,
+  /**
+   * Runs one call on this node under one deadline of `timeoutMs`, covering pool wait, queue and every statement
+   * (docs/failures.md "The database"): mysql2's query timeout starts only when a statement becomes active, so the
+   * connection is destroyed at the deadline; sql.js runs it as it is. A lost conflict is rerun, so `work` may run more than once.
+   * @throws DatabaseDeadlineError; CommitOutcomeUnknownError; what `work` throws.
+   */
+  async call<T>(work: (manager: EntityManager) => Promise<T>, timeoutMs: number, { transaction = false, autocommitWrite = false } = {}): Promise<T> {
+    // sql.js needs no deadline: synchronous from BEGIN to COMMIT, it can neither stall nor interleave.
+    if (this.dataSource.options.type !== 'mysql') return transaction ? this.dataSource.transaction(work) : work(this.dataSource.manager);
+    const runner = this.dataSource.createQueryRunner('master');
+    let connection: DestroyableConnection | undefined;
+    let committing = false;
+    let written: T | undefined;
+    let expired = false;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        expired = true;
+        connection?.destroy();
+        reject(new DatabaseDeadlineError(timeoutMs));
+      }, timeoutMs);
+    });
+    const call = (async () => {
+      connection = (await runner.connect()) as DestroyableConnection;
+      if (expired) {
+        await runner.release();
+        throw new DatabaseDeadlineError(timeoutMs);
+      }
+      await this.readCausally(runner, connection);
+      if (!transaction && !autocommitWrite) return work(runner.manager);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          if (autocommitWrite) {
+            // From here the statement may reach the server: its outcome is unknown until the server answers.
+            committing = true;
+            return await work(runner.manager);
+          }
+          await runner.startTransaction();
+          const result = await work(runner.manager);
+          written = result;
+          committing = true;
+          await runner.commitTransaction();
+          return result;
+        } catch (error) {
+          if (expired || !isConflict(error) || attempt >= DATABASE_DEADLINES.conflictAttempts) throw error;
+          // A lost conflict committed nothing: a deadline from here on is a 503.
+          committing = false;
+          // A lock wait timeout rolls back only its statement: end the transaction before running it again.
+          if (!autocommitWrite) await runner.rollbackTransaction();
+          await sleep(Math.random() * DATABASE_DEADLINES.conflictBackoffMs * attempt);
+        }
+      }
+    })();
+    try {
+      return await Promise.race([call, deadline]);
+    } catch (error) {
+      if (committing && (expired || isConnectionLost(error))) {
+        throw new CommitOutcomeUnknownError('The database did not confirm the commit.', { cause: error }, written);
+      }
+      if (runner.isTransactionActive && !expired && !isConnectionLost(error)) {
+        await Promise.race([runner.rollbackTransaction(), deadline]).catch(() => undefined);
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      // A stalled statement may still fail later on its destroyed connection: not an unhandled rejection.
+      if (expired) call.catch(() => undefined);
+      await runner.release();
     }
-  );
-}
-
-/** Where a read outside a transaction goes: round robin over the ready replicas, else the primary. */
-export function readerOf(primary: DataSource): DataSource {
-  const nodes = nodesByPrimary.get(primary);
-  if (!nodes || nodes.replicas.length === 0) return primary;
-  for (let tried = 0; tried < nodes.replicas.length; tried++) {
-    const replica = nodes.replicas[nodes.nextReplica++ % nodes.replicas.length];
-    if (replica.state.ready) return replica.dataSource;
   }
-  return primary;
-}
 
-/** Out of the read rotation until its next check. */
-export function markUnreachable(dataSource: DataSource): void {
-  const node = nodeOf(dataSource);
-  if (node) node.state = { ...node.state, ready: false, state: 'unreachable' };
+  /**
+   * Its mysql2 pool's usage; undefined without one (sql.js). mysql2 has no public counters (its typings give the Pool
+   * `config` only, and its events miss connections closed when idle), so the pool's private queues are read here, and only here.
+   */
+  poolUsage(): PoolUsage | undefined {
+    type Queue = { length: number };
+    type Pool = { _allConnections?: Queue; _freeConnections?: Queue; _connectionQueue?: Queue; config?: { connectionLimit?: number } };
+    const { pool } = this.dataSource.driver as unknown as { pool?: Pool };
+    if (!pool) return undefined;
+    return {
+      total: pool._allConnections?.length ?? 0,
+      idle: pool._freeConnections?.length ?? 0,
+      waiting: pool._connectionQueue?.length ?? 0,
+      limit: pool.config?.connectionLimit ?? 0,
+    };
+  }
+
+  /** On Galera, so a pet created through any node is found through every other. */
+  private async readCausally(runner: QueryRunner, connection: DestroyableConnection): Promise<void> {
+    if (!this.galera || this.causalSessions.has(connection)) return;
+    await runner.query('SET SESSION wsrep_sync_wait = 1');
+    this.causalSessions.add(connection);
+  }
 }

@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
+import { Database } from './database';
 import type { DatabaseConfig } from './database-config';
 import { createDataSource } from './data-source';
-import { isGaleraNode, watchReplicas } from './database-health';
-import { DatabaseNode, registerNodes } from './database-node';
+import { isGaleraNode } from './database-health';
+import { DatabaseNode } from './database-node';
 import { withMigrationLock } from './migration-lock';
 import { DATABASE_DEADLINES } from '../limits';
 
@@ -47,10 +48,10 @@ function describe(database: DatabaseConfig): string {
 
 /**
  * Connects, retrying transient failures, and migrates under the migration lock so instances starting together apply each
- * migration once; opens and watches the replicas (docs/operations.md "Scale-out notes"), closed with the returned DataSource.
+ * migration once; opens and watches the replicas (docs/operations.md "Scale-out notes"). `close()` the returned Database.
  * @throws DatabaseRefusedError (no retry); DatabaseUnreachableError; MigrationLockTimeoutError; a failed migration's error.
  */
-export async function openDatabase(database: DatabaseConfig, { attempts = 1, migrate = true, onRetry, log }: OpenDatabaseOptions = {}): Promise<DataSource> {
+export async function openDatabase(database: DatabaseConfig, { attempts = 1, migrate = true, onRetry, log }: OpenDatabaseOptions = {}): Promise<Database> {
   let dataSource: DataSource | undefined;
   for (let attempt = 1; !dataSource; attempt++) {
     try {
@@ -66,36 +67,26 @@ export async function openDatabase(database: DatabaseConfig, { attempts = 1, mig
       await sleep(delayMs);
     }
   }
-  await attachNodes(dataSource, database, log);
-  if (!migrate) return dataSource;
+  const opened = await withReplicas(dataSource, database, log);
+  if (!migrate) return opened;
   try {
     await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }));
   } catch (error) {
-    await dataSource.destroy();
+    await opened.close();
     throw error;
   }
-  return dataSource;
+  return opened;
 }
 
-/** Registers the nodes and starts the replicas' checks; `primary.destroy()` then stops them and closes the replicas first. */
-async function attachNodes(primary: DataSource, database: DatabaseConfig, log: Logger | undefined): Promise<void> {
+/** The Database of `primary` and the configured replicas (MySQL only), their checks started. */
+async function withReplicas(primary: DataSource, database: DatabaseConfig, log: Logger | undefined): Promise<Database> {
   const node = new DatabaseNode('primary', 'primary', primary);
-  if (database.type !== 'mysql') return registerNodes({ primary: node, replicas: [], maxLagSeconds: DATABASE_DEADLINES.replicaMaxLagSeconds });
+  if (database.type !== 'mysql') return new Database(node);
   node.galera = await isGaleraNode(primary.manager);
   const replicas = (database.replicaUrls ?? []).map(
     (url, index) => new DatabaseNode(`replica${index + 1}`, 'replica', createDataSource({ type: 'mysql', url }, log)),
   );
-  registerNodes({ primary: node, replicas, maxLagSeconds: database.replicaMaxLagSeconds ?? DATABASE_DEADLINES.replicaMaxLagSeconds });
-  const stopWatching = watchReplicas(primary);
-  const destroyPrimary = primary.destroy.bind(primary);
-  primary.destroy = async () => {
-    stopWatching();
-    await Promise.all(
-      replicas.map(async (replica) => {
-        await replica.connecting;
-        if (replica.dataSource.isInitialized) await replica.dataSource.destroy();
-      }),
-    );
-    await destroyPrimary();
-  };
+  const opened = new Database(node, replicas, database.replicaMaxLagSeconds);
+  opened.watchReplicas();
+  return opened;
 }

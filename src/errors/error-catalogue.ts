@@ -1,5 +1,4 @@
-import { CommitOutcomeUnknownError } from '../database/database-deadline';
-import { isDatabaseUnavailable } from '../database/database-errors';
+import { CommitOutcomeUnknownError, isDatabaseUnavailable } from '../database/database-errors';
 
 /** Every code either surface sends, with its HTTP status (spec "Errors"); Apollo Server's names where it has one. */
 export const ERROR_CATALOGUE = {

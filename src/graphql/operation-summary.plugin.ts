@@ -1,5 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { Kind, type OperationDefinitionNode } from 'graphql';
+import { noteGraphqlOperation } from '../http/request-context';
 import type { GraphqlContext } from './graphql-context';
 
 /** `query pet,pets`: the operation type and its root fields, sorted. */
@@ -22,7 +23,7 @@ export function operationSummaryPlugin(): ApolloServerPlugin<GraphqlContext> {
           if (!operation) return;
           let label = labels.get(operation);
           if (label === undefined) labels.set(operation, (label = labelOf(operation)));
-          contextValue.request.graphqlOperation = { ...(operationName && { name: operationName }), label };
+          noteGraphqlOperation(contextValue.request, { ...(operationName && { name: operationName }), label });
         },
       };
     },

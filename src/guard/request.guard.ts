@@ -1,15 +1,8 @@
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import { startDatabaseBudget } from '../database/database-deadline';
+import { contextOf, startGuardState } from '../http/request-context';
 import type { Caller } from '../pets/caller';
-import type { Guard, GuardState } from './guard';
+import type { Guard } from './guard';
 import type { RateLimitStatus } from './rate-limiter';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** Set on guarded routes only. */
-    guard?: GuardState;
-  }
-}
 
 /** The policy name in the RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10). */
 const POLICY = 'default';
@@ -26,7 +19,7 @@ export interface RequestGuard {
 /** The guard for HTTP requests; counted answers get `RateLimit-Policy` and `RateLimit` (docs/security.md "Limits"). */
 export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard {
   app.addHook('onSend', (request, reply, _payload, done) => {
-    const status = request.guard?.rateLimit;
+    const status = contextOf(request)?.guard?.rateLimit;
     if (status) {
       reply.header('RateLimit-Policy', `"${POLICY}";q=${status.quota};w=${status.windowSeconds}`);
       reply.header('RateLimit', `"${POLICY}";r=${status.remaining};t=${status.resetSeconds}`);
@@ -35,18 +28,18 @@ export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard 
   });
   return {
     hook: async function guardRequest(request) {
-      request.guard = {};
+      const { state, budget } = startGuardState(request);
       const { authorization, 'idempotency-key': idempotencyKey } = request.headers;
-      await guard.admit({ address: request.ip, authorization, idempotencyKey, units: 1, budget: startDatabaseBudget() }, request.guard);
+      await guard.admit({ address: request.ip, authorization, idempotencyKey, units: 1, budget }, state);
     },
-    spend: (request, units) => guard.spend(request.guard ?? {}, units),
-    statusOf: (request) => request.guard?.rateLimit,
+    spend: (request, units) => guard.spend(contextOf(request)?.guard ?? {}, units),
+    statusOf: (request) => contextOf(request)?.guard?.rateLimit,
   };
 }
 
 /** The caller of a guarded request; throws on an unguarded route (a wiring mistake). */
 export function callerOf(request: FastifyRequest): Caller {
-  const caller = request.guard?.caller;
+  const caller = contextOf(request)?.guard?.caller;
   if (!caller) throw new Error(`${request.method} ${request.routeOptions.url} is not behind the guard`);
   return caller;
 }

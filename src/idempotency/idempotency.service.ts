@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { type DataSource, type EntityManager, LessThan } from 'typeorm';
-import { CommitOutcomeUnknownError, type DatabaseBudget, withinDeadline } from '../database/database-deadline';
-import { isConflict, isDatabaseUnavailable } from '../database/database-errors';
+import { type EntityManager, LessThan } from 'typeorm';
+import type { Database } from '../database/database';
+import { type DatabaseBudget, withinDeadline } from '../database/database-deadline';
+import { CommitOutcomeUnknownError, isConflict, isDatabaseUnavailable } from '../database/database-errors';
 import { AppError } from '../errors/error-catalogue';
 import { IdempotencyRecord } from './idempotency-record.entity';
 import { IDEMPOTENCY_LIMITS } from '../limits';
@@ -11,7 +12,7 @@ import { IDEMPOTENCY_LIMITS } from '../limits';
  * completion commit together, so a request cut off midway leaves no pet and its key can be retried.
  */
 export class IdempotencyService {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(private readonly database: Database) {}
 
   /**
    * Runs `work` (in the transaction) once per (apiKeyId, key); later calls with the same `input` get `replay`'s result.
@@ -33,14 +34,14 @@ export class IdempotencyService {
     if (record.petId !== null) {
       const petId = record.petId;
       // On the primary (withinDeadline's default): a read replica may not have the pet yet.
-      const previous = await withinDeadline(this.dataSource, (manager) => replay(petId, manager), { budget });
+      const previous = await withinDeadline(this.database, (manager) => replay(petId, manager), { budget });
       if (previous) return previous;
     } else if (!record.claimedNow) {
       throw new AppError('IDEMPOTENCY_KEY_IN_USE');
     }
     try {
       return await withinDeadline(
-        this.dataSource,
+        this.database,
         async (manager) => {
           const result = await work(manager);
           await manager.getRepository(IdempotencyRecord).update({ id: record.id }, { petId: result.id });
@@ -53,7 +54,7 @@ export class IdempotencyService {
       if (error instanceof CommitOutcomeUnknownError) throw error;
       // Nothing was created: free the key for a retry, without making the client wait while the database fails
       // (an abandoned claim is taken over anyway), outside the request's budget.
-      const freed = withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).delete({ id: record.id }));
+      const freed = withinDeadline(this.database, (manager) => manager.getRepository(IdempotencyRecord).delete({ id: record.id }));
       if (isDatabaseUnavailable(error)) freed.catch(() => undefined);
       else await freed;
       throw error;
@@ -62,7 +63,7 @@ export class IdempotencyService {
 
   /** Returns how many were deleted. */
   async purgeExpired(now = new Date()): Promise<number> {
-    const result = await this.dataSource
+    const result = await this.database.writer
       .getRepository(IdempotencyRecord)
       .delete({ createdAt: LessThan(new Date(now.getTime() - IDEMPOTENCY_LIMITS.retentionMs)) });
     return result.affected ?? 0;
@@ -74,24 +75,24 @@ export class IdempotencyService {
     requestHash: string,
     budget: DatabaseBudget | undefined,
   ): Promise<IdempotencyRecord & { claimedNow: boolean }> {
-    const records = this.dataSource.getRepository(IdempotencyRecord);
+    const records = this.database.writer.getRepository(IdempotencyRecord);
     const where = { apiKeyId: scope.apiKeyId, key: scope.key };
     const now = new Date();
     try {
       const fresh = records.create({ ...where, requestHash, petId: null, createdAt: now });
-      await withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).insert(fresh), { budget });
+      await withinDeadline(this.database, (manager) => manager.getRepository(IdempotencyRecord).insert(fresh), { budget });
       return Object.assign(fresh, { claimedNow: true });
     } catch (error) {
       // A conflict: the same key claimed at the same moment on another Galera node.
       if (isDatabaseUnavailable(error) && !isConflict(error)) throw error;
-      const existing = await withinDeadline(this.dataSource, (manager) => manager.getRepository(IdempotencyRecord).findOneBy(where), { budget });
+      const existing = await withinDeadline(this.database, (manager) => manager.getRepository(IdempotencyRecord).findOneBy(where), { budget });
       if (!existing) throw error;
       const expired = existing.createdAt.getTime() < now.getTime() - IDEMPOTENCY_LIMITS.retentionMs;
       const abandoned = existing.petId === null && existing.createdAt.getTime() < now.getTime() - IDEMPOTENCY_LIMITS.abandonedAfterMs;
       if (expired || abandoned) {
         // Take over, only if nobody else did in between.
         const taken = await withinDeadline(
-          this.dataSource,
+          this.database,
           (manager) =>
             manager.getRepository(IdempotencyRecord).update({ id: existing.id, createdAt: existing.createdAt }, { requestHash, petId: null, createdAt: now }),
           { budget },

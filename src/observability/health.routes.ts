@@ -1,23 +1,23 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { type DataSource, MigrationExecutor } from 'typeorm';
+import { MigrationExecutor } from 'typeorm';
+import type { Database } from '../database/database';
 import { withinDeadline } from '../database/database-deadline';
-import { checkNodes } from '../database/database-health';
 import { AppError } from '../errors/error-catalogue';
 import { DATABASE_DEADLINES } from '../limits';
 import type { ServiceState } from './service-state';
 import { SURFACE_PATHS } from '../surface-paths';
 
 export interface HealthRoutesOptions {
-  dataSource: DataSource;
+  database: Database;
   state: ServiceState;
 }
 
 /** Migrations only run at start-up, so once none is pending the primary is not asked again. */
-function migrationsApplied(dataSource: DataSource): () => Promise<boolean> {
+function migrationsApplied(database: Database): () => Promise<boolean> {
   let migrated = false;
   let last: { at: number; answer: Promise<boolean> } | undefined;
   const ask = () =>
-    withinDeadline(dataSource, async (manager) => !(await new MigrationExecutor(dataSource, manager.queryRunner).showMigrations()), {
+    withinDeadline(database, async (manager) => !(await new MigrationExecutor(database.writer, manager.queryRunner).showMigrations()), {
       timeoutMs: DATABASE_DEADLINES.readinessMs,
     })
       .catch(() => false)
@@ -34,14 +34,14 @@ function migrationsApplied(dataSource: DataSource): () => Promise<boolean> {
  * `GET /healthz` (liveness; never touches the database) and `GET /readyz` (readiness: 200, or 503
  * SERVICE_UNAVAILABLE with the reason; both carry `nodes`). docs/operations.md "Endpoints".
  */
-export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app, { dataSource, state }) => {
-  const migrated = migrationsApplied(dataSource);
+export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app, { database, state }) => {
+  const migrated = migrationsApplied(database);
   const schema = { hide: true } as const;
 
   app.get(SURFACE_PATHS.healthz, { schema }, async () => ({ status: 'ok' }));
 
   app.get(SURFACE_PATHS.readyz, { schema }, async (_request, reply) => {
-    const nodes = await checkNodes(dataSource);
+    const nodes = await database.checkNodes();
     const primary = nodes[0];
     const problem = state.draining
       ? 'Shutting down.'

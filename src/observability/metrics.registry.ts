@@ -1,6 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { DataSource } from 'typeorm';
-import { type DatabaseNode, nodesOf } from '../database/database-node';
+import type { Database } from '../database/database';
 
 /** Label values of one served request. */
 export interface RequestLabels {
@@ -16,24 +15,12 @@ export interface Metrics {
   registry: Registry;
   observeRequest: (labels: RequestLabels, seconds: number) => void;
   countDeprecatedCall: (operation: string, apiKeyId: number) => void;
-  /** Reports the connection pools of `dataSource` (MySQL only). */
-  watchDatabasePool: (dataSource: DataSource) => void;
+  /** Reports the nodes of `database`: their state, and their connection pools (MySQL only). */
+  watchDatabase: (database: Database) => void;
   countOpenSocket: (delta: 1 | -1) => void;
   countActiveSubscription: (delta: 1 | -1) => void;
   /** `subscription` is the root field, e.g. `petCreated`. */
   countDeliveredEvent: (subscription: string) => void;
-}
-
-/** mysql2's pool, as far as its usage can be read (the fields are not part of its typed API). */
-interface MysqlPool {
-  _allConnections?: { length: number };
-  _freeConnections?: { length: number };
-  _connectionQueue?: { length: number };
-  config?: { connectionLimit?: number };
-}
-
-function poolOf(node: DatabaseNode): MysqlPool | undefined {
-  return (node.dataSource.driver as unknown as { pool?: MysqlPool }).pool;
 }
 
 /** Creates the metrics in a fresh registry, so several apps can run in one process. */
@@ -69,12 +56,8 @@ export function createMetrics(): Metrics {
     labelNames: ['subscription'] as const,
     registers: [registry],
   });
-  const pools: DataSource[] = [];
-  const watchedNodes = () =>
-    pools.flatMap((dataSource) => {
-      const { primary, replicas } = nodesOf(dataSource);
-      return [primary, ...replicas];
-    });
+  const databases: Database[] = [];
+  const watchedNodes = () => databases.flatMap((database) => database.nodes);
   new Gauge({
     name: 'petstore_db_pool_connections',
     help: 'Database pool usage: open connections (total), idle ones, the limit, and requests waiting for a connection.',
@@ -83,12 +66,9 @@ export function createMetrics(): Metrics {
     collect() {
       this.reset();
       for (const node of watchedNodes()) {
-        const pool = poolOf(node);
-        if (!pool) continue;
-        this.set({ node: node.name, state: 'total' }, pool._allConnections?.length ?? 0);
-        this.set({ node: node.name, state: 'idle' }, pool._freeConnections?.length ?? 0);
-        this.set({ node: node.name, state: 'waiting' }, pool._connectionQueue?.length ?? 0);
-        this.set({ node: node.name, state: 'limit' }, pool.config?.connectionLimit ?? 0);
+        const usage = node.poolUsage();
+        if (!usage) continue;
+        for (const state of ['total', 'idle', 'waiting', 'limit'] as const) this.set({ node: node.name, state }, usage[state]);
       }
     },
   });
@@ -116,7 +96,7 @@ export function createMetrics(): Metrics {
     registry,
     observeRequest: ({ status, ...labels }, seconds) => duration.observe({ ...labels, status: String(status) }, seconds),
     countDeprecatedCall: (operation, apiKeyId) => deprecated.inc({ operation, api_key_id: String(apiKeyId) }),
-    watchDatabasePool: (dataSource) => void pools.push(dataSource),
+    watchDatabase: (database) => void databases.push(database),
     countOpenSocket: (delta) => sockets.inc(delta),
     countActiveSubscription: (delta) => subscriptions.inc(delta),
     countDeliveredEvent: (subscription) => delivered.inc({ subscription }),

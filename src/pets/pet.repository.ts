@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import type { Database } from '../database/database';
 import { type DatabaseBudget, withinDeadline } from '../database/database-deadline';
 import { toSafeInteger } from '../database/int64';
 import { PetStatus } from './pet-status.enum';
@@ -72,7 +73,8 @@ export class PetRepository {
   /** MySQL family: the create's INSERT, built once as the reads are. sql.js returns no insert id from a raw query, so there TypeORM's insert() runs. */
   private readonly insertSql: string | undefined;
 
-  constructor(private readonly dataSource: DataSource) {
+  constructor(private readonly database: Database) {
+    const dataSource = database.writer;
     const ordered = (query: ReturnType<typeof selectPets>) => `${query.orderBy('pet.id', 'ASC').getQuery()} LIMIT ?`;
     this.sql = {
       list: ordered(selectPets(dataSource).where('pet.id > ?')),
@@ -85,7 +87,7 @@ export class PetRepository {
   /** Up to `limit` pets with an id above `afterId`, in id order, from a replica when configured; throws DatabaseDeadlineError (503). */
   list(options: { limit: number; status?: PetStatus; afterId: number; budget?: DatabaseBudget }): Promise<Pet[]> {
     return withinDeadline(
-      this.dataSource,
+      this.database,
       async (manager) => {
         const rows: PetRow[] = options.status
           ? await manager.query(this.sql.listByStatus, [options.status, options.afterId, options.limit])
@@ -102,12 +104,12 @@ export class PetRepository {
       const [row]: PetRow[] = await within.query(this.sql.byId, [id]);
       return row ? toPet(row) : null;
     };
-    return manager ? find(manager) : withinDeadline(this.dataSource, find, { mode: 'slave', budget });
+    return manager ? find(manager) : withinDeadline(this.database, find, { mode: 'slave', budget });
   }
 
   /** The pet or null, from the primary, outside any request's budget (for follow-up of an answered request). */
   findOnPrimary(id: number): Promise<Pet | null> {
-    return withinDeadline(this.dataSource, (manager) => this.findById(id, { manager }));
+    return withinDeadline(this.database, (manager) => this.findById(id, { manager }));
   }
 
   /**
@@ -127,6 +129,6 @@ export class PetRepository {
       pet.id = toSafeInteger(result.identifiers[0].id as string | number);
       return pet;
     };
-    return manager ? insert(manager) : withinDeadline(this.dataSource, insert, { autocommitWrite: true, budget });
+    return manager ? insert(manager) : withinDeadline(this.database, insert, { autocommitWrite: true, budget });
   }
 }

@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CommitOutcomeUnknownError } from '../database/database-deadline';
-import { isDatabaseUnavailable } from '../database/database-errors';
+import { CommitOutcomeUnknownError, isDatabaseUnavailable } from '../database/database-errors';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { DeprecationTracker } from '../observability/deprecation.tracker';
 import { validateInput } from '../validation/validate-input';

@@ -2,7 +2,6 @@ import { type ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import type { DatabaseConfig } from '../../src/database/database-config';
 import { openDatabase } from '../../src/database/open-database';
@@ -135,11 +134,11 @@ export async function apiKeyFor(
   name: string,
 ): Promise<string> {
   if (database.type === 'mysql') {
-    const dataSource = await openDatabase(database);
+    const opened = await openDatabase(database);
     try {
-      return (await new ApiKeyService(dataSource.getRepository(ApiKey)).create(name)).key;
+      return (await new ApiKeyService(opened).create(name)).key;
     } finally {
-      await dataSource.destroy();
+      await opened.close();
     }
   }
   await waitForOutput(server, 'dev-api-key');

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { type AppDependencies, buildApp } from '../../src/app';
-import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import { type Config, loadConfig } from '../../src/config';
+import type { Database } from '../../src/database/database';
 import type { DatabaseConfig } from '../../src/database/database-config';
 import { openDatabase } from '../../src/database/open-database';
 import { Pet } from '../../src/pets/pet.entity';
@@ -18,10 +18,13 @@ export interface TestApp {
   url: string;
   /** With TEST_THROUGH_PRISM=1: Prism's URL; `request()` sends /v1 requests through it. */
   prismUrl?: string;
-  /** A valid API key, created through the service. */
+  /** A valid API key, created through `apiKeys`. */
   apiKey: string;
   app: FastifyInstance;
+  database: Database;
+  /** `database.writer`, the primary. */
   dataSource: DataSource;
+  /** The app's own service: a key revoked through it is refused at once. */
   apiKeys: ApiKeyService;
   /** Deletes every pet (keys stay). */
   clearPets: () => Promise<void>;
@@ -62,13 +65,14 @@ export async function startTestApp(
     observe?: Pick<AppDependencies, 'logger' | 'metrics' | 'state'>;
   } = {},
 ): Promise<TestApp> {
-  // The app runs on `dataSource`: buildApp does not read the configuration's database.
+  // The app runs on `database`: buildApp does not read the configuration's database.
   const config = testConfig(options.env);
   const owned = options.database ? null : await createTestDatabase();
-  const dataSource = await openDatabase(options.database ?? owned!.database);
-  const app = await buildApp({ config, dataSource, ...options.observe });
+  const database = await openDatabase(options.database ?? owned!.database);
+  const dataSource = database.writer;
+  const apiKeys = new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+  const app = await buildApp({ config, database, apiKeys, ...options.observe });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
-  const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey));
   const apiKey = options.createKey === false ? '' : (await apiKeys.create('test')).key;
   const prism = THROUGH_PRISM ? await startPrism(url) : null;
   return {
@@ -76,6 +80,7 @@ export async function startTestApp(
     prismUrl: prism?.url,
     apiKey,
     app,
+    database,
     dataSource,
     apiKeys,
     clearPets: async () => {
@@ -88,7 +93,7 @@ export async function startTestApp(
         console.info(`Prism proxy: ${requests} responses checked, ${responseViolations} response violations, ${requestViolations} request violations`);
       }
       await app.close();
-      await dataSource.destroy();
+      await database.close();
       await owned?.drop();
     },
   };

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import { EMBEDDED_DATABASE_PATH } from '../../src/config';
+import type { Database } from '../../src/database/database';
 import type { DatabaseConfig } from '../../src/database/database-config';
 import { createDatabase, dropDatabase, siblingDatabaseUrl } from '../support/mysql-admin';
 import { openDatabase } from '../../src/database/open-database';
@@ -37,18 +38,19 @@ export async function createTestDatabase(): Promise<{ database: DatabaseConfig; 
 }
 
 /**
- * A test database of its own, opened and migrated: for suites that work on the DataSource
+ * A test database of its own, opened and migrated: for suites that work on the database
  * directly, without the app.
  *
- * @returns the DataSource, and `close()` that destroys it and drops the database.
+ * @returns the Database, its writer's DataSource, and `close()` that closes it and drops the database.
  */
-export async function openTestDatabase(): Promise<{ dataSource: DataSource; close: () => Promise<void> }> {
-  const { database, drop } = await createTestDatabase();
-  const dataSource = await openDatabase(database);
+export async function openTestDatabase(): Promise<{ database: Database; dataSource: DataSource; close: () => Promise<void> }> {
+  const { database: config, drop } = await createTestDatabase();
+  const database = await openDatabase(config);
   return {
-    dataSource,
+    database,
+    dataSource: database.writer,
     close: async () => {
-      await dataSource.destroy();
+      await database.close();
       await drop();
     },
   };

@@ -25,12 +25,12 @@ describe('the API key cache', () => {
   // MySQL only: two processes need a shared database.
   testOnMysql('when another process revokes a key, then this one refuses it within API_KEY_CACHE_SECONDS, and at once with 0', async () => {
     const { database, drop } = await createTestDatabase();
-    // The "other process": its own DataSource, as the apikey CLI or another instance has.
+    // The "other process": its own Database, as the apikey CLI or another instance has.
     const other = await openDatabase(database);
     const cached = await startTestApp({ database, env: { API_KEY_CACHE_SECONDS: '1' } });
     const uncached = await startTestApp({ database, env: { API_KEY_CACHE_SECONDS: '0' } });
     try {
-      const admin = new ApiKeyService(other.getRepository(ApiKey));
+      const admin = new ApiKeyService(other);
       const { apiKey, key } = await admin.create('revoked elsewhere');
       expect((await request(cached, 'GET', '/v1/pets', { apiKey: key })).status).toBe(200);
       expect((await request(uncached, 'GET', '/v1/pets', { apiKey: key })).status).toBe(200);
@@ -44,7 +44,7 @@ describe('the API key cache', () => {
     } finally {
       await cached.close();
       await uncached.close();
-      await other.destroy();
+      await other.close();
       await drop();
     }
   });

@@ -72,10 +72,10 @@ describe('the published document', () => {
   });
 
   test('when production and staging addresses are configured, then the document lists them as servers', async () => {
-    const dataSource = await openDatabase({ type: 'sqlite', path: ':memory:' });
+    const database = await openDatabase({ type: 'sqlite', path: ':memory:' });
     const app = await buildApp({
       config: testConfig({ PUBLIC_BASE_URL: 'https://api.example.com/v1', STAGING_BASE_URL: 'https://staging.example.com/v1' }),
-      dataSource,
+      database,
     });
     try {
       expect((app.swagger() as { servers: unknown }).servers).toEqual([
@@ -85,7 +85,7 @@ describe('the published document', () => {
       ]);
     } finally {
       await app.close();
-      await dataSource.destroy();
+      await database.close();
     }
   });
 

@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import type { Database } from '../../src/database/database';
 import { withinDeadline } from '../../src/database/database-deadline';
 import { toAppError } from '../../src/errors/error-catalogue';
 import { PetStatus } from '../../src/pets/pet-status.enum';
@@ -13,11 +14,12 @@ import { DATABASE_DEADLINES } from '../../src/limits';
  * Retry-After, never 500. MySQL only: sql.js runs in-process and never conflicts.
  */
 describeOnMysql('database conflicts and a node that is not ready', () => {
+  let database: Database;
   let dataSource: DataSource;
   let close: () => Promise<void>;
 
   beforeAll(async () => {
-    ({ dataSource, close } = await openTestDatabase());
+    ({ database, dataSource, close } = await openTestDatabase());
   });
   afterAll(() => close());
 
@@ -30,7 +32,7 @@ describeOnMysql('database conflicts and a node that is not ready', () => {
   test('when a transaction loses a deadlock (1213) once, then it is run again, commits once, and its first run left nothing', async () => {
     let runs = 0;
     const result = await withinDeadline(
-      dataSource,
+      database,
       async (manager) => {
         runs++;
         await manager.getRepository(Pet).insert({ name: 'Deadlocked', categoryId: 1, status: PetStatus.available });
@@ -46,7 +48,7 @@ describeOnMysql('database conflicts and a node that is not ready', () => {
   test('when a create without a transaction (one autocommit INSERT) loses a deadlock (1213) once, then it is run again and stores once', async () => {
     let runs = 0;
     await withinDeadline(
-      dataSource,
+      database,
       async (manager) => {
         runs++;
         // The first run's one statement is refused as a lost conflict is: it committed nothing.
@@ -67,7 +69,7 @@ describeOnMysql('database conflicts and a node that is not ready', () => {
     let runs = 0;
     const crossing = (first: number, second: number) =>
       withinDeadline(
-        dataSource,
+        database,
         async (manager) => {
           runs++;
           await manager.query('UPDATE pet SET category_id = category_id + 1 WHERE id = ?', [first]);
@@ -89,7 +91,7 @@ describeOnMysql('database conflicts and a node that is not ready', () => {
     async ({ options, name }) => {
       let runs = 0;
       const failure = await withinDeadline(
-        dataSource,
+        database,
         async (manager) => {
           runs++;
           // The server refuses the INSERT itself, or, in a transaction, a statement after it.
@@ -112,7 +114,7 @@ describeOnMysql('database conflicts and a node that is not ready', () => {
   ])('when the server refuses with %i (%s), then it is not run again and is answered 503 with Retry-After, nothing stored', async (errno, message) => {
     let runs = 0;
     const failure = await withinDeadline(
-      dataSource,
+      database,
       async (manager) => {
         runs++;
         await manager.getRepository(Pet).insert({ name: `Refused${errno}`, categoryId: 1, status: PetStatus.available });

@@ -27,9 +27,9 @@ describe('the embedded database file', () => {
         // Read the file as a crash right now would leave it: every answered create must be in it.
         const reopened = await openDatabase({ type: 'sqlite', path: file });
         try {
-          expect(await reopened.getRepository(Pet).count()).toBe(10_060);
+          expect(await reopened.writer.getRepository(Pet).count()).toBe(10_060);
         } finally {
-          await reopened.destroy();
+          await reopened.close();
         }
       } finally {
         await t.close();

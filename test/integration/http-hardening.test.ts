@@ -1,6 +1,5 @@
 import { buildApp } from '../../src/app';
 import { createLogger } from '../../src/observability/logger';
-import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService, isWellFormedApiKey } from '../../src/auth/api-key.service';
 import { openDatabase } from '../../src/database/open-database';
 import { countPets, graphql, request, startTestApp, testConfig, type TestApp } from '../helpers/test-app';
@@ -126,11 +125,11 @@ describe('API keys', () => {
 describe('logs', () => {
   test('when requests carry an API key, then no log line holds it, even at trace level', async () => {
     const lines: string[] = [];
-    const dataSource = await openDatabase({ type: 'sqlite', path: ':memory:' });
+    const database = await openDatabase({ type: 'sqlite', path: ':memory:' });
     const logger = createLogger('trace', { write: (line) => void lines.push(line) });
-    const app = await buildApp({ config: testConfig({ LOG_LEVEL: 'trace' }), dataSource, logger });
+    const app = await buildApp({ config: testConfig({ LOG_LEVEL: 'trace' }), database, logger });
     try {
-      const { key } = await new ApiKeyService(dataSource.getRepository(ApiKey)).create('logged');
+      const { key } = await new ApiKeyService(database).create('logged');
       const url = await app.listen({ port: 0, host: '127.0.0.1' });
       await fetch(`${url}/v1/pets`, { headers: { authorization: `Bearer ${key}` } });
       await fetch(`${url}/graphql`, {
@@ -143,7 +142,7 @@ describe('logs', () => {
       expect(lines.join('\n')).not.toContain(key.slice(4, 40));
     } finally {
       await app.close();
-      await dataSource.destroy();
+      await database.close();
     }
   });
 });

@@ -52,7 +52,7 @@ describe('Idempotency-Key on POST /v1/pets', () => {
   });
 
   test('when an in-flight request with the same body is under way, then 409, and after it was abandoned, the retry creates one pet', async () => {
-    const service = new IdempotencyService(t.dataSource);
+    const service = new IdempotencyService(t.database);
     let release!: () => void;
     const blocked = new Promise<void>((resolve) => (release = resolve));
     const apiKey = await t.apiKeys.findActive(t.apiKey);
@@ -81,7 +81,7 @@ describe('Idempotency-Key on POST /v1/pets', () => {
   test('when a request was abandoned long ago without finishing, then a retry takes the key over', async () => {
     const apiKey = await t.apiKeys.findActive(t.apiKey);
     const input = { name: 'Rex', categoryId: 1, status: 'available' };
-    await new IdempotencyService(t.dataSource)
+    await new IdempotencyService(t.database)
       .once(
         { apiKeyId: apiKey!.id, key: 'order-6' },
         input,
@@ -127,7 +127,7 @@ describe('Idempotency-Key on POST /v1/pets', () => {
   test('when a key is older than 24 hours, then it is purged and can be used again', async () => {
     await post('old');
     await t.dataSource.getRepository(IdempotencyRecord).update({ key: 'old' }, { createdAt: new Date(Date.now() - IDEMPOTENCY_LIMITS.retentionMs - 1000) });
-    expect(await new IdempotencyService(t.dataSource).purgeExpired()).toBe(1);
+    expect(await new IdempotencyService(t.database).purgeExpired()).toBe(1);
     await post('old', { name: 'Other', categoryId: 2 });
     expect(await countPets(t)).toBe(2);
   });

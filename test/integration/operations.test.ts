@@ -189,10 +189,10 @@ describe('database log lines', () => {
     async () => {
       const { database, drop } = await createTestDatabase();
       const lines: Array<Record<string, any>> = [];
-      const dataSource = await openDatabase(database, { log: createLogger('info', { write: (line) => void lines.push(JSON.parse(line)) }) });
+      const opened = await openDatabase(database, { log: createLogger('info', { write: (line) => void lines.push(JSON.parse(line)) }) });
       const printed = jest.spyOn(console, 'log');
       try {
-        await dataSource.query('SELECT SLEEP(?) AS slept', [0.6]);
+        await opened.writer.query('SELECT SLEEP(?) AS slept', [0.6]);
         const slow = lines.filter((line) => line.msg === 'slow database query');
         expect(slow).toEqual([
           expect.objectContaining({ level: 40, component: 'database', query: 'SELECT SLEEP(?) AS slept', durationMs: expect.any(Number) }),
@@ -202,7 +202,7 @@ describe('database log lines', () => {
         expect(printed).not.toHaveBeenCalled();
       } finally {
         printed.mockRestore();
-        await dataSource.destroy();
+        await opened.close();
         await drop();
       }
     },

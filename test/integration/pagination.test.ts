@@ -235,7 +235,7 @@ describe('the pages themselves', () => {
 });
 
 test('a page is a range that starts at the cursor, on the primary key or on (status, id): never a scan from the first row', async () => {
-  const { sql } = new PetRepository(target.dataSource);
+  const { sql } = new PetRepository(target.database);
   const middle = seeded[500].id;
   if (EXPECTED_DRIVER === 'mysql') {
     const plan = async (statement: string, parameters: unknown[]) => (await target.dataSource.query(`EXPLAIN ${statement}`, parameters))[0];

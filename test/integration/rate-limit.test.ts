@@ -1,5 +1,4 @@
 import { API_KEY_TABLE, countStatements } from '../helpers/statement-counter';
-import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import { openDatabase } from '../../src/database/open-database';
 import { seedPets } from '../../src/pets/pet.seed';
@@ -172,7 +171,7 @@ describe('every GraphQL answer tells its price and where the rate limit stands, 
 });
 
 describe("a key's first burst after a start", () => {
-  // MySQL only: the key is made by another process (its own DataSource), so the app has never looked it up.
+  // MySQL only: the key is made by another process (its own Database), so the app has never looked it up.
   testOnMysql(
     'when 300 requests come at once with a valid key the instance has not looked up yet, then they share one lookup and are charged to the key, not its address',
     async () => {
@@ -180,7 +179,7 @@ describe("a key's first burst after a start", () => {
       const other = await openDatabase(database);
       const t = await startTestApp({ database, env: { RATE_LIMIT_MAX: '1000', RATE_LIMIT_UNAUTHENTICATED_MAX: '20', RATE_LIMIT_WINDOW_SECONDS: '60' } });
       try {
-        const { key } = await new ApiKeyService(other.getRepository(ApiKey)).create('deployed elsewhere');
+        const { key } = await new ApiKeyService(other).create('deployed elsewhere');
         const statements = countStatements(t.dataSource);
         const answers = await Promise.all(Array.from({ length: 300 }, () => request(t, 'GET', '/v1/pets?limit=1', { apiKey: key })));
         expect(answers.map((answer) => answer.status).filter((status) => status !== 200)).toEqual([]);
@@ -189,7 +188,7 @@ describe("a key's first burst after a start", () => {
         expect((await request(t, 'GET', '/v1/pets?limit=1', { apiKey: key })).headers.get('ratelimit')).toMatch(/^"default";r=699;/);
       } finally {
         await t.close();
-        await other.destroy();
+        await other.close();
         await drop();
       }
     },

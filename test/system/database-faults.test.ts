@@ -3,7 +3,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, createClient } from 'graphql-ws';
 import { In } from 'typeorm';
 import WebSocket from 'ws';
-import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import type { DatabaseConfig } from '../../src/database/database-config';
 import { openDatabase } from '../../src/database/open-database';
@@ -160,8 +159,8 @@ describeOnMysql('when the database fails', () => {
   test("when a request's key lookup waits 1.2 s for a pooled connection and its read then stalls, then it answers 503 2 s after it arrived: its calls share one deadline", async () => {
     // Created by another process, so unknown to the app's key cache: its lookup is a database call.
     const other = await openDatabase(direct);
-    const { key } = await new ApiKeyService(other.getRepository(ApiKey)).create('one-budget');
-    await other.destroy();
+    const { key } = await new ApiKeyService(other).create('one-budget');
+    await other.close();
     const held = await Promise.all(
       Array.from({ length: DATABASE_DEADLINES.poolSize }, async () => {
         const runner = t.dataSource.createQueryRunner('master');

@@ -37,14 +37,14 @@ describe('db CLI', () => {
 
     const seeded = await db('seed', '--count', '60');
     expect(seeded).toMatchObject({ code: 0, stdout: 'added 60 pets\n' });
-    const dataSource = await openDatabase(database);
+    const opened = await openDatabase(database);
     try {
-      const pets = await dataSource.getRepository(Pet).find();
+      const pets = await opened.writer.getRepository(Pet).find();
       expect(pets).toHaveLength(60);
       expect(new Set(pets.map((pet) => pet.status))).toEqual(new Set(['available', 'pending', 'sold']));
       expect(new Set(pets.map((pet) => pet.categoryId)).size).toBe(20);
     } finally {
-      await dataSource.destroy();
+      await opened.close();
     }
 
     expect(await db('revert')).toMatchObject({ code: 0, stdout: 'reverted the last migration\n' });

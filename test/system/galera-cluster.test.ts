@@ -1,6 +1,5 @@
-import type { DataSource } from 'typeorm';
+import type { Database } from '../../src/database/database';
 import { withinDeadline } from '../../src/database/database-deadline';
-import { checkNodes } from '../../src/database/database-health';
 import { MIGRATIONS } from '../../src/database/data-source';
 import { openDatabase } from '../../src/database/open-database';
 import { toAppError } from '../../src/errors/error-catalogue';
@@ -13,7 +12,7 @@ import { describeOnMysql } from '../helpers/test-database';
  * The service's database layer on a real 3-node Galera cluster (test/support/mariadb-topology.ts),
  * in-process: migrations at start on two nodes at once, reads after writes across nodes, and a
  * node that loses the primary component. The built servers under faults are in
- * test/system/topology-faults.test.ts.
+ * test/topology-faults.test.ts.
  */
 describeOnMysql('on a Galera cluster', () => {
   let cluster: GaleraCluster;
@@ -36,24 +35,24 @@ describeOnMysql('on a Galera cluster', () => {
       const started = opened.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
       try {
         expect(opened.filter((result) => result.status === 'rejected')).toEqual([]);
-        const applied = await started[0].query('SELECT name FROM migrations ORDER BY id');
+        const applied = await started[0].writer.query('SELECT name FROM migrations ORDER BY id');
         expect(applied.map((row: { name: string }) => row.name)).toEqual(MIGRATIONS.map((migration) => migration.name));
       } finally {
-        await Promise.all(started.map((dataSource) => dataSource.destroy()));
+        await Promise.all(started.map((database) => database.close()));
       }
     }
   }, 240_000);
 
   describe('with the service on node1 and node2', () => {
-    let one: DataSource, two: DataSource;
+    let one: Database, two: Database;
 
     beforeAll(async () => {
       await node1.query('CREATE DATABASE causal');
       [one, two] = await Promise.all([openDatabase({ type: 'mysql', url: on(node1, 'causal') }), openDatabase({ type: 'mysql', url: on(node2, 'causal') })]);
     }, 60_000);
     afterAll(async () => {
-      await one?.destroy();
-      await two?.destroy();
+      await one?.close();
+      await two?.close();
     });
 
     test('when a pet is created through node1, then node2 finds it at once, 1,000 times out of 1,000', async () => {
@@ -72,11 +71,11 @@ describeOnMysql('on a Galera cluster', () => {
       // Until the dead peers are evicted, node1 says Synced but its causal reads wait: not ready either way.
       const deadline = Date.now() + 20_000;
       const seen = new Set<string>();
-      let states = await checkNodes(one);
+      let states = await one.checkNodes();
       while (states[0].state !== 'non-Primary' && Date.now() < deadline) {
         seen.add(states[0].state);
         await new Promise((resolve) => setTimeout(resolve, 250));
-        states = await checkNodes(one);
+        states = await one.checkNodes();
       }
       expect(states[0]).toEqual({ name: 'primary', role: 'primary', ready: false, state: 'non-Primary' });
       expect([...seen].filter((state) => state !== 'ok' && state !== 'not caught up')).toEqual([]);

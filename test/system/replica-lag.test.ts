@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DataSource } from 'typeorm';
-import { checkNodes } from '../../src/database/database-health';
+import type { Database } from '../../src/database/database';
 import type { NodeState } from '../../src/database/database-node';
 import { openDatabase } from '../../src/database/open-database';
 import { createMetrics } from '../../src/observability/metrics.registry';
@@ -20,7 +19,7 @@ const MAX_LAG_SECONDS = 2;
  */
 describeOnMysql('a read replica that lags', () => {
   let pair: ReplicatedPair;
-  let primary: DataSource;
+  let primary: Database;
   let pets: PetRepository;
 
   beforeAll(async () => {
@@ -29,7 +28,7 @@ describeOnMysql('a read replica that lags', () => {
     pets = new PetRepository(primary);
   }, 60_000);
   afterAll(async () => {
-    await primary?.destroy();
+    await primary?.close();
     await pair?.stop();
   }, 30_000);
 
@@ -37,7 +36,7 @@ describeOnMysql('a read replica that lags', () => {
   async function replicaBecomes(expected: Partial<NodeState>, timeoutMs = 10_000): Promise<NodeState> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const replica = (await checkNodes(primary))[1];
+      const replica = (await primary.checkNodes())[1];
       if (Object.entries(expected).every(([key, value]) => replica[key as keyof NodeState] === value)) return replica;
       if (Date.now() > deadline) throw new Error(`the replica stayed ${JSON.stringify(replica)}, not ${JSON.stringify(expected)}`);
       await sleep(DATABASE_DEADLINES.nodeCheckIntervalMs / 4);
@@ -69,7 +68,7 @@ describeOnMysql('a read replica that lags', () => {
     const lagging = await replicaBecomes({ ready: false, state: 'lagging' });
     expect(lagging.lagSeconds).toBeGreaterThan(MAX_LAG_SECONDS);
     const metrics = createMetrics();
-    metrics.watchDatabasePool(primary);
+    metrics.watchDatabase(primary);
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/petstore_db_node_ready\{node="replica1",role="replica"\} 0/);
     expect(Number(/petstore_db_replica_lag_seconds\{node="replica1"\} (\d+)/.exec(text)?.[1])).toBeGreaterThan(MAX_LAG_SECONDS);

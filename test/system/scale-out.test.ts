@@ -29,11 +29,11 @@ describe('migrations with several instances', () => {
     try {
       const instances = await Promise.all([openDatabase(database), openDatabase(database), openDatabase(database)]);
       try {
-        const applied = await instances[0].query('SELECT name FROM migrations ORDER BY id');
+        const applied = await instances[0].writer.query('SELECT name FROM migrations ORDER BY id');
         expect(applied.map((row: { name: string }) => row.name)).toEqual(MIGRATIONS.map((migration) => migration.name));
-        for (const instance of instances) expect(await instance.showMigrations()).toBe(false);
+        for (const instance of instances) expect(await instance.writer.showMigrations()).toBe(false);
       } finally {
-        await Promise.all(instances.map((instance) => instance.destroy()));
+        await Promise.all(instances.map((instance) => instance.close()));
       }
     } finally {
       await drop();
@@ -44,8 +44,8 @@ describe('migrations with several instances', () => {
 describe('DATABASE_MIGRATE_ON_START=false', () => {
   test('when the server starts without migrating, then /readyz says migrations are pending until they are applied (and the next check after that)', async () => {
     const { database, drop } = await createTestDatabase();
-    const dataSource = await openDatabase(database, { migrate: false });
-    const app = await buildApp({ config: testConfig(), dataSource });
+    const opened = await openDatabase(database, { migrate: false });
+    const app = await buildApp({ config: testConfig(), database: opened });
     try {
       const pending = await app.inject({ method: 'GET', url: '/readyz' });
       expect([pending.statusCode, pending.json()]).toEqual([
@@ -57,13 +57,13 @@ describe('DATABASE_MIGRATE_ON_START=false', () => {
           nodes: [expect.objectContaining({ name: 'primary', ready: true })],
         },
       ]);
-      await dataSource.runMigrations();
+      await opened.writer.runMigrations();
       // Probes share one database check per DATABASE_DEADLINES.nodeCheckIntervalMs: the next one after that sees the migrations.
       await sleep(DATABASE_DEADLINES.nodeCheckIntervalMs);
       expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
     } finally {
       await app.close();
-      await dataSource.destroy();
+      await opened.close();
       await drop();
     }
   });
@@ -80,8 +80,9 @@ describe('read replicas', () => {
   testOnMysql('when a replica is configured, then reads go to it, writes to the primary, and Idempotency-Key replays read the primary', async () => {
     const primary = await createTestDatabase();
     const replica = await createTestDatabase();
-    const replicaSource = await openDatabase(replica.database);
-    const primarySource = await openDatabase(primary.database);
+    const replicaDatabase = await openDatabase(replica.database);
+    const primaryDatabase = await openDatabase(primary.database);
+    const [replicaSource, primarySource] = [replicaDatabase.writer, primaryDatabase.writer];
     const metrics = createMetrics();
     let t: TestApp | undefined;
     try {
@@ -127,8 +128,8 @@ describe('read replicas', () => {
       expect(text).toMatch(/petstore_db_node_ready\{node="replica1",role="replica"\} 1/);
     } finally {
       await t?.close();
-      await replicaSource.destroy();
-      await primarySource.destroy();
+      await replicaDatabase.close();
+      await primaryDatabase.close();
       await replica.drop();
     }
     // startTestApp does not drop a database it was given.
@@ -154,7 +155,8 @@ describe('a read replica that goes away', () => {
       const replicaUrl = new URL(url(replica.database));
       const proxy = await startTcpProxy({ host: replicaUrl.hostname, port: Number(replicaUrl.port || 3306) });
       replicaUrl.host = `127.0.0.1:${proxy.port}`;
-      const replicaSource = await openDatabase(replica.database);
+      const replicaDatabase = await openDatabase(replica.database);
+      const replicaSource = replicaDatabase.writer;
       let t: TestApp | undefined;
       try {
         t = await startTestApp({ database: { type: 'mysql', url: url(primary.database), replicaUrls: [replicaUrl.toString()] } });
@@ -200,7 +202,7 @@ describe('a read replica that goes away', () => {
       } finally {
         proxy.restore();
         await t?.close();
-        await replicaSource.destroy();
+        await replicaDatabase.close();
         await proxy.close();
         await replica.drop();
         await primary.drop();
@@ -239,8 +241,8 @@ describe('two instances', () => {
         await Promise.all([waitForHttp(`${a.base}/healthz`), waitForHttp(`${b.base}/healthz`)]);
         for (const { base } of [a, b]) expect((await fetch(`${base}/readyz`)).status).toBe(200);
 
-        const dataSource = await openDatabase(database);
-        const apiKeys = new ApiKeyService(dataSource.getRepository(ApiKey));
+        const opened = await openDatabase(database);
+        const apiKeys = new ApiKeyService(opened);
         const writer = (await apiKeys.create('writer')).key;
         const limited = (await apiKeys.create('limited')).key;
         const headers = (key: string, extra: Record<string, string> = {}) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json', ...extra });
@@ -269,7 +271,7 @@ describe('two instances', () => {
         const second = await idempotent(b.base);
         expect([first.status, second.status]).toEqual([201, 201]);
         expect(await second.json()).toEqual(await first.json());
-        expect(await dataSource.getRepository(Pet).countBy({ name: 'Once' })).toBe(1);
+        expect(await opened.writer.getRepository(Pet).countBy({ name: 'Once' })).toBe(1);
 
         // One budget for the key across both instances: alternate between them until it runs out.
         const statuses: number[] = [];
@@ -279,7 +281,7 @@ describe('two instances', () => {
           statuses.push(response.status);
         }
         expect(statuses).toEqual([...Array(RATE_LIMIT_MAX).fill(200), 429, 429]);
-        await dataSource.destroy();
+        await opened.close();
       } finally {
         a.server.child.kill('SIGTERM');
         b.server.child.kill('SIGTERM');

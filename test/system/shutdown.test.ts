@@ -174,11 +174,11 @@ async function untilRefused(port: number): Promise<void> {
 
 /** The number of pets in `database`, read after the server has stopped. */
 async function countPets(database: DatabaseConfig): Promise<number> {
-  const dataSource = await openDatabase(database);
+  const opened = await openDatabase(database);
   try {
-    return await dataSource.getRepository(Pet).count();
+    return await opened.writer.getRepository(Pet).count();
   } finally {
-    await dataSource.destroy();
+    await opened.close();
   }
 }
 

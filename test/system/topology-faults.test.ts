@@ -2,7 +2,6 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiKey } from '../../src/auth/api-key.entity';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import { openDatabase } from '../../src/database/open-database';
 import { encodePetCursor } from '../../src/pets/pet-cursor';
@@ -149,11 +148,11 @@ class InstancePair {
     if (!this.apiKey) {
       // The key is written once the schema exists (the instances migrate it), then replicated.
       await Promise.all(this.instances.map((instance) => waitReady(instance)));
-      const dataSource = await openDatabase({ type: 'mysql', url: t.keyUrl });
+      const opened = await openDatabase({ type: 'mysql', url: t.keyUrl });
       try {
-        this.apiKey = (await new ApiKeyService(dataSource.getRepository(ApiKey)).create('topology-faults')).key;
+        this.apiKey = (await new ApiKeyService(opened).create('topology-faults')).key;
       } finally {
-        await dataSource.destroy();
+        await opened.close();
       }
       await t.settle();
     }
@@ -497,9 +496,9 @@ describeOnMysql('pagination under concurrent creates', () => {
         return response.status === 201 ? body.id : undefined;
       };
       for (let i = 0; i < STORED_BEFORE; i += CREATORS) await Promise.all(Array.from({ length: Math.min(CREATORS, STORED_BEFORE - i) }, create));
-      const dataSource = await openDatabase(database);
-      const storedBefore: number[] = (await dataSource.query('SELECT id FROM pet ORDER BY id')).map((row: { id: string | number }) => Number(row.id));
-      await dataSource.destroy();
+      const opened = await openDatabase(database);
+      const storedBefore: number[] = (await opened.writer.query('SELECT id FROM pet ORDER BY id')).map((row: { id: string | number }) => Number(row.id));
+      await opened.close();
       expect(storedBefore).toHaveLength(STORED_BEFORE);
 
       let creating = true;

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { ApolloServerErrorCode } from '@apollo/server/errors';
 import fastify, { type FastifyInstance } from 'fastify';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import { CommitOutcomeUnknownError, DatabaseDeadlineError } from '../../src/database/database-deadline';
+import { CommitOutcomeUnknownError, DatabaseDeadlineError } from '../../src/database/database-errors';
 import { AppError, ERROR_CATALOGUE, type ErrorCode, codeForStatus, toAppError } from '../../src/errors/error-catalogue';
 import { writeRawHttpError } from '../../src/http/raw-http-error';
 import { createGraphqlErrorFormatter, sendGraphqlError, thrownGraphqlError } from '../../src/graphql/graphql-error.formatter';

@@ -1,23 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
-import type { Metrics, RequestLabels } from './metrics.registry';
+import type { Metrics, RequestLabels } from '../observability/metrics.registry';
+import { contextOf } from './request-context';
 import { SURFACE_PATHS } from '../surface-paths';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The GraphQL operation this request ran, once Apollo has resolved it. */
-    graphqlOperation?: GraphqlOperationSummary;
-  }
-}
-
-/** What the logs and metrics say of a GraphQL operation. */
-export interface GraphqlOperationSummary {
-  /** The client's operation name, if it gave one (logs only: clients choose it freely). */
-  name?: string;
-  /** `query pets`, `mutation createPet`, `query pet,pets`: bounded by the schema, so fit for metric labels. */
-  label: string;
-}
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
@@ -32,7 +18,7 @@ function labelsOf(request: FastifyRequest, status: number): RequestLabels {
   const method = request.method;
   if (route === undefined) return { surface: 'other', route: 'unmatched', method, status };
   if (route.startsWith(SURFACE_PATHS.pets)) return { surface: 'rest', route, method, status };
-  if (route === SURFACE_PATHS.graphql) return { surface: 'graphql', route: request.graphqlOperation?.label ?? route, method, status };
+  if (route === SURFACE_PATHS.graphql) return { surface: 'graphql', route: contextOf(request)?.graphqlOperation?.label ?? route, method, status };
   return { surface: 'other', route, method, status };
 }
 
@@ -45,13 +31,15 @@ export class RequestLogController extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const context = contextOf(request);
+    const operation = context?.graphqlOperation;
     const line = {
       method: request.method,
       route: request.routeOptions.url ?? null,
       status: reply.statusCode,
       durationMs: Math.round(reply.elapsedTime * 1000) / 1000,
-      apiKeyId: request.guard?.apiKeyId ?? null,
-      ...(request.graphqlOperation && { operation: request.graphqlOperation.label, operationName: request.graphqlOperation.name ?? null }),
+      apiKeyId: context?.guard?.apiKeyId ?? null,
+      ...(operation && { operation: operation.label, operationName: operation.name ?? null }),
     };
     if (error || reply.statusCode >= 500) reply.log.error({ ...line, ...(error && { err: error }) }, 'request completed');
     else reply.log.info(line, 'request completed');

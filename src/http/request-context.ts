@@ -1,0 +1,54 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { type DatabaseBudget, startDatabaseBudget } from '../database/database-deadline';
+import type { GuardState } from '../guard/guard';
+
+/** What the logs and metrics say of a GraphQL operation. */
+export interface GraphqlOperationSummary {
+  /** The client's operation name, if it gave one (logs only: clients choose it freely). */
+  name?: string;
+  /** `query pets`, `mutation createPet`, `query pet,pets`: bounded by the schema, so fit for metric labels. */
+  label: string;
+}
+
+/** What one HTTP request carries from hook to hook; written and read through this module's functions only. */
+export interface RequestContext {
+  /** Started at the request's arrival: the key lookup and every database call after share it (Caller.budget). */
+  readonly budget: DatabaseBudget;
+  /** What the guard has established; guarded routes only. */
+  guard?: GuardState;
+  /** The GraphQL operation this request ran, once Apollo has resolved it. */
+  graphqlOperation?: GraphqlOperationSummary;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Null on a request answered before its onRequest hooks (a malformed URL). */
+    context: RequestContext | null;
+  }
+}
+
+/** Gives every request of `app` its context, in an onRequest hook: call it before any hook that uses it. */
+export function provideRequestContext(app: FastifyInstance): void {
+  app.decorateRequest('context', null);
+  app.addHook('onRequest', (request, _reply, done) => {
+    request.context = { budget: startDatabaseBudget() };
+    done();
+  });
+}
+
+/** The request's context; null on a request answered before its onRequest hooks. */
+export function contextOf(request: FastifyRequest): Readonly<RequestContext> | null {
+  return request.context;
+}
+
+/** Starts the guard's state of a request; returns it, for the guard to write as it goes, with the request's budget. */
+export function startGuardState(request: FastifyRequest): { state: GuardState; budget: DatabaseBudget } {
+  const context = (request.context ??= { budget: startDatabaseBudget() });
+  context.guard = {};
+  return { state: context.guard, budget: context.budget };
+}
+
+/** Notes the GraphQL operation a request runs, for its log line and metrics. */
+export function noteGraphqlOperation(request: FastifyRequest, operation: GraphqlOperationSummary): void {
+  if (request.context) request.context.graphqlOperation = operation;
+}
