@@ -4,17 +4,11 @@ import type { FastifyInstance } from 'fastify';
 /** What every answer carries, Fastify's or written raw (raw-http-error.ts): no caching unless a route set its own, no sniffing. */
 export const RESPONSE_HEADERS = Object.freeze({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
 
-/** A page's Content-Security-Policy (CSP Level 3): each directive with its sources, in the order written. */
-export type ContentSecurityPolicy = Readonly<Record<string, readonly string[]>>;
-
 /** What the service's own pages close whatever else they allow: no base URL, no form target, no framing. */
-export const CLOSED_PAGE: ContentSecurityPolicy = Object.freeze({ 'base-uri': ["'none'"], 'form-action': ["'none'"], 'frame-ancestors': ["'none'"] });
+export const CLOSED_PAGE = Object.freeze({ 'base-uri': ["'none'"], 'form-action': ["'none'"], 'frame-ancestors': ["'none'"] });
 
-/**
- * The Content-Security-Policy header value of a page (docs/security.md "Response headers and CORS"), e.g.
- * `{ 'default-src': ["'none'"], 'img-src': ["'self'", 'data:'] }` → `default-src 'none'; img-src 'self' data:`.
- */
-export function contentSecurityPolicy(directives: ContentSecurityPolicy): string {
+/** A page's Content-Security-Policy header value (CSP Level 3, docs/security.md "Response headers and CORS") from its directives, in order. */
+export function contentSecurityPolicy(directives: Readonly<Record<string, readonly string[]>>): string {
   return Object.entries(directives)
     .map(([directive, sources]) => [directive, ...sources].join(' '))
     .join('; ');
