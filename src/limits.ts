@@ -123,5 +123,8 @@ export const MIGRATION_LOCK = Object.freeze({
 /** API key caches: entries per LRU; lookup reuse (API_KEY_CACHE_SECONDS's default); how long a key stays "known". */
 export const API_KEY_CACHE = Object.freeze({ maxEntries: 10_000, ttlMs: 5 * SECOND, knownMs: 60 * 60 * SECOND });
 
+/** An API key's name, in characters (docs/api-keys.md). */
+export const API_KEY_LIMITS = Object.freeze({ nameMaxLength: 100 });
+
 /** Redis (rate-limit counters, pet events). */
 export const REDIS_TIMEOUTS = Object.freeze({ connectMs: SECOND, commandMs: SECOND });

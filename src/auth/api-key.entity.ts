@@ -1,5 +1,6 @@
 import { Column, CreateDateColumn, Entity, Generated, Index, PrimaryColumn } from 'typeorm';
 import { int64Transformer } from '../database/int64';
+import { API_KEY_LIMITS } from '../limits';
 
 /** An API key (spec "Authentication"): only its SHA-256 hash is stored. */
 @Entity({ name: 'api_key' })
@@ -9,7 +10,7 @@ export class ApiKey {
   @Generated('increment')
   id!: number;
 
-  @Column({ type: 'varchar', length: 100 })
+  @Column({ type: 'varchar', length: API_KEY_LIMITS.nameMaxLength })
   name!: string;
 
   @Column({ name: 'key_hash', type: 'varchar', length: 64 })

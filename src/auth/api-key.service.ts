@@ -5,7 +5,7 @@ import { In, IsNull, type Repository } from 'typeorm';
 import type { Database } from '../database/database';
 import { type DatabaseBudget, withinDeadline } from '../database/database-deadline';
 import { ApiKey } from './api-key.entity';
-import { API_KEY_CACHE } from '../limits';
+import { API_KEY_CACHE, API_KEY_LIMITS } from '../limits';
 
 /** Recognisable prefix of every key, so secret scanners can find leaked ones. */
 export const API_KEY_PREFIX = 'pst_';
@@ -84,10 +84,11 @@ export class ApiKeyService {
 
   /**
    * Creates a key; `key` is not stored and cannot be shown again.
-   * @throws RangeError unless `name` has 1 to 100 characters.
+   * @throws RangeError unless `name` has 1 to API_KEY_LIMITS.nameMaxLength (100) characters.
    */
   async create(name: string): Promise<{ apiKey: ApiKey; key: string }> {
-    if (name.trim().length === 0 || name.length > 100) throw new RangeError('name must be 1 to 100 characters');
+    const most = API_KEY_LIMITS.nameMaxLength;
+    if (name.trim().length === 0 || name.length > most) throw new RangeError(`name must be 1 to ${most} characters`);
     const key = generateApiKey();
     const apiKey = this.keys.create({ name, keyHash: hashKey(key), keyHint: key.slice(-4), revokedAt: null });
     await this.keys.save(apiKey);

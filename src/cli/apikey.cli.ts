@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { ApiKeyService } from '../auth/api-key.service';
 import { withDatabase } from './cli-database';
 import { positiveIntegerArgument } from './cli-options';
+import { API_KEY_LIMITS } from '../limits';
 
 /** Runs `action` with an ApiKeyService on the configured database, then closes everything. */
 function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise<void> {
@@ -16,7 +17,7 @@ const program = new Command('apikey')
 program
   .command('create')
   .description('create a key and print it alone on stdout; it is stored hashed and cannot be shown again')
-  .argument('<name>', 'who or what the key is for (1-100 characters)')
+  .argument('<name>', `who or what the key is for (1-${API_KEY_LIMITS.nameMaxLength} characters)`)
   .action((name: string) =>
     withApiKeys(async (apiKeys) => {
       const { key } = await apiKeys.create(name);
