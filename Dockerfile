@@ -18,6 +18,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The GraphQL playground's own script and style, read at start (src/graphql/playground.ts).
+COPY src/graphql/playground ./src/graphql/playground
 # data/ is only used by the embedded SQLite fallback (no DATABASE_URL); it must be writable
 # by the unprivileged user. Everything else stays root-owned and read-only to the app.
 RUN mkdir -p /app/data && chown node:node /app/data

@@ -70,6 +70,17 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
+  {
+    // The playground's bootstrap runs in the browser as a classic script, beside the globals of the UMD bundles it follows.
+    files: ['src/graphql/playground/*.js'],
+    extends: [tseslint.configs.disableTypeChecked],
+    languageOptions: {
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        ['document', 'location', 'sessionStorage', 'fetch', 'React', 'ReactDOM', 'GraphiQL', 'graphqlWs'].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
   // The config files are plain JavaScript outside the TypeScript program.
   { files: ['**/*.mjs', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs' } },

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import Negotiator from 'negotiator';
@@ -29,105 +29,6 @@ export const PLAYGROUND_CSP = contentSecurityPolicy({
   ...CLOSED_PAGE,
 });
 
-const DEFAULT_QUERY = `# Pet Store GraphQL playground
-#
-# Run the query with the play button (Ctrl-Enter).
-# The key you entered is in the Headers tab; the
-# Docs button shows the schema. Subscriptions run
-# too, over a WebSocket:
-#   subscription { petCreated { id name status } }
-
-{
-  pets(limit: 20) {
-    id
-    name
-    categoryId
-    status
-  }
-}
-`;
-
-/** A sessionStorage item: this browser tab only, gone when it closes. */
-const KEY_ITEM = 'pet-store:api-key';
-
-// Runs in the browser (docs/explorers.md). A key form comes before GraphiQL, which fetches the
-// schema as it mounts: without a key, a 401 and "Error fetching schema". Nothing goes to
-// localStorage. Each run's graphql-ws client sends the Headers tab as its connection_init payload.
-const BOOTSTRAP = `(function () {
-  'use strict';
-  var KEY_ITEM = ${JSON.stringify(KEY_ITEM)};
-  var wsUrl = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '${SURFACE_PATHS.graphql}';
-  var form = document.getElementById('key-form');
-  var input = document.getElementById('key-input');
-  var status = document.getElementById('key-status');
-  function fetcher(params, options) {
-    var headers = (options && options.headers) || {};
-    var wsClient = graphqlWs.createClient({ url: wsUrl, connectionParams: headers, retryAttempts: 0 });
-    return GraphiQL.createFetcher({ url: '${SURFACE_PATHS.graphql}', wsClient: wsClient })(params, options);
-  }
-  function start(key) {
-    form.hidden = true;
-    document.getElementById('key-in-use').hidden = false;
-    ReactDOM.createRoot(document.getElementById('graphiql')).render(
-      React.createElement(GraphiQL, {
-        fetcher: fetcher,
-        storage: sessionStorage,
-        defaultQuery: ${JSON.stringify(DEFAULT_QUERY)},
-        headers: JSON.stringify({ Authorization: 'Bearer ' + key }, null, 2),
-        isHeadersEditorEnabled: true,
-        shouldPersistHeaders: false
-      })
-    );
-  }
-  form.addEventListener('submit', function (event) {
-    event.preventDefault();
-    var key = input.value.trim();
-    if (!key) {
-      status.textContent = 'Paste your API key first.';
-      return;
-    }
-    status.textContent = 'Checking the key…';
-    fetch('${SURFACE_PATHS.graphql}', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + key },
-      body: JSON.stringify({ query: '{ __typename }' })
-    }).then(
-      function (response) {
-        if (response.status === 200) {
-          sessionStorage.setItem(KEY_ITEM, key);
-          start(key);
-        } else if (response.status === 401) {
-          status.textContent = 'That key was refused (401 Unauthorized): check it, or get one with ' + form.dataset.keyCommand + '.';
-        } else {
-          status.textContent = 'The server answered ' + response.status + '; try again in a moment.';
-        }
-      },
-      function () {
-        status.textContent = 'The server could not be reached; is it running?';
-      }
-    );
-  });
-  document.getElementById('key-forget').addEventListener('click', function () {
-    sessionStorage.clear();
-    location.reload();
-  });
-  var saved = sessionStorage.getItem(KEY_ITEM);
-  if (saved) start(saved);
-  else input.focus();
-})();
-`;
-
-const LAYOUT = `html, body { height: 100%; margin: 0; }
-body { display: flex; flex-direction: column; font-family: system-ui, sans-serif; }
-.key-bar { display: flex; flex-wrap: wrap; align-items: center; gap: 8px; padding: 8px 12px; border-bottom: 1px solid #d9dce3; font-size: 14px; }
-.key-bar[hidden] { display: none; }
-.key-bar input { flex: 0 1 28em; padding: 4px 6px; font: inherit; }
-.key-bar code { background: #f0f1f4; padding: 1px 4px; border-radius: 3px; }
-#key-status { color: #3b4252; }
-#graphiql { flex: 1; min-height: 0; }
-#graphiql > p { padding: 0 12px; color: #3b4252; }
-`;
-
 interface Asset {
   contentType: string;
   body: Buffer;
@@ -144,16 +45,24 @@ function asset(contentType: string, body: Buffer | string): Asset {
   return { contentType, body: bytes, version: createHash('sha256').update(bytes).digest('hex').slice(0, 12) };
 }
 
+/** The folder of the playground's own script and style: src/graphql/playground/ of the project, from src/ or from dist/. */
+function ownAssetsFolder(): string {
+  let root = __dirname;
+  while (!existsSync(path.join(root, 'package.json'))) root = path.dirname(root);
+  return path.join(root, 'src', 'graphql', 'playground');
+}
+
 function loadAssets(): Map<string, Asset> {
   const read = (packageName: string, file: string) => readFileSync(packageFile(packageName, file));
+  const own = (file: string) => readFileSync(path.join(ownAssetsFolder(), file));
   return new Map([
     ['react.production.min.js', asset(JS, read('react', 'umd/react.production.min.js'))],
     ['react-dom.production.min.js', asset(JS, read('react-dom', 'umd/react-dom.production.min.js'))],
     ['graphiql.min.js', asset(JS, read('graphiql', 'graphiql.min.js'))],
     ['graphiql.min.css', asset(CSS, read('graphiql', 'graphiql.min.css'))],
     ['graphql-ws.js', asset(JS, read('graphql-ws', 'umd/graphql-ws.js'))],
-    ['playground.css', asset(CSS, LAYOUT)],
-    ['playground.js', asset(JS, BOOTSTRAP)],
+    ['playground.css', asset(CSS, own('playground.css'))],
+    ['playground.js', asset(JS, own('playground.js'))],
   ]);
 }
 
@@ -175,7 +84,7 @@ function renderPage(assets: Map<string, Asset>, keyCommand: string): string {
 <link rel="stylesheet" href="${href('playground.css')}">
 </head>
 <body>
-<form id="key-form" class="key-bar" autocomplete="off" data-key-command="${escapeHtml(keyCommand)}">
+<form id="key-form" class="key-bar" autocomplete="off" data-key-command="${escapeHtml(keyCommand)}" data-graphql-path="${SURFACE_PATHS.graphql}">
 <label for="key-input">API key</label>
 <input id="key-input" type="password" spellcheck="false" placeholder="pst_…">
 <button type="submit">Use this key</button>

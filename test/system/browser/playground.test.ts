@@ -141,9 +141,12 @@ describe('playground assets', () => {
   test('when the bootstrap script is read, then it builds GraphiQL on /graphql with the headers editor, keeps nothing in localStorage, and holds no key', async () => {
     const response = await fetch(`${t.url}/graphql/playground/playground.js`);
     const script = await response.text();
-    expect(script).toContain("GraphiQL.createFetcher({ url: '/graphql', wsClient: wsClient })");
+    // The path comes from the page, which names /graphql.
+    expect(script).toContain('var graphqlPath = form.dataset.graphqlPath;');
+    expect((await request(t, 'GET', '/graphql', { apiKey: null, headers: { accept: 'text/html' } })).body).toContain('data-graphql-path="/graphql"');
+    expect(script).toContain('GraphiQL.createFetcher({ url: graphqlPath, wsClient: wsClient })');
     // Subscriptions: a WebSocket on the same /graphql, authenticated by the typed headers.
-    expect(script).toContain("location.host + '/graphql'");
+    expect(script).toContain('location.host + graphqlPath');
     expect(script).toContain('graphqlWs.createClient({ url: wsUrl, connectionParams: headers, retryAttempts: 0 })');
     expect(script).toContain('isHeadersEditorEnabled: true');
     expect(script).toContain('shouldPersistHeaders: false');
