@@ -7,7 +7,7 @@ export const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q
 
 /**
  * Where a browser test writes a screenshot: `test/output/screenshots/`, which git ignores, so
- * that `npm test` never rewrites a tracked file. `npm run docs:screenshots` runs the browser
+ * that a test run never rewrites a tracked file. `npm run docs:screenshots` runs the browser
  * suites and copies these over the documentation's, in `docs/screenshots/` (docs/explorers.md).
  *
  * @param file - the file name, e.g. `swagger-ui.png`.
