@@ -1,4 +1,5 @@
 import { type RowDataPacket, createConnection } from 'mysql2/promise';
+import type { DataSource } from 'typeorm';
 import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import { createDatabase } from '../test/support/mysql-admin';
@@ -112,8 +113,9 @@ export interface ExplainRow {
 }
 
 /**
- * EXPLAINs the statements the service runs for list and get: PetRepository's own SQL, with
- * parameters bound as the service binds them (a page of 20 reads 21 rows).
+ * EXPLAINs the statements the service runs for list and get, as PetRepository sends them: each
+ * read is called once, its statement and parameters taken from TypeORM's query logger on the way
+ * to the database (a page of 20 reads 21 rows), then EXPLAINed with the same parameters.
  *
  * @param deep - when given, the deep pages' statements too.
  * @returns each statement's plan, keyed by a short label.
@@ -121,20 +123,21 @@ export interface ExplainRow {
 export async function explainQueries(url: string, deep?: DeepPages): Promise<Record<string, ExplainRow>> {
   const dataSource = await openDatabase({ type: 'mysql', url });
   try {
-    const { sql } = new PetRepository(dataSource);
-    const statements: Array<[string, string, unknown[]]> = [
-      ['list limit=20', sql.list, [0, 21]],
-      ['list status=sold limit=20', sql.listByStatus, ['sold', 0, 21]],
-      ['get by id', sql.byId, [5000]],
+    const repository = new PetRepository(dataSource);
+    const reads: Array<[string, () => Promise<unknown>]> = [
+      ['list limit=20', () => repository.list({ afterId: 0, limit: 21 })],
+      ['list status=sold limit=20', () => repository.list({ status: PetStatus.sold, afterId: 0, limit: 21 })],
+      ['get by id', () => repository.findById(5000)],
       ...(deep
         ? ([
-            ['deep page limit=100', sql.list, [deep.all.afterId, 101]],
-            ['deep page status=sold limit=20', sql.listByStatus, ['sold', deep.sold.afterId, 21]],
-          ] as Array<[string, string, unknown[]]>)
+            ['deep page limit=100', () => repository.list({ afterId: deep.all.afterId, limit: 101 })],
+            ['deep page status=sold limit=20', () => repository.list({ status: PetStatus.sold, afterId: deep.sold.afterId, limit: 21 })],
+          ] as Array<[string, () => Promise<unknown>]>)
         : []),
     ];
     const plans: Record<string, ExplainRow> = {};
-    for (const [label, statement, parameters] of statements) {
+    for (const [label, read] of reads) {
+      const [statement, parameters] = await sentBy(dataSource, read);
       const [{ type, key, rows, Extra }] = await dataSource.query<ExplainRow[]>(`EXPLAIN ${statement}`, parameters);
       plans[label] = { type, key, rows: Number(rows), Extra };
     }
@@ -142,6 +145,29 @@ export async function explainQueries(url: string, deep?: DeepPages): Promise<Rec
   } finally {
     await dataSource.destroy();
   }
+}
+
+/**
+ * Runs `read` with the DataSource's query logger wrapped, and returns the last SELECT it sent,
+ * with its parameters.
+ *
+ * @throws when `read` sent no SELECT.
+ */
+async function sentBy(dataSource: DataSource, read: () => Promise<unknown>): Promise<[string, unknown[]]> {
+  const logger = dataSource.logger;
+  const logQuery = logger.logQuery.bind(logger);
+  let sent: [string, unknown[]] | undefined;
+  logger.logQuery = (query, parameters, queryRunner) => {
+    if (/^\s*SELECT\b/i.test(query)) sent = [query, Array.isArray(parameters) ? parameters : []];
+    logQuery(query, parameters, queryRunner);
+  };
+  try {
+    await read();
+  } finally {
+    logger.logQuery = logQuery;
+  }
+  if (!sent) throw new Error('The read sent no SELECT through TypeORM');
+  return sent;
 }
 
 /** @returns the server's version string, e.g. `10.11.19-MariaDB-…`. */

@@ -65,9 +65,9 @@ export interface PetCallScope {
 export class PetRepository {
   /**
    * Each read's SQL, built once, not per call (bench/README.md "What makes it fast"); keyset pages, never OFFSET (docs/pagination.md).
-   * Bound per call: `list` (afterId, limit), `listByStatus` (status, afterId, limit), `byId` (id). The bench EXPLAINs these.
+   * Bound per call: `list` (afterId, limit), `listByStatus` (status, afterId, limit), `byId` (id).
    */
-  readonly sql: Readonly<{ list: string; listByStatus: string; byId: string }>;
+  private readonly sql: Readonly<{ list: string; listByStatus: string; byId: string }>;
 
   /** MySQL family: the create's INSERT, built once as the reads are. sql.js returns no insert id from a raw query, so there TypeORM's insert() runs. */
   private readonly insertSql: string | undefined;
