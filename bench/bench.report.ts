@@ -56,8 +56,6 @@ export interface BenchResults {
     warmupSeconds: number;
     connections: number;
     pets: number;
-    /** `--service-variant`: the A/B variant the service ran as, `<name>: <feature>`; absent, the service as `npm start` runs it. */
-    serviceVariant?: string;
   };
   runs: ScenarioRuns[];
   halfRate: HalfRateRow[];
@@ -258,8 +256,7 @@ export function toMarkdown(results: BenchResults): string {
   const lines: string[] = [];
   const { settings, machine } = results;
   lines.push(
-    `Run ${results.startedAt} (${results.mode}, ${Math.round(results.seconds)} s): ${settings.rounds} rounds × ${settings.durationSeconds} s per scenario and system (after ${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ${settings.pets.toLocaleString('en')} seeded pets.` +
-      (settings.serviceVariant ? ` The service ran as the A/B variant ${settings.serviceVariant} (bench/README.md "Per-request cost").` : ''),
+    `Run ${results.startedAt} (${results.mode}, ${Math.round(results.seconds)} s): ${settings.rounds} rounds × ${settings.durationSeconds} s per scenario and system (after ${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ${settings.pets.toLocaleString('en')} seeded pets.`,
   );
   lines.push('');
   lines.push(

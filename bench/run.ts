@@ -4,7 +4,6 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
-import { parsePositiveInteger } from '../src/validation/positive-integer';
 import { databaseNameOf, siblingDatabaseUrl } from '../test/support/mysql-admin';
 import { freePort } from '../test/support/free-port';
 import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase, renumberPets } from './bench-database';
@@ -25,16 +24,10 @@ import { measureCausalReads } from './causal-reads';
 import { startGaleraCluster } from '../test/support/mariadb-topology';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
-import { CONFIG_SPEC } from '../src/config';
-import { type AbResults, type AbSettings, abCosts, toAbMarkdown } from './ab.report';
-import { AB_OPERATIONS, checkVariant, preloadOption, runAb } from './ab.runner';
-import { ALL_ON, AB_VARIANTS, type AbVariant } from './ab/variants';
-import type { Feature } from './ab/feature.probes';
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
- *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B1c,B0,apollo,yoga,mercurius] [-- --service-variant <name>]`
- * `npm run bench -- --ab [--ab-variants <list>] [--ab-cycles <n>] [--ab-minutes <n>] [--ab-requests <n>] [--ab-connections <n>] [--ab-rate <n>] [--ab-warmup <requests>] [--smoke] [--only <regex>]`
+ *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B1c,B0,apollo,yoga,mercurius]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
  * mysql://root@127.0.0.1:3306/petstore_bench, or petstore_bench_smoke with --smoke; it is
@@ -59,47 +52,13 @@ import type { Feature } from './ab/feature.probes';
  * shortening it: partial.{md,json}) and prints the tables.
  * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
  * No thresholds are enforced: targets are reported, met or missed.
- *
- * With `--ab`, instead, the per-request cost of each feature (ab.runner.ts,
- * bench/README.md "Per-request cost"): on BENCH_DATABASE_URL, default
- * mysql://root@127.0.0.1:3306/petstore_bench_ab (`_ab_smoke` with --smoke), written to
- * bench/results/ab.{md,json} (ab-smoke, ab-partial).
  */
 const SYSTEM_NAMES: readonly SystemName[] = ['service', 'B1', 'B1c', 'B0', ...PEER_NAMES];
-
-/**
- * The A/B's defaults (bench/README.md "Per-request cost"): about 15 minutes on 2 cores with every
- * variant; with --smoke, about a minute and a half. A window is as fast as it answers unless `--ab-rate`.
- */
-const AB_DEFAULTS = {
-  full: { cycles: 200, minutes: 14, requests: 1000, connections: 8, warmupRequests: 2000, settleMs: 10 },
-  smoke: { cycles: 2, minutes: undefined, requests: 100, connections: 8, warmupRequests: 200, settleMs: 10 },
-};
 
 function positiveNumber(value: string): number {
   const number = Number(value);
   if (!(number > 0)) throw new InvalidArgumentError('must be a positive number.');
   return number;
-}
-
-function nonNegativeInteger(value: string): number {
-  if (value === '0') return 0;
-  const number = parsePositiveInteger(value);
-  if (number === undefined) throw new InvalidArgumentError('must be 0 or a positive integer.');
-  return number;
-}
-
-function variantList(value: string): AbVariant[] {
-  const names = value.split(',');
-  const unknown = names.filter((name) => !AB_VARIANTS.some((variant) => variant.name === name));
-  if (unknown.length > 0) throw new InvalidArgumentError(`unknown variant ${unknown.join(', ')}: choose from ${AB_VARIANTS.map((v) => v.name).join(', ')}.`);
-  return AB_VARIANTS.filter((variant) => names.includes(variant.name));
-}
-
-function oneVariant(value: string): AbVariant {
-  const variant = AB_VARIANTS.find((candidate) => candidate.name === value);
-  if (!variant) throw new InvalidArgumentError(`unknown variant ${value}: choose from ${AB_VARIANTS.map((v) => v.name).join(', ')}.`);
-  return variant;
 }
 
 function systemList(value: string): SystemName[] {
@@ -120,39 +79,6 @@ const command = new Command('bench')
   .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
   .option('--cpu-prof', 'write a V8 CPU profile of each system to bench/results/profiles/<system>/')
-  .option(
-    '--service-variant <name>',
-    "run the service as this A/B variant (its preload; its features checked off at each start), e.g. all-features: the floor of the service's shape beside B1c",
-    oneVariant,
-  )
-  .option('--ab', 'instead of the main bench: each feature\'s CPU time per request, the service with and without it (bench/README.md "Per-request cost")')
-  .option(
-    '--ab-cycles <n>',
-    `with --ab: cycles, each measuring every system once per scenario (default ${AB_DEFAULTS.full.cycles}; ${AB_DEFAULTS.smoke.cycles} with --smoke)`,
-    positiveIntegerArgument,
-  )
-  .option(
-    '--ab-minutes <n>',
-    `with --ab: begin no cycle that would end later than this many minutes after the first system started (default ${AB_DEFAULTS.full.minutes} without --ab-cycles and --smoke)`,
-    positiveNumber,
-  )
-  .option(
-    '--ab-requests <n>',
-    `with --ab: requests of one window (default ${AB_DEFAULTS.full.requests}; ${AB_DEFAULTS.smoke.requests} with --smoke)`,
-    positiveIntegerArgument,
-  )
-  .option('--ab-connections <n>', `with --ab: connections of a window (default ${AB_DEFAULTS.full.connections})`, positiveIntegerArgument)
-  .option('--ab-rate <n>', 'with --ab: send each window at this fixed rate, requests per second, instead of as fast as it answers', positiveIntegerArgument)
-  .option(
-    '--ab-variants <list>',
-    `with --ab: comma-separated variants to run beside all on (default: ${AB_VARIANTS.map((v) => v.name).join(',')})`,
-    variantList,
-  )
-  .option(
-    '--ab-warmup <requests>',
-    `with --ab: requests of each scenario, as fast as it answers, that warm up each process (default ${AB_DEFAULTS.full.warmupRequests}; ${AB_DEFAULTS.smoke.warmupRequests} with --smoke)`,
-    nonNegativeInteger,
-  )
   .showHelpAfterError();
 const options = command.parse().opts<{
   smoke?: boolean;
@@ -164,24 +90,7 @@ const options = command.parse().opts<{
   galera: boolean;
   halfRate: boolean;
   cpuProf?: boolean;
-  serviceVariant?: AbVariant;
-  ab?: boolean;
-  abCycles?: number;
-  abMinutes?: number;
-  abRequests?: number;
-  abConnections?: number;
-  abRate?: number;
-  abVariants?: AbVariant[];
-  abWarmup?: number;
 }>();
-if (options.serviceVariant && options.systems && !options.systems.includes('service')) {
-  command.error('error: --service-variant needs the service among --systems.');
-}
-if (options.ab && options.serviceVariant) command.error('error: --service-variant does not apply to --ab: choose the variants with --ab-variants.');
-if (options.ab && options.systems) command.error('error: --systems does not apply to --ab: choose the variants with --ab-variants.');
-if (options.ab && (options.rounds !== undefined || options.duration !== undefined)) {
-  command.error('error: --rounds and --duration do not apply to --ab: see --ab-cycles and --ab-requests.');
-}
 const smoke = options.smoke === true;
 const only = options.only === undefined ? undefined : new RegExp(options.only);
 const SETTINGS = smoke
@@ -191,8 +100,8 @@ const SETTINGS = smoke
 if (options.rounds !== undefined) SETTINGS.rounds = options.rounds;
 if (options.duration !== undefined) SETTINGS.durationSeconds = options.duration;
 const SYSTEMS: readonly SystemName[] = options.systems ?? SYSTEM_NAMES;
-// Smoke runs (CI) and the A/B get databases of their own, so that one never drops a full run's tables.
-const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `mysql://root@127.0.0.1:3306/petstore_bench${options.ab ? '_ab' : ''}${smoke ? '_smoke' : ''}`;
+// Smoke runs (CI) get a database of their own, so that one never drops a full run's tables.
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `mysql://root@127.0.0.1:3306/petstore_bench${smoke ? '_smoke' : ''}`;
 const RESULTS = path.resolve(__dirname, '..', '..', 'bench', 'results');
 const CANNED_FILE = path.join(os.tmpdir(), `petstore-bench-canned-${process.pid}.json`);
 
@@ -225,7 +134,7 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
   }
   switch (system) {
     case 'service':
-      return options.serviceVariant ? startServiceVariant(options.serviceVariant, apiKey, databaseUrl) : startService(apiKey, databaseUrl);
+      return startService(apiKey, databaseUrl);
     case 'B1':
       return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey, profiling(system));
     case 'B1c':
@@ -236,35 +145,10 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
 }
 
 /**
- * Starts the service as the main bench runs it, but as an A/B variant: with its preload, and its
- * probes run (ab/feature.probes.ts). At the main bench's log level (`warn`) the request log is off
- * in every variant, so it is expected off too.
- *
- * @throws when the preload did not announce itself or a feature is found in the wrong state.
- */
-async function startServiceVariant(variant: AbVariant, apiKey: string, databaseUrl: string): Promise<RunningSystem> {
-  const metricsPort = await freePort();
-  const system = await startService(apiKey, databaseUrl, { env: { METRICS_PORT: String(metricsPort), ...variant.env }, nodeOption: preloadOption(variant) });
-  try {
-    const target = { system, metricsUrl: `http://127.0.0.1:${metricsPort}`, context: { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets } };
-    await checkVariant(variant, target, `as the variant ${variant.name}`, [...new Set<Feature>([...variant.off, 'requestLog'])]);
-  } catch (error) {
-    await system.stop();
-    throw error;
-  }
-  return system;
-}
-
-/**
  * Starts the service as the main bench runs it: production, rate limits out of the way, the heap
- * cap of `npm start`; `env` is added last (e.g. LOG_LEVEL, METRICS_PORT), `nodeOption` appended
- * to NODE_OPTIONS (e.g. an A/B preload's `--require`).
+ * cap of `npm start`.
  */
-async function startService(
-  apiKey: string,
-  databaseUrl = DATABASE_URL,
-  { env = {}, nodeOption = '' }: { env?: Record<string, string>; nodeOption?: string } = {},
-): Promise<RunningSystem> {
+async function startService(apiKey: string, databaseUrl = DATABASE_URL): Promise<RunningSystem> {
   return startSystem(
     'service',
     'dist/src/main.js',
@@ -276,9 +160,8 @@ async function startService(
       RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
       // A second listener (metrics), if the service has one, must not collide.
       METRICS_PORT: String(await freePort()),
-      ...env,
       // The heap cap of `npm start` and the Docker image, placed as they place it.
-      NODE_OPTIONS: `${HEAP_CAP_NODE_OPTION} ${process.env.NODE_OPTIONS ?? ''} ${nodeOption}`.trim(),
+      NODE_OPTIONS: `${HEAP_CAP_NODE_OPTION} ${process.env.NODE_OPTIONS ?? ''}`.trim(),
     },
     apiKey,
     profiling('service'),
@@ -468,7 +351,6 @@ async function main(): Promise<void> {
       warmupSeconds: SETTINGS.warmupSeconds,
       connections: SETTINGS.connections,
       pets: SETTINGS.pets,
-      ...(options.serviceVariant && { serviceVariant: `${options.serviceVariant.name}: ${options.serviceVariant.feature}` }),
     },
     runs,
     halfRate,
@@ -484,8 +366,7 @@ async function main(): Promise<void> {
     SYSTEMS.length < SYSTEM_NAMES.length ||
     !options.scale ||
     !options.galera ||
-    !options.halfRate ||
-    options.serviceVariant !== undefined;
+    !options.halfRate;
   const base = path.join(RESULTS, smoke ? 'smoke' : partial ? 'partial' : 'latest');
   writeFileSync(`${base}.md`, markdown);
   writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, graphqlPeers: comparePeers(results), targets: checkTargets(results) }, null, 2)}\n`);
@@ -556,93 +437,7 @@ async function galeraPhase(runs: ScenarioRuns[]): Promise<GaleraResults> {
   }
 }
 
-/** The log level the service runs with when LOG_LEVEL is unset, as under `npm start`: request logs written. */
-function productionLogLevel(): string {
-  const level: unknown = CONFIG_SPEC.LOG_LEVEL.default;
-  if (typeof level !== 'string') throw new Error('src/config.ts: LOG_LEVEL has no default');
-  return level;
-}
-
-/** `--ab`: the per-request cost of each feature (bench/README.md "Per-request cost"), then its report. */
-async function abMain(): Promise<void> {
-  const startedAt = new Date();
-  const loadBefore = os.loadavg()[0];
-  const defaults = smoke ? AB_DEFAULTS.smoke : AB_DEFAULTS.full;
-  // A time budget unless a number of cycles is asked for.
-  const minutes = options.abMinutes ?? (options.abCycles === undefined ? defaults.minutes : undefined);
-  const settings: AbSettings = {
-    cycles: options.abCycles ?? defaults.cycles,
-    ...(minutes !== undefined && { minutes }),
-    requests: options.abRequests ?? defaults.requests,
-    connections: options.abConnections ?? defaults.connections,
-    ...(options.abRate !== undefined && { rate: options.abRate }),
-    warmupRequests: options.abWarmup ?? defaults.warmupRequests,
-    settleMs: defaults.settleMs,
-    pets: SETTINGS.pets,
-  };
-  const variants = options.abVariants ?? AB_VARIANTS;
-  const scenarios = SCENARIOS.filter((s) => AB_OPERATIONS.includes(s.name) && (!only || only.test(`${s.surface} ${s.name}`)));
-  if (scenarios.length === 0) throw new Error(`--only ${options.only} leaves none of the A/B's scenarios: ${AB_OPERATIONS.join(', ')} on rest and graphql.`);
-  log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
-  const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
-  const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
-  const logLevel = productionLogLevel();
-  const { runs, setupSeconds, measureSeconds } = await runAb({
-    variants,
-    scenarios,
-    context,
-    settings,
-    start: (variant, metricsPort) =>
-      startService(apiKey, DATABASE_URL, {
-        env: { LOG_LEVEL: logLevel, METRICS_PORT: String(metricsPort), ...variant.env },
-        nodeOption: preloadOption(variant),
-      }),
-    log,
-  });
-  const partial =
-    only !== undefined ||
-    options.abCycles !== undefined ||
-    options.abMinutes !== undefined ||
-    options.abRequests !== undefined ||
-    options.abConnections !== undefined ||
-    options.abRate !== undefined ||
-    options.abWarmup !== undefined ||
-    variants.length < AB_VARIANTS.length;
-  const results: AbResults = {
-    startedAt: startedAt.toISOString(),
-    mode: smoke ? 'smoke' : partial ? 'partial' : 'full',
-    seconds: (Date.now() - startedAt.getTime()) / 1000,
-    setupSeconds,
-    measureSeconds,
-    machine: {
-      CPU: `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}`,
-      RAM: `${round1(os.totalmem() / 2 ** 30)} GiB`,
-      Node: process.version,
-      database: await databaseVersion(DATABASE_URL),
-      'service log level': logLevel,
-      'load average (1 min) before/after': `${round1(loadBefore)}/${round1(os.loadavg()[0])}`,
-    },
-    settings,
-    systems: [ALL_ON, ...variants].map(({ name, feature, how, control }) => ({ name, feature, how, ...(control && { control }) })),
-    runs,
-  };
-  const markdown = toAbMarkdown(results);
-  mkdirSync(RESULTS, { recursive: true });
-  const base = path.join(RESULTS, smoke ? 'ab-smoke' : partial ? 'ab-partial' : 'ab');
-  writeFileSync(`${base}.md`, markdown);
-  writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, costs: abCosts(results) }, null, 2)}\n`);
-  process.stdout.write(markdown);
-  log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
-  const unexpected = runs.flatMap((r) =>
-    r.cycles.filter((m) => m.unexpected > 0 || m.total === 0).map((m) => `${r.system} ${r.surface} ${r.name} ${JSON.stringify(m.statuses)}`),
-  );
-  if (unexpected.length > 0) {
-    log(`Harness failure: unexpected statuses or no responses in ${unexpected.join('; ')}`);
-    process.exitCode = 1;
-  }
-}
-
-(options.ab ? abMain() : main()).catch((error: unknown) => {
+main().catch((error: unknown) => {
   log(`Benchmark failed: ${String((error as Error).stack ?? error)}`);
   process.exitCode = 1;
 });
