@@ -20,6 +20,7 @@ import {
   probe,
   startSystem,
 } from './bench.runner';
+import { type BaselineCheckout, checkOutBaseline } from './baseline-checkout';
 import { measureCausalReads } from './causal-reads';
 import { startGaleraCluster } from '../test/support/mariadb-topology';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
@@ -27,7 +28,7 @@ import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
- *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B1c,B0,apollo,yoga,mercurius]`
+ *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,baseline,B1,B1c,B0,apollo,yoga,mercurius] [-- --baseline <git ref>]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
  * mysql://root@127.0.0.1:3306/petstore_bench, or petstore_bench_smoke with --smoke; it is
@@ -50,10 +51,14 @@ import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
  * for REST get and list-20. Writes
  * bench/results/latest.{md,json} (smoke: smoke.{md,json}; a run with any option narrowing or
  * shortening it: partial.{md,json}) and prints the tables.
+ * With `--baseline <git ref>`, that commit is checked out in a git worktree under the system's
+ * temporary folder, built, and run as one more system, `baseline`, exactly as the service is, in
+ * the same rounds and order (baseline-checkout.ts; bench/README.md "Comparing with another commit").
  * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
  * No thresholds are enforced: targets are reported, met or missed.
  */
-const SYSTEM_NAMES: readonly SystemName[] = ['service', 'B1', 'B1c', 'B0', ...PEER_NAMES];
+/** Every system, in the order of odd rounds; `baseline` runs only with `--baseline`. */
+const ALL_SYSTEMS: readonly SystemName[] = ['service', 'baseline', 'B1', 'B1c', 'B0', ...PEER_NAMES];
 
 function positiveNumber(value: string): number {
   const number = Number(value);
@@ -63,8 +68,8 @@ function positiveNumber(value: string): number {
 
 function systemList(value: string): SystemName[] {
   const names = value.split(',');
-  const unknown = names.filter((name) => !SYSTEM_NAMES.includes(name as SystemName));
-  if (unknown.length > 0) throw new InvalidArgumentError(`unknown system ${unknown.join(', ')}: choose from ${SYSTEM_NAMES.join(', ')}.`);
+  const unknown = names.filter((name) => !ALL_SYSTEMS.includes(name as SystemName));
+  if (unknown.length > 0) throw new InvalidArgumentError(`unknown system ${unknown.join(', ')}: choose from ${ALL_SYSTEMS.join(', ')}.`);
   return names as SystemName[];
 }
 
@@ -74,7 +79,11 @@ const command = new Command('bench')
   .option('--only <regex>', 'only the scenarios whose "surface name" matches, e.g. "graphql list"')
   .option('--rounds <n>', 'rounds (default 3; 1 with --smoke)', positiveIntegerArgument)
   .option('--duration <seconds>', 'seconds per measured run (default 5)', positiveNumber)
-  .option('--systems <list>', `comma-separated systems to run (default: ${SYSTEM_NAMES.join(',')})`, systemList)
+  .option('--systems <list>', `comma-separated systems to run (default: all of ${ALL_SYSTEMS.join(',')}; baseline only with --baseline)`, systemList)
+  .option(
+    '--baseline <git ref>',
+    'also run the service as built from this commit (a git worktree beside this checkout), as the system "baseline", in the same rounds: the change\'s cost as ratios within one run',
+  )
   .option('--no-scale', 'skip the scale curve')
   .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
@@ -90,7 +99,14 @@ const options = command.parse().opts<{
   galera: boolean;
   halfRate: boolean;
   cpuProf?: boolean;
+  baseline?: string;
 }>();
+if (options.systems?.includes('baseline') && options.baseline === undefined) command.error('error: the system baseline needs --baseline <git ref>.');
+if (options.baseline !== undefined && options.systems && !options.systems.includes('baseline')) {
+  command.error('error: --baseline needs the system baseline among --systems.');
+}
+/** The systems of a run with no `--systems`. */
+const SYSTEM_NAMES = ALL_SYSTEMS.filter((name) => name !== 'baseline' || options.baseline !== undefined);
 const smoke = options.smoke === true;
 const only = options.only === undefined ? undefined : new RegExp(options.only);
 const SETTINGS = smoke
@@ -124,7 +140,10 @@ function profiling(system: SystemName): { nodeOptions: string[] } {
   return { nodeOptions: options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles', system)}`] : [] };
 }
 
-/** How to start each system; the service exactly as in production, rate limits out of the way. */
+/** With `--baseline`: the other commit, checked out and built (main() sets it, and removes it at the end). */
+let baselineCheckout: BaselineCheckout | undefined;
+
+/** How to start each system; the service (and the baseline) exactly as in production, rate limits out of the way. */
 async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_URL): Promise<RunningSystem> {
   if (isPeer(system)) {
     return startSystem(system, PEER_SCRIPTS[system], { NODE_ENV: 'production', DATABASE_URL: databaseUrl, ...KEY_CACHE_ENV }, apiKey, {
@@ -135,6 +154,9 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
   switch (system) {
     case 'service':
       return startService(apiKey, databaseUrl);
+    case 'baseline':
+      if (!baselineCheckout) throw new Error('the system baseline needs --baseline <git ref>');
+      return startService(apiKey, databaseUrl, baselineCheckout);
     case 'B1':
       return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey, profiling(system));
     case 'B1c':
@@ -146,11 +168,12 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
 
 /**
  * Starts the service as the main bench runs it: production, rate limits out of the way, the heap
- * cap of `npm start`.
+ * cap of `npm start`; with `baseline`, the service built in that worktree, as the system `baseline`.
  */
-async function startService(apiKey: string, databaseUrl = DATABASE_URL): Promise<RunningSystem> {
+async function startService(apiKey: string, databaseUrl = DATABASE_URL, baseline?: BaselineCheckout): Promise<RunningSystem> {
+  const name = baseline ? 'baseline' : 'service';
   return startSystem(
-    'service',
+    name,
     'dist/src/main.js',
     {
       NODE_ENV: 'production',
@@ -164,7 +187,7 @@ async function startService(apiKey: string, databaseUrl = DATABASE_URL): Promise
       NODE_OPTIONS: `${HEAP_CAP_NODE_OPTION} ${process.env.NODE_OPTIONS ?? ''}`.trim(),
     },
     apiKey,
-    profiling('service'),
+    { ...profiling(name), ...(baseline && { cwd: baseline.directory }) },
   );
 }
 
@@ -198,14 +221,27 @@ async function run(
   if (SETTINGS.warmupSeconds > 0) await load(SETTINGS.warmupSeconds);
   const result = await load(SETTINGS.durationSeconds);
   log(
-    `  ${system.name.padEnd(7)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  CPU ${result.cpuMsPerRequest.toFixed(3)} ms/req  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`,
+    `  ${system.name.padEnd(8)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  CPU ${result.cpuMsPerRequest.toFixed(3)} ms/req  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`,
   );
   return result;
 }
 
+/** Checks out and builds the baseline when asked, runs the bench, then removes the baseline's worktree. */
 async function main(): Promise<void> {
   const startedAt = new Date();
   const loadBefore = os.loadavg()[0];
+  if (options.baseline !== undefined) baselineCheckout = await checkOutBaseline(path.resolve(__dirname, '..', '..'), options.baseline, log);
+  try {
+    await bench(startedAt, loadBefore);
+  } finally {
+    if (baselineCheckout) {
+      await baselineCheckout.remove();
+      log(`Baseline: worktree ${baselineCheckout.directory} removed`);
+    }
+  }
+}
+
+async function bench(startedAt: Date, loadBefore: number): Promise<void> {
   log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
   const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
   const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
@@ -214,7 +250,7 @@ async function main(): Promise<void> {
   const baselineScenarios = SCENARIOS.filter((s) => s.surface === 'rest' && scenarios.some((selected) => selected.name === s.name));
   // The peers serve GraphQL only: the GraphQL scenarios selected.
   const peerScenarios = scenarios.filter((s) => s.surface === 'graphql');
-  const scenariosOf = (name: SystemName) => (name === 'service' ? scenarios : isPeer(name) ? peerScenarios : baselineScenarios);
+  const scenariosOf = (name: SystemName) => (name === 'service' || name === 'baseline' ? scenarios : isPeer(name) ? peerScenarios : baselineScenarios);
   const runs: ScenarioRuns[] = [];
   const record = (system: SystemName, scenario: Scenario, measurement: Measurement) => {
     let entry = runs.find((r) => r.system === system && r.surface === scenario.surface && r.name === scenario.name);
@@ -240,7 +276,7 @@ async function main(): Promise<void> {
   }
 
   // The fixed-rate phase: every scenario at half of B1c's maximum rate for its operation (the
-  // main rounds' median), B1c, the service, then each peer on GraphQL: latency, and server CPU time per request.
+  // main rounds' median), B1c, the service, the baseline, then each peer on GraphQL: latency, and server CPU time per request.
   const halfRate: BenchResults['halfRate'] = [];
   if (scenarios.length > 0 && SYSTEMS.includes('B1c') && SYSTEMS.includes('service') && options.halfRate) {
     log("At half of B1c's maximum rate");
@@ -266,6 +302,20 @@ async function main(): Promise<void> {
       }
     } finally {
       await service.stop();
+    }
+    if (SYSTEMS.includes('baseline')) {
+      const baseline = await start('baseline', apiKey);
+      try {
+        for (const row of halfRate)
+          row.baseline = await run(
+            baseline,
+            scenarios.find((s) => s.surface === row.surface && s.name === row.name)!,
+            context,
+            row.rate,
+          );
+      } finally {
+        await baseline.stop();
+      }
     }
     for (const peer of PEER_NAMES.filter((name) => SYSTEMS.includes(name) && peerScenarios.length > 0)) {
       const system = await start(peer, apiKey);
@@ -352,6 +402,15 @@ async function main(): Promise<void> {
       connections: SETTINGS.connections,
       pets: SETTINGS.pets,
     },
+    ...(baselineCheckout && {
+      baseline: {
+        ref: baselineCheckout.ref,
+        commit: baselineCheckout.commit,
+        subject: baselineCheckout.subject,
+        nodeModules: baselineCheckout.nodeModules,
+        setupSeconds: baselineCheckout.setupSeconds,
+      },
+    }),
     runs,
     halfRate,
     scale,
@@ -367,7 +426,8 @@ async function main(): Promise<void> {
     !options.scale ||
     !options.galera ||
     !options.halfRate;
-  const base = path.join(RESULTS, smoke ? 'smoke' : partial ? 'partial' : 'latest');
+  // A run beside another commit measures a change, not the service: never the latest results.
+  const base = path.join(RESULTS, smoke ? 'smoke' : baselineCheckout ? 'baseline' : partial ? 'partial' : 'latest');
   writeFileSync(`${base}.md`, markdown);
   writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, graphqlPeers: comparePeers(results), targets: checkTargets(results) }, null, 2)}\n`);
   process.stdout.write(markdown);
@@ -378,6 +438,7 @@ async function main(): Promise<void> {
     ...halfRate.flatMap((r) => [
       { what: `half-rate B1c ${r.name}`, m: r.b1c },
       { what: `half-rate service ${r.surface} ${r.name}`, m: r.service },
+      ...(r.baseline ? [{ what: `half-rate baseline ${r.surface} ${r.name}`, m: r.baseline }] : []),
       ...Object.entries(r.peers ?? {}).map(([peer, m]) => ({ what: `half-rate ${peer} ${r.name}`, m })),
     ]),
     ...scale.flatMap((p) => Object.entries(p.latency).map(([label, m]) => ({ what: `scale ${p.rows} ${label}`, m }))),
