@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
@@ -7,7 +8,8 @@ import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from '../test/support/mysql-admin';
 import { freePort } from '../test/support/free-port';
 import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase, renumberPets } from './bench-database';
-import { type BenchResults, type GaleraResults, type ScenarioRuns, checkTargets, comparePeers, summarise, toMarkdown } from './bench.report';
+import { compactResults, historyLine, roundFloats } from './bench.history';
+import { type BenchResults, type GaleraResults, type ScenarioRuns, summarise, toMarkdown } from './bench.report';
 import {
   type Measurement,
   PEER_NAMES,
@@ -189,6 +191,12 @@ async function startService(apiKey: string, databaseUrl = DATABASE_URL, baseline
     apiKey,
     { ...profiling(name), ...(baseline && { cwd: baseline.directory }) },
   );
+}
+
+/** This checkout's commit, with `+` when its tree has uncommitted changes (the service measured is the working tree). */
+function checkoutCommit(): string {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: path.resolve(__dirname, '..', '..'), encoding: 'utf8' }).trim();
+  return `${git('rev-parse', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? '+' : ''}`;
 }
 
 /** Records the service's REST answers for B0 to replay. */
@@ -427,11 +435,21 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
     !options.galera ||
     !options.halfRate;
   // A run beside another commit measures a change, not the service: never the latest results.
-  const base = path.join(RESULTS, smoke ? 'smoke' : baselineCheckout ? 'baseline' : partial ? 'partial' : 'latest');
+  const name = smoke ? 'smoke' : baselineCheckout ? 'baseline' : partial ? 'partial' : 'latest';
+  const base = path.join(RESULTS, name);
   writeFileSync(`${base}.md`, markdown);
-  writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, graphqlPeers: comparePeers(results), targets: checkTargets(results) }, null, 2)}\n`);
+  writeFileSync(`${base}.json`, `${JSON.stringify(compactResults(results), roundFloats, 2)}\n`);
+  // Every round of every system, for whoever wants the samples: not committed (bench/.gitignore).
+  const raw = path.join(RESULTS, 'raw', `${name}-${results.startedAt.replace(/[:.]/g, '-')}.json`);
+  mkdirSync(path.dirname(raw), { recursive: true });
+  writeFileSync(raw, `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(markdown);
-  log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
+  log(`Written to ${path.relative(process.cwd(), base)}.md and .json, every round to ${path.relative(process.cwd(), raw)}`);
+  if (name === 'latest') {
+    const history = path.join(RESULTS, 'history.md');
+    appendFileSync(history, `${historyLine(results, checkoutCommit())}\n`);
+    log(`One line added to ${path.relative(process.cwd(), history)}`);
+  }
 
   const unexpected = [
     ...runs.flatMap((r) => r.rounds.map((m) => ({ what: `${r.system} ${r.surface} ${r.name}`, m }))),
