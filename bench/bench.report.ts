@@ -23,6 +23,8 @@ export interface HalfRateRow {
   /** B1c on the REST operation. */
   b1c: Measurement;
   service: Measurement;
+  /** With `--baseline`: the service built from the other commit, at the same rate. */
+  baseline?: Measurement;
   /** The GraphQL peers run, on a GraphQL row. */
   peers?: Partial<Record<PeerName, Measurement>>;
 }
@@ -56,9 +58,9 @@ export interface BenchResults {
     warmupSeconds: number;
     connections: number;
     pets: number;
-    /** `--service-variant`: the A/B variant the service ran as, `<name>: <feature>`; absent, the service as `npm start` runs it. */
-    serviceVariant?: string;
   };
+  /** With `--baseline <git ref>`: the commit run as the system `baseline` (bench/README.md "Comparing with another commit"). */
+  baseline?: { ref: string; commit: string; subject: string; nodeModules: 'shared' | 'installed'; setupSeconds: number };
   runs: ScenarioRuns[];
   halfRate: HalfRateRow[];
   scale: ScalePoint[];
@@ -139,6 +141,38 @@ export function comparePeers(results: BenchResults): PeerComparison[] {
         serviceRatio: system === 'service' || !service ? undefined : service.rps / summary.rps,
       });
     }
+  }
+  return rows;
+}
+
+/** One scenario of the service beside the baseline (`--baseline`): medians over rounds, and CPU per request at the fixed rate when it ran. */
+export interface BaselineComparison {
+  name: string;
+  surface: 'rest' | 'graphql';
+  service: Summary;
+  baseline: Summary;
+  /** The service's req/s over the baseline's: above 1, the change is faster. */
+  rpsRatio: number;
+  /** CPU ms per request at the fixed rate, both at the same rate. */
+  cpu?: { rate: number; service: number; baseline: number };
+}
+
+/** For each scenario both the service and the baseline ran: their summaries and ratios. */
+export function compareBaseline(results: BenchResults): BaselineComparison[] {
+  const rows: BaselineComparison[] = [];
+  for (const runs of results.runs.filter((r) => r.system === 'service')) {
+    const service = summarise(runs);
+    const baseline = find(results, 'baseline', runs.surface, runs.name);
+    if (!service || !baseline) continue;
+    const fixedRate = results.halfRate.find((row) => row.surface === runs.surface && row.name === runs.name && row.baseline);
+    rows.push({
+      name: runs.name,
+      surface: runs.surface,
+      service,
+      baseline,
+      rpsRatio: service.rps / baseline.rps,
+      ...(fixedRate?.baseline && { cpu: { rate: fixedRate.rate, service: fixedRate.service.cpuMsPerRequest, baseline: fixedRate.baseline.cpuMsPerRequest } }),
+    });
   }
   return rows;
 }
@@ -258,8 +292,7 @@ export function toMarkdown(results: BenchResults): string {
   const lines: string[] = [];
   const { settings, machine } = results;
   lines.push(
-    `Run ${results.startedAt} (${results.mode}, ${Math.round(results.seconds)} s): ${settings.rounds} rounds × ${settings.durationSeconds} s per scenario and system (after ${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ${settings.pets.toLocaleString('en')} seeded pets.` +
-      (settings.serviceVariant ? ` The service ran as the A/B variant ${settings.serviceVariant} (bench/README.md "Per-request cost").` : ''),
+    `Run ${results.startedAt} (${results.mode}, ${Math.round(results.seconds)} s): ${settings.rounds} rounds × ${settings.durationSeconds} s per scenario and system (after ${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ${settings.pets.toLocaleString('en')} seeded pets.`,
   );
   lines.push('');
   lines.push(
@@ -290,6 +323,24 @@ export function toMarkdown(results: BenchResults): string {
   lines.push(
     'Medians over rounds. B1 is Fastify + mysql2 with a key lookup on every request, B1c the same with a key cache of the service\'s TTL, B0 canned JSON; they serve REST only, so GraphQL rows are compared with their REST figure for the same operation. "Unexpected" counts responses with another status than the scenario expects, and connection errors, over every round (service, and for REST rows the baselines too).',
   );
+  const baselineRows = compareBaseline(results);
+  if (results.baseline && baselineRows.length > 0) {
+    const { ref, commit, subject, nodeModules, setupSeconds } = results.baseline;
+    lines.push('');
+    lines.push(
+      `The change against the baseline, ${ref} = ${commit.slice(0, 12)} ("${subject}"), the service built from that commit (${nodeModules === 'shared' ? "this checkout's node_modules" : 'its own npm ci'}; ${Math.round(setupSeconds)} s to check out and build) and run as the service is, in the same rounds. "× baseline" is the service's figure over the baseline's: req/s above 1, the change is faster; CPU above 1, it costs more:`,
+    );
+    lines.push('');
+    lines.push(
+      '| Scenario | Surface | req/s | Baseline req/s | req/s × baseline | p99 ms | Baseline p99 ms | Fixed-rate CPU ms/request | Baseline CPU ms/request | CPU × baseline |',
+    );
+    lines.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|');
+    for (const row of baselineRows) {
+      lines.push(
+        `| ${row.name} | ${row.surface === 'rest' ? 'REST' : 'GraphQL'} | ${fixed(row.service.rps)} | ${fixed(row.baseline.rps)} | ${fixed(row.rpsRatio, 2)} | ${fixed(row.service.p99)} | ${fixed(row.baseline.p99)} | ${fixed(row.cpu?.service, 3)} | ${fixed(row.cpu?.baseline, 3)} | ${fixed(row.cpu && row.cpu.service / row.cpu.baseline, 2)} |`,
+      );
+    }
+  }
   const peerRows = comparePeers(results);
   if (peerRows.length > 0) {
     lines.push('');

@@ -13,8 +13,11 @@ export const PEER_NAMES = ['apollo', 'yoga', 'mercurius'] as const;
 /** One of {@link PEER_NAMES}. */
 export type PeerName = (typeof PEER_NAMES)[number];
 
-/** The systems measured: the service, the baselines (B1c is B1 with a key cache) and the GraphQL peers. */
-export type SystemName = 'service' | 'B1' | 'B1c' | 'B0' | PeerName;
+/**
+ * The systems measured: the service, the service built from another commit (`baseline`, with
+ * `--baseline <git ref>`), the baselines (B1c is B1 with a key cache) and the GraphQL peers.
+ */
+export type SystemName = 'service' | 'baseline' | 'B1' | 'B1c' | 'B0' | PeerName;
 
 /** Whether a system is a GraphQL peer. */
 export const isPeer = (name: SystemName): name is PeerName => (PEER_NAMES as readonly string[]).includes(name);
@@ -121,14 +124,15 @@ function readinessRequest(surface: Surface, url: string, apiKey: string): [strin
 }
 
 /**
- * Starts a server as a child process (`node <script>` from the repository root) and waits
+ * Starts a server as a child process (`node <script>` from `cwd`, default the repository root) and waits
  * until a list of one pet with `apiKey` answers 200 (`GET /v1/pets?limit=1`, or its GraphQL
  * query for a system that serves GraphQL only).
  *
- * @param script - path of the built script, relative to the repository root.
+ * @param script - path of the built script, relative to `cwd`.
  * @param env - added to the current environment (PORT is chosen here).
  * @param options.nodeOptions - extra node flags, e.g. `--cpu-prof`.
  * @param options.surface - the surface that tells it is ready (default REST).
+ * @param options.cwd - the folder it runs in (default the repository root), e.g. a baseline's worktree.
  * @throws when the process exits or is not ready within 30 s (its output is in the message).
  */
 export async function startSystem(
@@ -136,11 +140,11 @@ export async function startSystem(
   script: string,
   env: Record<string, string>,
   apiKey: string,
-  { nodeOptions = [], surface = 'rest' }: { nodeOptions?: string[]; surface?: Surface } = {},
+  { nodeOptions = [], surface = 'rest', cwd = ROOT }: { nodeOptions?: string[]; surface?: Surface; cwd?: string } = {},
 ): Promise<RunningSystem> {
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [...nodeOptions, script], {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,14 +1,15 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
-import { parsePositiveInteger } from '../src/validation/positive-integer';
 import { databaseNameOf, siblingDatabaseUrl } from '../test/support/mysql-admin';
 import { freePort } from '../test/support/free-port';
 import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase, renumberPets } from './bench-database';
-import { type BenchResults, type GaleraResults, type ScenarioRuns, checkTargets, comparePeers, summarise, toMarkdown } from './bench.report';
+import { compactResults, historyLine, roundFloats } from './bench.history';
+import { type BenchResults, type GaleraResults, type ScenarioRuns, summarise, toMarkdown } from './bench.report';
 import {
   type Measurement,
   PEER_NAMES,
@@ -21,20 +22,15 @@ import {
   probe,
   startSystem,
 } from './bench.runner';
+import { type BaselineCheckout, checkOutBaseline } from './baseline-checkout';
 import { measureCausalReads } from './causal-reads';
 import { startGaleraCluster } from '../test/support/mariadb-topology';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
-import { CONFIG_SPEC } from '../src/config';
-import { type AbResults, type AbSettings, abCosts, toAbMarkdown } from './ab.report';
-import { AB_OPERATIONS, checkVariant, preloadOption, runAb } from './ab.runner';
-import { ALL_ON, AB_VARIANTS, type AbVariant } from './ab/variants';
-import type { Feature } from './ab/feature.probes';
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
- *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,B1,B1c,B0,apollo,yoga,mercurius] [-- --service-variant <name>]`
- * `npm run bench -- --ab [--ab-variants <list>] [--ab-cycles <n>] [--ab-minutes <n>] [--ab-requests <n>] [--ab-connections <n>] [--ab-rate <n>] [--ab-warmup <requests>] [--smoke] [--only <regex>]`
+ *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,baseline,B1,B1c,B0,apollo,yoga,mercurius] [-- --baseline <git ref>]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
  * mysql://root@127.0.0.1:3306/petstore_bench, or petstore_bench_smoke with --smoke; it is
@@ -57,24 +53,14 @@ import type { Feature } from './ab/feature.probes';
  * for REST get and list-20. Writes
  * bench/results/latest.{md,json} (smoke: smoke.{md,json}; a run with any option narrowing or
  * shortening it: partial.{md,json}) and prints the tables.
+ * With `--baseline <git ref>`, that commit is checked out in a git worktree under the system's
+ * temporary folder, built, and run as one more system, `baseline`, exactly as the service is, in
+ * the same rounds and order (baseline-checkout.ts; bench/README.md "Comparing with another commit").
  * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
  * No thresholds are enforced: targets are reported, met or missed.
- *
- * With `--ab`, instead, the per-request cost of each feature (ab.runner.ts,
- * bench/README.md "Per-request cost"): on BENCH_DATABASE_URL, default
- * mysql://root@127.0.0.1:3306/petstore_bench_ab (`_ab_smoke` with --smoke), written to
- * bench/results/ab.{md,json} (ab-smoke, ab-partial).
  */
-const SYSTEM_NAMES: readonly SystemName[] = ['service', 'B1', 'B1c', 'B0', ...PEER_NAMES];
-
-/**
- * The A/B's defaults (bench/README.md "Per-request cost"): about 15 minutes on 2 cores with every
- * variant; with --smoke, about a minute and a half. A window is as fast as it answers unless `--ab-rate`.
- */
-const AB_DEFAULTS = {
-  full: { cycles: 200, minutes: 14, requests: 1000, connections: 8, warmupRequests: 2000, settleMs: 10 },
-  smoke: { cycles: 2, minutes: undefined, requests: 100, connections: 8, warmupRequests: 200, settleMs: 10 },
-};
+/** Every system, in the order of odd rounds; `baseline` runs only with `--baseline`. */
+const ALL_SYSTEMS: readonly SystemName[] = ['service', 'baseline', 'B1', 'B1c', 'B0', ...PEER_NAMES];
 
 function positiveNumber(value: string): number {
   const number = Number(value);
@@ -82,30 +68,10 @@ function positiveNumber(value: string): number {
   return number;
 }
 
-function nonNegativeInteger(value: string): number {
-  if (value === '0') return 0;
-  const number = parsePositiveInteger(value);
-  if (number === undefined) throw new InvalidArgumentError('must be 0 or a positive integer.');
-  return number;
-}
-
-function variantList(value: string): AbVariant[] {
-  const names = value.split(',');
-  const unknown = names.filter((name) => !AB_VARIANTS.some((variant) => variant.name === name));
-  if (unknown.length > 0) throw new InvalidArgumentError(`unknown variant ${unknown.join(', ')}: choose from ${AB_VARIANTS.map((v) => v.name).join(', ')}.`);
-  return AB_VARIANTS.filter((variant) => names.includes(variant.name));
-}
-
-function oneVariant(value: string): AbVariant {
-  const variant = AB_VARIANTS.find((candidate) => candidate.name === value);
-  if (!variant) throw new InvalidArgumentError(`unknown variant ${value}: choose from ${AB_VARIANTS.map((v) => v.name).join(', ')}.`);
-  return variant;
-}
-
 function systemList(value: string): SystemName[] {
   const names = value.split(',');
-  const unknown = names.filter((name) => !SYSTEM_NAMES.includes(name as SystemName));
-  if (unknown.length > 0) throw new InvalidArgumentError(`unknown system ${unknown.join(', ')}: choose from ${SYSTEM_NAMES.join(', ')}.`);
+  const unknown = names.filter((name) => !ALL_SYSTEMS.includes(name as SystemName));
+  if (unknown.length > 0) throw new InvalidArgumentError(`unknown system ${unknown.join(', ')}: choose from ${ALL_SYSTEMS.join(', ')}.`);
   return names as SystemName[];
 }
 
@@ -115,44 +81,15 @@ const command = new Command('bench')
   .option('--only <regex>', 'only the scenarios whose "surface name" matches, e.g. "graphql list"')
   .option('--rounds <n>', 'rounds (default 3; 1 with --smoke)', positiveIntegerArgument)
   .option('--duration <seconds>', 'seconds per measured run (default 5)', positiveNumber)
-  .option('--systems <list>', `comma-separated systems to run (default: ${SYSTEM_NAMES.join(',')})`, systemList)
+  .option('--systems <list>', `comma-separated systems to run (default: all of ${ALL_SYSTEMS.join(',')}; baseline only with --baseline)`, systemList)
+  .option(
+    '--baseline <git ref>',
+    'also run the service as built from this commit (a git worktree beside this checkout), as the system "baseline", in the same rounds: the change\'s cost as ratios within one run',
+  )
   .option('--no-scale', 'skip the scale curve')
   .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
   .option('--cpu-prof', 'write a V8 CPU profile of each system to bench/results/profiles/<system>/')
-  .option(
-    '--service-variant <name>',
-    "run the service as this A/B variant (its preload; its features checked off at each start), e.g. all-features: the floor of the service's shape beside B1c",
-    oneVariant,
-  )
-  .option('--ab', 'instead of the main bench: each feature\'s CPU time per request, the service with and without it (bench/README.md "Per-request cost")')
-  .option(
-    '--ab-cycles <n>',
-    `with --ab: cycles, each measuring every system once per scenario (default ${AB_DEFAULTS.full.cycles}; ${AB_DEFAULTS.smoke.cycles} with --smoke)`,
-    positiveIntegerArgument,
-  )
-  .option(
-    '--ab-minutes <n>',
-    `with --ab: begin no cycle that would end later than this many minutes after the first system started (default ${AB_DEFAULTS.full.minutes} without --ab-cycles and --smoke)`,
-    positiveNumber,
-  )
-  .option(
-    '--ab-requests <n>',
-    `with --ab: requests of one window (default ${AB_DEFAULTS.full.requests}; ${AB_DEFAULTS.smoke.requests} with --smoke)`,
-    positiveIntegerArgument,
-  )
-  .option('--ab-connections <n>', `with --ab: connections of a window (default ${AB_DEFAULTS.full.connections})`, positiveIntegerArgument)
-  .option('--ab-rate <n>', 'with --ab: send each window at this fixed rate, requests per second, instead of as fast as it answers', positiveIntegerArgument)
-  .option(
-    '--ab-variants <list>',
-    `with --ab: comma-separated variants to run beside all on (default: ${AB_VARIANTS.map((v) => v.name).join(',')})`,
-    variantList,
-  )
-  .option(
-    '--ab-warmup <requests>',
-    `with --ab: requests of each scenario, as fast as it answers, that warm up each process (default ${AB_DEFAULTS.full.warmupRequests}; ${AB_DEFAULTS.smoke.warmupRequests} with --smoke)`,
-    nonNegativeInteger,
-  )
   .showHelpAfterError();
 const options = command.parse().opts<{
   smoke?: boolean;
@@ -164,24 +101,14 @@ const options = command.parse().opts<{
   galera: boolean;
   halfRate: boolean;
   cpuProf?: boolean;
-  serviceVariant?: AbVariant;
-  ab?: boolean;
-  abCycles?: number;
-  abMinutes?: number;
-  abRequests?: number;
-  abConnections?: number;
-  abRate?: number;
-  abVariants?: AbVariant[];
-  abWarmup?: number;
+  baseline?: string;
 }>();
-if (options.serviceVariant && options.systems && !options.systems.includes('service')) {
-  command.error('error: --service-variant needs the service among --systems.');
+if (options.systems?.includes('baseline') && options.baseline === undefined) command.error('error: the system baseline needs --baseline <git ref>.');
+if (options.baseline !== undefined && options.systems && !options.systems.includes('baseline')) {
+  command.error('error: --baseline needs the system baseline among --systems.');
 }
-if (options.ab && options.serviceVariant) command.error('error: --service-variant does not apply to --ab: choose the variants with --ab-variants.');
-if (options.ab && options.systems) command.error('error: --systems does not apply to --ab: choose the variants with --ab-variants.');
-if (options.ab && (options.rounds !== undefined || options.duration !== undefined)) {
-  command.error('error: --rounds and --duration do not apply to --ab: see --ab-cycles and --ab-requests.');
-}
+/** The systems of a run with no `--systems`. */
+const SYSTEM_NAMES = ALL_SYSTEMS.filter((name) => name !== 'baseline' || options.baseline !== undefined);
 const smoke = options.smoke === true;
 const only = options.only === undefined ? undefined : new RegExp(options.only);
 const SETTINGS = smoke
@@ -191,8 +118,8 @@ const SETTINGS = smoke
 if (options.rounds !== undefined) SETTINGS.rounds = options.rounds;
 if (options.duration !== undefined) SETTINGS.durationSeconds = options.duration;
 const SYSTEMS: readonly SystemName[] = options.systems ?? SYSTEM_NAMES;
-// Smoke runs (CI) and the A/B get databases of their own, so that one never drops a full run's tables.
-const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `mysql://root@127.0.0.1:3306/petstore_bench${options.ab ? '_ab' : ''}${smoke ? '_smoke' : ''}`;
+// Smoke runs (CI) get a database of their own, so that one never drops a full run's tables.
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `mysql://root@127.0.0.1:3306/petstore_bench${smoke ? '_smoke' : ''}`;
 const RESULTS = path.resolve(__dirname, '..', '..', 'bench', 'results');
 const CANNED_FILE = path.join(os.tmpdir(), `petstore-bench-canned-${process.pid}.json`);
 
@@ -215,7 +142,10 @@ function profiling(system: SystemName): { nodeOptions: string[] } {
   return { nodeOptions: options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(RESULTS, 'profiles', system)}`] : [] };
 }
 
-/** How to start each system; the service exactly as in production, rate limits out of the way. */
+/** With `--baseline`: the other commit, checked out and built (main() sets it, and removes it at the end). */
+let baselineCheckout: BaselineCheckout | undefined;
+
+/** How to start each system; the service (and the baseline) exactly as in production, rate limits out of the way. */
 async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_URL): Promise<RunningSystem> {
   if (isPeer(system)) {
     return startSystem(system, PEER_SCRIPTS[system], { NODE_ENV: 'production', DATABASE_URL: databaseUrl, ...KEY_CACHE_ENV }, apiKey, {
@@ -225,7 +155,10 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
   }
   switch (system) {
     case 'service':
-      return options.serviceVariant ? startServiceVariant(options.serviceVariant, apiKey, databaseUrl) : startService(apiKey, databaseUrl);
+      return startService(apiKey, databaseUrl);
+    case 'baseline':
+      if (!baselineCheckout) throw new Error('the system baseline needs --baseline <git ref>');
+      return startService(apiKey, databaseUrl, baselineCheckout);
     case 'B1':
       return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey, profiling(system));
     case 'B1c':
@@ -236,37 +169,13 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
 }
 
 /**
- * Starts the service as the main bench runs it, but as an A/B variant: with its preload, and its
- * probes run (ab/feature.probes.ts). At the main bench's log level (`warn`) the request log is off
- * in every variant, so it is expected off too.
- *
- * @throws when the preload did not announce itself or a feature is found in the wrong state.
- */
-async function startServiceVariant(variant: AbVariant, apiKey: string, databaseUrl: string): Promise<RunningSystem> {
-  const metricsPort = await freePort();
-  const system = await startService(apiKey, databaseUrl, { env: { METRICS_PORT: String(metricsPort), ...variant.env }, nodeOption: preloadOption(variant) });
-  try {
-    const target = { system, metricsUrl: `http://127.0.0.1:${metricsPort}`, context: { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets } };
-    await checkVariant(variant, target, `as the variant ${variant.name}`, [...new Set<Feature>([...variant.off, 'requestLog'])]);
-  } catch (error) {
-    await system.stop();
-    throw error;
-  }
-  return system;
-}
-
-/**
  * Starts the service as the main bench runs it: production, rate limits out of the way, the heap
- * cap of `npm start`; `env` is added last (e.g. LOG_LEVEL, METRICS_PORT), `nodeOption` appended
- * to NODE_OPTIONS (e.g. an A/B preload's `--require`).
+ * cap of `npm start`; with `baseline`, the service built in that worktree, as the system `baseline`.
  */
-async function startService(
-  apiKey: string,
-  databaseUrl = DATABASE_URL,
-  { env = {}, nodeOption = '' }: { env?: Record<string, string>; nodeOption?: string } = {},
-): Promise<RunningSystem> {
+async function startService(apiKey: string, databaseUrl = DATABASE_URL, baseline?: BaselineCheckout): Promise<RunningSystem> {
+  const name = baseline ? 'baseline' : 'service';
   return startSystem(
-    'service',
+    name,
     'dist/src/main.js',
     {
       NODE_ENV: 'production',
@@ -276,13 +185,18 @@ async function startService(
       RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
       // A second listener (metrics), if the service has one, must not collide.
       METRICS_PORT: String(await freePort()),
-      ...env,
       // The heap cap of `npm start` and the Docker image, placed as they place it.
-      NODE_OPTIONS: `${HEAP_CAP_NODE_OPTION} ${process.env.NODE_OPTIONS ?? ''} ${nodeOption}`.trim(),
+      NODE_OPTIONS: `${HEAP_CAP_NODE_OPTION} ${process.env.NODE_OPTIONS ?? ''}`.trim(),
     },
     apiKey,
-    profiling('service'),
+    { ...profiling(name), ...(baseline && { cwd: baseline.directory }) },
   );
+}
+
+/** This checkout's commit, with `+` when its tree has uncommitted changes (the service measured is the working tree). */
+function checkoutCommit(): string {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: path.resolve(__dirname, '..', '..'), encoding: 'utf8' }).trim();
+  return `${git('rev-parse', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? '+' : ''}`;
 }
 
 /** Records the service's REST answers for B0 to replay. */
@@ -315,14 +229,27 @@ async function run(
   if (SETTINGS.warmupSeconds > 0) await load(SETTINGS.warmupSeconds);
   const result = await load(SETTINGS.durationSeconds);
   log(
-    `  ${system.name.padEnd(7)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  CPU ${result.cpuMsPerRequest.toFixed(3)} ms/req  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`,
+    `  ${system.name.padEnd(8)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  CPU ${result.cpuMsPerRequest.toFixed(3)} ms/req  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`,
   );
   return result;
 }
 
+/** Checks out and builds the baseline when asked, runs the bench, then removes the baseline's worktree. */
 async function main(): Promise<void> {
   const startedAt = new Date();
   const loadBefore = os.loadavg()[0];
+  if (options.baseline !== undefined) baselineCheckout = await checkOutBaseline(path.resolve(__dirname, '..', '..'), options.baseline, log);
+  try {
+    await bench(startedAt, loadBefore);
+  } finally {
+    if (baselineCheckout) {
+      await baselineCheckout.remove();
+      log(`Baseline: worktree ${baselineCheckout.directory} removed`);
+    }
+  }
+}
+
+async function bench(startedAt: Date, loadBefore: number): Promise<void> {
   log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
   const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
   const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
@@ -331,7 +258,7 @@ async function main(): Promise<void> {
   const baselineScenarios = SCENARIOS.filter((s) => s.surface === 'rest' && scenarios.some((selected) => selected.name === s.name));
   // The peers serve GraphQL only: the GraphQL scenarios selected.
   const peerScenarios = scenarios.filter((s) => s.surface === 'graphql');
-  const scenariosOf = (name: SystemName) => (name === 'service' ? scenarios : isPeer(name) ? peerScenarios : baselineScenarios);
+  const scenariosOf = (name: SystemName) => (name === 'service' || name === 'baseline' ? scenarios : isPeer(name) ? peerScenarios : baselineScenarios);
   const runs: ScenarioRuns[] = [];
   const record = (system: SystemName, scenario: Scenario, measurement: Measurement) => {
     let entry = runs.find((r) => r.system === system && r.surface === scenario.surface && r.name === scenario.name);
@@ -357,7 +284,7 @@ async function main(): Promise<void> {
   }
 
   // The fixed-rate phase: every scenario at half of B1c's maximum rate for its operation (the
-  // main rounds' median), B1c, the service, then each peer on GraphQL: latency, and server CPU time per request.
+  // main rounds' median), B1c, the service, the baseline, then each peer on GraphQL: latency, and server CPU time per request.
   const halfRate: BenchResults['halfRate'] = [];
   if (scenarios.length > 0 && SYSTEMS.includes('B1c') && SYSTEMS.includes('service') && options.halfRate) {
     log("At half of B1c's maximum rate");
@@ -383,6 +310,20 @@ async function main(): Promise<void> {
       }
     } finally {
       await service.stop();
+    }
+    if (SYSTEMS.includes('baseline')) {
+      const baseline = await start('baseline', apiKey);
+      try {
+        for (const row of halfRate)
+          row.baseline = await run(
+            baseline,
+            scenarios.find((s) => s.surface === row.surface && s.name === row.name)!,
+            context,
+            row.rate,
+          );
+      } finally {
+        await baseline.stop();
+      }
     }
     for (const peer of PEER_NAMES.filter((name) => SYSTEMS.includes(name) && peerScenarios.length > 0)) {
       const system = await start(peer, apiKey);
@@ -468,8 +409,16 @@ async function main(): Promise<void> {
       warmupSeconds: SETTINGS.warmupSeconds,
       connections: SETTINGS.connections,
       pets: SETTINGS.pets,
-      ...(options.serviceVariant && { serviceVariant: `${options.serviceVariant.name}: ${options.serviceVariant.feature}` }),
     },
+    ...(baselineCheckout && {
+      baseline: {
+        ref: baselineCheckout.ref,
+        commit: baselineCheckout.commit,
+        subject: baselineCheckout.subject,
+        nodeModules: baselineCheckout.nodeModules,
+        setupSeconds: baselineCheckout.setupSeconds,
+      },
+    }),
     runs,
     halfRate,
     scale,
@@ -484,19 +433,30 @@ async function main(): Promise<void> {
     SYSTEMS.length < SYSTEM_NAMES.length ||
     !options.scale ||
     !options.galera ||
-    !options.halfRate ||
-    options.serviceVariant !== undefined;
-  const base = path.join(RESULTS, smoke ? 'smoke' : partial ? 'partial' : 'latest');
+    !options.halfRate;
+  // A run beside another commit measures a change, not the service: never the latest results.
+  const name = smoke ? 'smoke' : baselineCheckout ? 'baseline' : partial ? 'partial' : 'latest';
+  const base = path.join(RESULTS, name);
   writeFileSync(`${base}.md`, markdown);
-  writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, graphqlPeers: comparePeers(results), targets: checkTargets(results) }, null, 2)}\n`);
+  writeFileSync(`${base}.json`, `${JSON.stringify(compactResults(results), roundFloats, 2)}\n`);
+  // Every round of every system, for whoever wants the samples: not committed (bench/.gitignore).
+  const raw = path.join(RESULTS, 'raw', `${name}-${results.startedAt.replace(/[:.]/g, '-')}.json`);
+  mkdirSync(path.dirname(raw), { recursive: true });
+  writeFileSync(raw, `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(markdown);
-  log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
+  log(`Written to ${path.relative(process.cwd(), base)}.md and .json, every round to ${path.relative(process.cwd(), raw)}`);
+  if (name === 'latest') {
+    const history = path.join(RESULTS, 'history.md');
+    appendFileSync(history, `${historyLine(results, checkoutCommit())}\n`);
+    log(`One line added to ${path.relative(process.cwd(), history)}`);
+  }
 
   const unexpected = [
     ...runs.flatMap((r) => r.rounds.map((m) => ({ what: `${r.system} ${r.surface} ${r.name}`, m }))),
     ...halfRate.flatMap((r) => [
       { what: `half-rate B1c ${r.name}`, m: r.b1c },
       { what: `half-rate service ${r.surface} ${r.name}`, m: r.service },
+      ...(r.baseline ? [{ what: `half-rate baseline ${r.surface} ${r.name}`, m: r.baseline }] : []),
       ...Object.entries(r.peers ?? {}).map(([peer, m]) => ({ what: `half-rate ${peer} ${r.name}`, m })),
     ]),
     ...scale.flatMap((p) => Object.entries(p.latency).map(([label, m]) => ({ what: `scale ${p.rows} ${label}`, m }))),
@@ -556,93 +516,7 @@ async function galeraPhase(runs: ScenarioRuns[]): Promise<GaleraResults> {
   }
 }
 
-/** The log level the service runs with when LOG_LEVEL is unset, as under `npm start`: request logs written. */
-function productionLogLevel(): string {
-  const level: unknown = CONFIG_SPEC.LOG_LEVEL.default;
-  if (typeof level !== 'string') throw new Error('src/config.ts: LOG_LEVEL has no default');
-  return level;
-}
-
-/** `--ab`: the per-request cost of each feature (bench/README.md "Per-request cost"), then its report. */
-async function abMain(): Promise<void> {
-  const startedAt = new Date();
-  const loadBefore = os.loadavg()[0];
-  const defaults = smoke ? AB_DEFAULTS.smoke : AB_DEFAULTS.full;
-  // A time budget unless a number of cycles is asked for.
-  const minutes = options.abMinutes ?? (options.abCycles === undefined ? defaults.minutes : undefined);
-  const settings: AbSettings = {
-    cycles: options.abCycles ?? defaults.cycles,
-    ...(minutes !== undefined && { minutes }),
-    requests: options.abRequests ?? defaults.requests,
-    connections: options.abConnections ?? defaults.connections,
-    ...(options.abRate !== undefined && { rate: options.abRate }),
-    warmupRequests: options.abWarmup ?? defaults.warmupRequests,
-    settleMs: defaults.settleMs,
-    pets: SETTINGS.pets,
-  };
-  const variants = options.abVariants ?? AB_VARIANTS;
-  const scenarios = SCENARIOS.filter((s) => AB_OPERATIONS.includes(s.name) && (!only || only.test(`${s.surface} ${s.name}`)));
-  if (scenarios.length === 0) throw new Error(`--only ${options.only} leaves none of the A/B's scenarios: ${AB_OPERATIONS.join(', ')} on rest and graphql.`);
-  log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
-  const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
-  const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
-  const logLevel = productionLogLevel();
-  const { runs, setupSeconds, measureSeconds } = await runAb({
-    variants,
-    scenarios,
-    context,
-    settings,
-    start: (variant, metricsPort) =>
-      startService(apiKey, DATABASE_URL, {
-        env: { LOG_LEVEL: logLevel, METRICS_PORT: String(metricsPort), ...variant.env },
-        nodeOption: preloadOption(variant),
-      }),
-    log,
-  });
-  const partial =
-    only !== undefined ||
-    options.abCycles !== undefined ||
-    options.abMinutes !== undefined ||
-    options.abRequests !== undefined ||
-    options.abConnections !== undefined ||
-    options.abRate !== undefined ||
-    options.abWarmup !== undefined ||
-    variants.length < AB_VARIANTS.length;
-  const results: AbResults = {
-    startedAt: startedAt.toISOString(),
-    mode: smoke ? 'smoke' : partial ? 'partial' : 'full',
-    seconds: (Date.now() - startedAt.getTime()) / 1000,
-    setupSeconds,
-    measureSeconds,
-    machine: {
-      CPU: `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}`,
-      RAM: `${round1(os.totalmem() / 2 ** 30)} GiB`,
-      Node: process.version,
-      database: await databaseVersion(DATABASE_URL),
-      'service log level': logLevel,
-      'load average (1 min) before/after': `${round1(loadBefore)}/${round1(os.loadavg()[0])}`,
-    },
-    settings,
-    systems: [ALL_ON, ...variants].map(({ name, feature, how, control }) => ({ name, feature, how, ...(control && { control }) })),
-    runs,
-  };
-  const markdown = toAbMarkdown(results);
-  mkdirSync(RESULTS, { recursive: true });
-  const base = path.join(RESULTS, smoke ? 'ab-smoke' : partial ? 'ab-partial' : 'ab');
-  writeFileSync(`${base}.md`, markdown);
-  writeFileSync(`${base}.json`, `${JSON.stringify({ ...results, costs: abCosts(results) }, null, 2)}\n`);
-  process.stdout.write(markdown);
-  log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
-  const unexpected = runs.flatMap((r) =>
-    r.cycles.filter((m) => m.unexpected > 0 || m.total === 0).map((m) => `${r.system} ${r.surface} ${r.name} ${JSON.stringify(m.statuses)}`),
-  );
-  if (unexpected.length > 0) {
-    log(`Harness failure: unexpected statuses or no responses in ${unexpected.join('; ')}`);
-    process.exitCode = 1;
-  }
-}
-
-(options.ab ? abMain() : main()).catch((error: unknown) => {
+main().catch((error: unknown) => {
   log(`Benchmark failed: ${String((error as Error).stack ?? error)}`);
   process.exitCode = 1;
 });

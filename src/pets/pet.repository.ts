@@ -66,7 +66,7 @@ export interface PetCallScope {
 export class PetRepository {
   /**
    * Each read's SQL, built once, not per call (bench/README.md "What makes it fast"); keyset pages, never OFFSET (docs/pagination.md).
-   * Bound per call: `list` (afterId, limit), `listByStatus` (status, afterId, limit), `byId` (id). The bench EXPLAINs these.
+   * Bound per call: `list` (afterId, limit), `listByStatus` (status, afterId, limit), `byId` (id). The pagination test and the bench EXPLAIN these.
    */
   readonly sql: Readonly<{ list: string; listByStatus: string; byId: string }>;
 

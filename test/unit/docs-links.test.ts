@@ -58,7 +58,7 @@ function problemOf(file: string, target: string): string | null {
 
 /** The files of code that may cite the documentation: sources, the bench, the tests, the Dockerfile and CI. */
 function code(): string[] {
-  const skipped = new Set(['generated', 'output', 'results']);
+  const skipped = new Set(['generated', 'output', 'results', 'node_modules']);
   const inFolder = (folder: string): string[] =>
     readdirSync(path.join(ROOT, folder), { withFileTypes: true }).flatMap((entry) => {
       const relative = path.join(folder, entry.name);
