@@ -32,7 +32,7 @@ const GENERATORS: Generator[] = [
     generate: (document, folder) => runBin('openapi-typescript', [document, '-o', path.join(folder, 'openapi.d.ts')]),
     program: `
 import createClient from 'openapi-fetch';
-import type { paths } from '../openapi';
+import type { paths } from './openapi';
 
 const client = createClient<paths>({ baseUrl: \`\${API_URL}/v1\`, headers: { Authorization: \`Bearer \${API_KEY}\` } });
 
@@ -49,8 +49,8 @@ export async function listAndCreate() {
     lib: ['ES2022', 'DOM'],
     generate: (document, folder) => runBin('openapi-ts', ['-i', document, '-o', path.join(folder, 'hey-api')]),
     program: `
-import { client } from '../hey-api/client.gen';
-import { createPet, listPets } from '../hey-api';
+import { client } from './hey-api/client.gen';
+import { createPet, listPets } from './hey-api';
 
 client.setConfig({ baseUrl: \`\${API_URL}/v1\`, auth: API_KEY });
 
@@ -68,7 +68,7 @@ export async function listAndCreate() {
     generate: (document, folder) => runBin('orval', ['-i', document, '-o', path.join(folder, 'orval', 'pet-store.ts')]),
     program: `
 import axios from 'axios';
-import { createPet, listPets } from '../orval/pet-store';
+import { createPet, listPets } from './orval/pet-store';
 
 axios.defaults.baseURL = \`\${API_URL}/v1\`;
 axios.defaults.headers.common.Authorization = \`Bearer \${API_KEY}\`;
