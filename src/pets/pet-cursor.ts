@@ -19,7 +19,7 @@ function checksum(payload: string): Buffer {
 }
 
 /**
- * The cursor of both surfaces (docs/pagination.md): base64url of `1.<status>.<afterId>` and a checksum, 24 to 40 characters.
+ * The cursor of both surfaces (docs/pagination.md): base64url of `1.<status>.<afterId>` and a checksum, 16 to 48 characters.
  * Not signed with a key: it names nothing a client could not list, so the checksum only has to catch edits.
  */
 export function encodePetCursor({ status, afterId }: PetCursor): string {
