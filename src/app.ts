@@ -58,8 +58,16 @@ export interface AppDependencies {
   metrics?: Metrics;
   /** `draining` makes `/readyz` fail (shutdown). */
   state?: ServiceState;
-  /** The guard's keys, to share their cache (revocations) with the caller; by default one with API_KEY_CACHE_SECONDS. */
+  /** The guard's keys, to share their cache (revocations) with the caller; by default {@link createApiKeys}'. */
   apiKeys?: ApiKeyService;
+}
+
+/**
+ * The API keys of `database` as `config` caches them (API_KEY_CACHE_SECONDS): one instance for the app and whoever must
+ * share its cache (a revocation through it is refused at once), e.g. main.ts's development key.
+ */
+export function createApiKeys(config: Config, database: Database): ApiKeyService {
+  return new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
 }
 
 /** Builds the HTTP app, ready but not listening (docs/architecture.md); closing it leaves the database open. */
@@ -69,7 +77,7 @@ export async function buildApp({
   logger = createLogger(config.logLevel),
   metrics = createMetrics(),
   state = { draining: false },
-  apiKeys = new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 }),
+  apiKeys = createApiKeys(config, database),
 }: AppDependencies): Promise<FastifyInstance> {
   // So the instance is a plain FastifyInstance, not one generic over pino's Logger.
   const loggerInstance: FastifyBaseLogger = logger;

@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import path from 'node:path';
-import { buildApp } from './app';
-import { ApiKeyService } from './auth/api-key.service';
+import { buildApp, createApiKeys } from './app';
 import { type DevApiKeyState, ensureDevApiKey } from './auth/dev-api-key';
 import { ConfigError, DEV_API_KEY_PATH, loadConfig } from './config';
 import { lockEmbeddedDatabase } from './database/embedded-lock';
@@ -47,7 +46,7 @@ async function main(): Promise<void> {
   const metrics = createMetrics();
   const state: ServiceState = { draining: false };
   // One instance for the app and the development key, so they share its cache.
-  const apiKeys = new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+  const apiKeys = createApiKeys(config, database);
   const app = await buildApp({ config, database, logger: log, metrics, state, apiKeys });
   const metricsServer = await buildMetricsServer(metrics);
 

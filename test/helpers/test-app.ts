@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { DataSource } from 'typeorm';
-import { type AppDependencies, buildApp } from '../../src/app';
-import { ApiKeyService } from '../../src/auth/api-key.service';
+import { type AppDependencies, buildApp, createApiKeys } from '../../src/app';
+import type { ApiKeyService } from '../../src/auth/api-key.service';
 import { type Config, loadConfig } from '../../src/config';
 import type { Database } from '../../src/database/database';
 import type { DatabaseConfig } from '../../src/database/database-config';
@@ -70,7 +70,7 @@ export async function startTestApp(
   const owned = options.database ? null : await createTestDatabase();
   const database = await openDatabase(options.database ?? owned!.database);
   const dataSource = database.writer;
-  const apiKeys = new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+  const apiKeys = createApiKeys(config, database);
   const app = await buildApp({ config, database, apiKeys, ...options.observe });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   const apiKey = options.createKey === false ? '' : (await apiKeys.create('test')).key;
