@@ -31,9 +31,14 @@ declare module 'fastify' {
 export function provideRequestContext(app: FastifyInstance): void {
   app.decorateRequest('context', null);
   app.addHook('onRequest', (request, _reply, done) => {
-    request.context = { budget: startDatabaseBudget() };
+    contextFor(request);
     done();
   });
+}
+
+/** The request's context, made at its first use (the hook above): its database budget starts then. */
+function contextFor(request: FastifyRequest): RequestContext {
+  return (request.context ??= { budget: startDatabaseBudget() });
 }
 
 /** The request's context; null on a request answered before its onRequest hooks. */
@@ -43,7 +48,7 @@ export function contextOf(request: FastifyRequest): Readonly<RequestContext> | n
 
 /** Starts the guard's state of a request; returns it, for the guard to write as it goes, with the request's budget. */
 export function startGuardState(request: FastifyRequest): { state: GuardState; budget: DatabaseBudget } {
-  const context = (request.context ??= { budget: startDatabaseBudget() });
+  const context = contextFor(request);
   context.guard = {};
   return { state: context.guard, budget: context.budget };
 }
