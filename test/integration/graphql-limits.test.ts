@@ -1,5 +1,6 @@
 import { getIntrospectionQuery } from 'graphql';
 import { createLogger } from '../../src/observability/logger';
+import { aliases, depth, directives, tokens, typenameAliases } from '../helpers/limit-documents';
 import { countPets, createPet, graphql, request, startTestApp, type TestApp } from '../helpers/test-app';
 import { HTTP_LIMITS, QUERY_LIMITS } from '../../src/limits';
 
@@ -39,20 +40,6 @@ const overCost = (cost: number) => `Query cost ${cost.toLocaleString('en-US')} e
 /** The message of a refusal by the mutation limit. */
 const overMutations = (n: number) => `The operation runs ${n} mutation fields; the maximum is 1.`;
 
-// Each limit's operations are built far below the cost limit, so that only the limit under
-// test can refuse them: a field that reads the database costs 100, `__typename` 1.
-/** Aliases of one pet's fields. */
-const aliases = (n: number) => `{ pets(limit: 1) { ${Array.from({ length: n }, (_, i) => `a${i}: id`).join(' ')} } }`;
-/** Aliases of `__typename`, which count like any other. */
-const typenameAliases = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `t${i}: __typename`).join(' ')} }`;
-const directives = (n: number) => `{ ${'... @include(if: true) { __typename } '.repeat(n)}}`;
-/** Exactly n tokens: 6 per fragment, 1 per extra `__typename`, 2 for the braces. */
-const tokens = (n: number) => {
-  const fragments = Math.floor((n - 2) / 6);
-  return `{ ${'... on Query { __typename } '.repeat(fragments)}${'__typename '.repeat(n - 2 - 6 * fragments)}}`;
-};
-/** An operation n fields deep (n ≥ 4): `__type { fields { type { ofType … { name } } } }`; the pet fields are only 2 to 4 deep. */
-const depth = (n: number) => `{ __type(name: "Pet") { fields { type { ${'ofType { '.repeat(n - 4)}name${' }'.repeat(n - 4)} } } } }`;
 /** Relay-style colocated fragments around `n` levels of fields: spreads and inline fragments nested `spreads` times. */
 const relayFragments = (spreads: number) =>
   `{ petsConnection(first: 2) { edges { node { ...Row } } } } fragment Row on Pet { ...Name id ${'... on Pet { '.repeat(spreads)}status${' }'.repeat(spreads)} } fragment Name on Pet { name }`;

@@ -24,6 +24,7 @@ import {
 } from '../../src/graphql/query-limits';
 import { buildPetStoreSchema } from '../../src/graphql/schema';
 import { QUERY_LIMITS } from '../../src/limits';
+import { aliases, depth, directives, tokens, typenameAliases } from '../helpers/limit-documents';
 
 /**
  * Query pricing and the document limits (docs/security.md "Limits") in process, against the real schema (built
@@ -278,16 +279,6 @@ describe('queryLimitOf (which limit refused, for the log)', () => {
     expect(queryLimitOf(new Error('Syntax Error: Document contains more than 1000 tokens. Parsing aborted. Really.'))).toBeUndefined();
   });
 });
-
-/** Operations built at or one past each document limit, far below the cost limit. */
-const aliases = (n: number) => `{ pets(limit: 1) { ${Array.from({ length: n }, (_, i) => `a${i}: id`).join(' ')} } }`;
-const typenameAliases = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `t${i}: __typename`).join(' ')} }`;
-const directives = (n: number) => `{ ${'... @include(if: true) { __typename } '.repeat(n)}}`;
-const tokens = (n: number) => {
-  const fragments = Math.floor((n - 2) / 6);
-  return `{ ${'... on Query { __typename } '.repeat(fragments)}${'__typename '.repeat(n - 2 - 6 * fragments)}}`;
-};
-const depth = (n: number) => `{ __type(name: "Pet") { fields { type { ${'ofType { '.repeat(n - 4)}name${' }'.repeat(n - 4)} } } } }`;
 
 describe.each([
   [
