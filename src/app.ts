@@ -132,7 +132,7 @@ export async function buildApp({
   const guard = createGuard(apiKeys, limiter);
   const requests = guardRequests(app, guard);
   await describeWithOpenapi(app, config);
-  await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.hook });
+  await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.operationHook });
   await app.register(graphqlPlugin, {
     petService,
     guard: requests,

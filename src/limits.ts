@@ -123,8 +123,22 @@ export const MIGRATION_LOCK = Object.freeze({
 /** API key caches: entries per LRU; lookup reuse (API_KEY_CACHE_SECONDS's default); how long a key stays "known". */
 export const API_KEY_CACHE = Object.freeze({ maxEntries: 10_000, ttlMs: 5 * SECOND, knownMs: 60 * 60 * SECOND });
 
-/** An API key's name, in characters (docs/api-keys.md). */
-export const API_KEY_LIMITS = Object.freeze({ nameMaxLength: 100 });
+/** API keys (docs/api-keys.md): name in characters, lifetimes, origins, audit and the leaked-key revocation endpoint. */
+export const API_KEY_LIMITS = Object.freeze({
+  nameMaxLength: 100,
+  /** A key's lifetime unless `--expires-in` or `--no-expiry` says otherwise. */
+  defaultLifetimeMs: 90 * 24 * 60 * 60 * SECOND,
+  /** How long a rolled key keeps working unless `--overlap` says otherwise. */
+  defaultRollOverlapMs: 24 * 60 * 60 * SECOND,
+  /** Allowed origins of one publishable key. */
+  maxOrigins: 20,
+  /** `last_used_at` is written at most this often per key and instance. */
+  lastUsedWriteMs: 60 * SECOND,
+  /** Keys in one `POST /v1/credentials/revoke`. */
+  maxRevokedPerRequest: 100,
+  /** A publishable key's key-wide ceiling, in multiples of its per-visitor quota, unless `--rate-limit` sets it. */
+  publishableCeilingFactor: 10,
+});
 
 /** Redis (rate-limit counters, pet events). */
 export const REDIS_TIMEOUTS = Object.freeze({ connectMs: SECOND, commandMs: SECOND });

@@ -1,39 +1,123 @@
 import 'reflect-metadata';
-import { Command } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { KEY_KINDS, SCOPES, parseDuration, parseOrigin } from '../auth/api-key-policy';
+import type { ApiKey } from '../auth/api-key.entity';
 import { ApiKeyService } from '../auth/api-key.service';
 import { withDatabase } from './cli-database';
 import { positiveIntegerArgument } from './cli-options';
 import { API_KEY_LIMITS } from '../limits';
+
+/** Exit status of a usage error (bad flag, bad value, settings a key cannot have): nothing was stored. */
+const USAGE_ERROR = 2;
 
 /** Runs `action` with an ApiKeyService on the configured database, then closes everything. */
 function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise<void> {
   return withDatabase((database) => action(new ApiKeyService(database)));
 }
 
+/** Commander's parser for one of the policy's rules (a RangeError) as an InvalidArgumentError. */
+function byRule<T>(rule: (text: string) => T): (text: string) => T {
+  return (text) => {
+    try {
+      return rule(text);
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message);
+    }
+  };
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, byRule(parseOrigin)(value)];
+const days = (ms: number) => `${ms / 86_400_000}d`;
+
+/** A key as `list --json` prints it (docs/api-keys.md "Listing keys"): ISO 8601 times, null where none. */
+function listed(key: ApiKey) {
+  const iso = (date: Date | null) => date?.toISOString() ?? null;
+  return {
+    id: key.id,
+    name: key.name,
+    kind: key.kind,
+    scopes: key.scopes.split(' ').filter(Boolean),
+    origins: key.origins ? key.origins.split(' ') : [],
+    createdAt: iso(key.createdAt),
+    expiresAt: iso(key.expiresAt),
+    lastUsedAt: iso(key.lastUsedAt),
+    revokedAt: iso(key.revokedAt),
+  };
+}
+
 const program = new Command('apikey')
   .description('Manage the API keys of the Pet Store gateway (uses DATABASE_URL, or the embedded database).')
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .exitOverride();
 
 program
   .command('create')
   .description('create a key and print it alone on stdout; it is stored hashed and cannot be shown again')
   .argument('<name>', `who or what the key is for (1-${API_KEY_LIMITS.nameMaxLength} characters)`)
-  .action((name: string) =>
+  .addOption(
+    new Option('--kind <kind>', 'secret (servers) or publishable (browsers: read only, trusted documents)').choices(Object.keys(KEY_KINDS)).default('secret'),
+  )
+  .option('--scope <scopes>', `comma-separated, of ${SCOPES.join(', ')} (default: the kind's)`, (text: string) => text.split(','))
+  .option('--origin <origin>', 'an allowed browser origin of a publishable key, e.g. https://app.example.com (repeatable)', collect)
+  .option('--expires-in <duration>', `lifetime: a whole number with s, m, h or d (default ${days(API_KEY_LIMITS.defaultLifetimeMs)})`, byRule(parseDuration))
+  .option('--no-expiry', 'never expire (secret keys only; discouraged)')
+  .option('--rate-limit <n>', 'requests per rate-limit window (default RATE_LIMIT_MAX)', positiveIntegerArgument)
+  .action(
+    (name: string, flags: { kind: keyof typeof KEY_KINDS; scope?: string[]; origin?: string[]; expiresIn?: number; expiry: boolean; rateLimit?: number }) => {
+      if (!flags.expiry && flags.expiresIn !== undefined) program.error('apikey: --expires-in and --no-expiry exclude each other', { exitCode: USAGE_ERROR });
+      return withApiKeys(async (apiKeys) => {
+        const { key } = await apiKeys.create({
+          name,
+          kind: flags.kind,
+          scopes: flags.scope,
+          origins: flags.origin,
+          expiresInMs: flags.expiry ? flags.expiresIn : null,
+          rateLimit: flags.rateLimit,
+        });
+        process.stdout.write(`${key}\n`);
+      });
+    },
+  );
+
+program
+  .command('roll')
+  .description('make a new key with the same kind, scopes, origins and quota, print it alone on stdout; the old one expires after the overlap')
+  .argument('<id>', 'the key id shown by list', positiveIntegerArgument)
+  .option('--overlap <duration>', `how long the old key keeps working (default ${API_KEY_LIMITS.defaultRollOverlapMs / 3_600_000}h)`, byRule(parseDuration))
+  .action((id: number, flags: { overlap?: number }) =>
     withApiKeys(async (apiKeys) => {
-      const { key } = await apiKeys.create(name);
-      process.stdout.write(`${key}\n`);
+      const rolled = await apiKeys.roll(id, flags.overlap);
+      if (!rolled) throw new Error(`no active key has id ${id}`);
+      process.stdout.write(`${rolled.key}\n`);
+      process.stderr.write(`key ${id} expires at ${rolled.previous.expiresAt!.toISOString()}; the new key is ${rolled.apiKey.id}\n`);
     }),
   );
 
 program
   .command('list')
-  .description('list keys: id, name, last four characters, created, revoked')
-  .action(() =>
+  .description('list keys: id, name, kind, scopes, last four characters, created, expires, last used, revoked')
+  .option('--json', 'a JSON array of {id, name, kind, scopes, origins, createdAt, expiresAt, lastUsedAt, revokedAt}')
+  .action((flags: { json?: boolean }) =>
     withApiKeys(async (apiKeys) => {
-      const rows = (await apiKeys.list()).map((k) =>
-        [k.id, k.name, `…${k.keyHint}`, k.createdAt.toISOString(), k.revokedAt?.toISOString() ?? 'active'].join('\t'),
+      const keys = await apiKeys.list();
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(keys.map(listed))}\n`);
+        return;
+      }
+      const rows = keys.map((k) =>
+        [
+          k.id,
+          k.name,
+          k.kind,
+          k.scopes.replaceAll(' ', ','),
+          `…${k.keyHint}`,
+          k.createdAt.toISOString(),
+          k.expiresAt?.toISOString() ?? 'never',
+          k.lastUsedAt?.toISOString() ?? 'never',
+          k.revokedAt?.toISOString() ?? 'active',
+        ].join('\t'),
       );
-      process.stdout.write(['id\tname\tkey\tcreated\trevoked', ...rows].join('\n') + '\n');
+      process.stdout.write(['id\tname\tkind\tscopes\tkey\tcreated\texpires\tlast used\trevoked', ...rows].join('\n') + '\n');
     }),
   );
 
@@ -49,6 +133,10 @@ program
   );
 
 program.parseAsync(process.argv).catch((error: unknown) => {
+  if (error instanceof CommanderError) {
+    // Help and version exit 0; commander has printed the usage error already.
+    process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
+  }
   process.stderr.write(`apikey: ${(error as Error).message ?? error}\n`);
-  process.exit(1);
+  process.exit(error instanceof RangeError ? USAGE_ERROR : 1);
 });

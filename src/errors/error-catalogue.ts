@@ -11,7 +11,13 @@ export const ERROR_CATALOGUE = {
   PERSISTED_QUERY_NOT_FOUND: { status: 200, message: 'Persisted query not found: send the full query.' },
   /** 200: the automatic persisted queries protocol says so. */
   PERSISTED_QUERY_NOT_SUPPORTED: { status: 200, message: 'Persisted queries are not supported.' },
+  /** A publishable key sent a document instead of a trusted document's id (docs/api-keys.md "Trusted documents"). */
+  PERSISTED_QUERY_ID_REQUIRED: { status: 400, message: 'This key runs trusted documents only: send a documentId, not a query.' },
+  /** A publishable key sent an id no trusted document manifest holds. */
+  PERSISTED_QUERY_NOT_IN_LIST: { status: 400, message: 'No trusted document has this id.' },
   UNAUTHENTICATED: { status: 401, message: 'A valid API key is required: send Authorization: Bearer <API_KEY>.' },
+  /** RFC 6750 §3.1 insufficient_scope, or a publishable key used from an origin it does not allow. */
+  FORBIDDEN: { status: 403, message: 'This API key is not allowed to do this.' },
   NOT_FOUND: { status: 404, message: 'The requested resource does not exist.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'The method is not allowed for this resource.' },
   NOT_ACCEPTABLE: { status: 406, message: 'The server cannot answer in a type the Accept header allows.' },

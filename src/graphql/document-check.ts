@@ -16,11 +16,14 @@ import {
   TypeNameMetaFieldDef,
   type ValidationRule,
   getOperationAST,
+  type FragmentDefinitionNode,
   getVariableValues,
   parse,
   validate,
   visit,
 } from 'graphql';
+import { collectFields } from 'graphql/execution/collectFields';
+import { type RootType, type Scope, isMetaField, rootFieldScope } from '../auth/api-key-policy';
 import { type ComplexityEstimator, fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
 import type { ErrorCode } from '../errors/error-catalogue';
 import { QUERY_LIMITS } from '../limits';
@@ -86,6 +89,36 @@ export function pricedVariablesKey(operation: OperationDefinitionNode, variables
   return JSON.stringify(priced);
 }
 
+/**
+ * The scopes the operation's root fields need (docs/api-keys.md "Kinds and scopes"): the fields that would run, as
+ * graphql-js collects them (aliases, fragments, `@skip`/`@include` applied); meta fields need none; `undefined` stands
+ * for a field the scope table lacks. Empty when a condition cannot be read: execution then fails the same way before
+ * any resolver runs.
+ * @param variables - coerced (getVariableValues), so conditions read as execution reads them.
+ */
+export function neededScopes(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown>,
+): Set<Scope | undefined> {
+  const root = schema.getRootType(operation.operation);
+  if (!root) return new Set([undefined]);
+  const fragments: Record<string, FragmentDefinitionNode> = {};
+  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
+  let fields: Map<string, readonly { name: { value: string } }[]>;
+  try {
+    fields = collectFields(schema, fragments, variables, root, operation.selectionSet);
+  } catch {
+    return new Set();
+  }
+  const scopes = new Set<Scope | undefined>();
+  for (const [, [field]] of fields) {
+    if (!isMetaField(field.name.value)) scopes.add(rootFieldScope(root.name as RootType, field.name.value));
+  }
+  return scopes;
+}
+
 /** Logs at info the first of `errors` a query limit raised (docs/operations.md "Logs"). */
 export function logQueryLimitRefusal(log: FastifyBaseLogger, errors: readonly Error[], cost?: number): void {
   for (const error of errors) {
@@ -118,7 +151,7 @@ export interface DocumentRequest {
 
 /**
  * Checks a request as Apollo and cost-limit.plugin.ts check one over HTTP, for an operation of
- * type `only`: the document to run (no locations), or the refusals with catalogue codes.
+ * type `only`: the document to run (no locations), its price and the scopes it needs, or the refusals with catalogue codes.
  */
 export function checkDocument(
   schema: GraphQLSchema,
@@ -126,7 +159,9 @@ export function checkDocument(
   { query, operationName, variables }: DocumentRequest,
   log: FastifyBaseLogger,
   only: { operation: OperationTypeNode; message: string },
-): { refusals: DocumentRefusal[] } | { document: DocumentNode; operationName?: string; price: { cost: number; calls: number } } {
+):
+  | { refusals: DocumentRefusal[] }
+  | { document: DocumentNode; operationName?: string; price: { cost: number; calls: number }; scopes: ReadonlySet<Scope | undefined> } {
   const refused = (code: ErrorCode, errors: readonly Error[], cost?: number) => {
     logQueryLimitRefusal(log, errors, cost);
     return { refusals: errors.map((error) => ({ code, message: error.message })) };
@@ -149,6 +184,7 @@ export function checkDocument(
   if ('unpriceable' in price) return refused('GRAPHQL_VALIDATION_FAILED', [unpriceableRefusal()]);
   const refusal = priceRefusal(price);
   if (refusal) return refused(refusal.code, [refusal], price.cost);
+  const scopes = neededScopes(schema, document, operation, coerced.coerced);
   // Reparsed without locations: what runs keeps no source text alive.
-  return { document: parse(query, { ...PARSE_OPTIONS, noLocation: true }), operationName: name, price };
+  return { document: parse(query, { ...PARSE_OPTIONS, noLocation: true }), operationName: name, price, scopes };
 }

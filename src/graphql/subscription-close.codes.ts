@@ -3,7 +3,9 @@ import { SUBSCRIPTION_LIMITS } from '../limits';
 /** WebSocket close codes the server sends, besides graphql-ws's own (docs/subscriptions.md "Close codes"). */
 export const SUBSCRIPTION_CLOSE = Object.freeze({
   forbidden: { code: 4403, reason: 'Forbidden: send {"Authorization": "Bearer <API_KEY>"} in connection_init with a valid key.' },
-  revoked: { code: 4403, reason: 'Forbidden: the API key was revoked.' },
+  revoked: { code: 4403, reason: 'Forbidden: the API key was revoked or has expired.' },
+  /** A publishable key used from an origin it does not list. */
+  originRefused: { code: 4403, reason: 'Forbidden: this API key may not be used from this origin.' },
   /** Too many connections for the key; a spent rate limit closes with the same code and the limit's own message. */
   tooManyConnections: { code: 4429, reason: 'Too many requests: too many open connections for this API key.' },
   unavailable: { code: 1013, reason: 'Service unavailable: retry shortly.' },

@@ -90,7 +90,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     const refuse = (close: { code: number; reason: string }) => (socket.close(close.code, close.reason), false);
     const state: GuardState = {};
     try {
-      const admission = { address: options.clientAddressOf(request), authorization: authorizationOf(connectionParams) };
+      const origin = request.headers.origin;
+      const admission = { address: options.clientAddressOf(request), authorization: authorizationOf(connectionParams), origin };
       const { apiKeyId } = await guard.admit({ ...admission, units: SUBSCRIPTION_LIMITS.connectionCost }, state);
       if (!connections.hold(socket, { ...state, apiKeyId })) return refuse(SUBSCRIPTION_CLOSE.tooManyConnections);
       // Before the ack: from now on the key's limits hold it, not its address's pending count.
@@ -100,6 +101,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       const { appError, unexpected } = toAppError(error);
       if (unexpected) log.error({ err: error }, 'unexpected error authenticating a WebSocket');
       if (appError.code === 'UNAUTHENTICATED') return refuse(SUBSCRIPTION_CLOSE.forbidden);
+      if (appError.code === 'FORBIDDEN') return refuse(SUBSCRIPTION_CLOSE.originRefused);
       if (appError.code === 'TOO_MANY_REQUESTS') return refuse({ code: SUBSCRIPTION_CLOSE.tooManyConnections.code, reason: appError.message });
       return refuse(SUBSCRIPTION_CLOSE.unavailable);
     }
@@ -120,10 +122,11 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       return [thrownGraphqlError('TOO_MANY_REQUESTS', `Too many subscriptions on this connection: at most ${most} at once; complete one first.`)];
     }
     try {
+      guard.authorize(connection, checked.scopes);
       await guard.spend(connection, rateLimitUnits(checked.price.calls));
     } catch (error) {
       const { appError, unexpected } = toAppError(error);
-      if (unexpected) log.error({ err: error }, 'unexpected error charging a subscription');
+      if (unexpected) log.error({ err: error }, 'unexpected error authorizing or charging a subscription');
       return [thrownGraphqlError(appError)];
     }
     const { document, operationName } = checked;

@@ -1,16 +1,24 @@
-import type { ApiKeyService } from '../auth/api-key.service';
+import type { Scope } from '../auth/api-key-policy';
+import { type ApiKeyService, type Credential, hasExpired } from '../auth/api-key.service';
 import type { DatabaseBudget } from '../database/database-deadline';
 import { AppError } from '../errors/error-catalogue';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key';
+import { API_KEY_LIMITS } from '../limits';
 import type { Caller } from '../pets/caller';
-import type { RateLimitStatus, RateLimitedClient, RateLimiter } from './rate-limiter';
+import type { RateLimitCounter, RateLimitStatus, RateLimiter } from './rate-limiter';
 
 /** What the guard has established of one request or WebSocket connection, as it goes. */
 export interface GuardState {
   /** Also set when a charge to it was refused. */
   apiKeyId?: number;
+  /** The presented key, once found (expired ones too, for `API-Key-Expires`). */
+  credential?: Credential;
   caller?: Caller;
   rateLimit?: RateLimitStatus;
+  /** Where an admitted caller spends: its key's counters, for the address it was admitted from. */
+  counters?: readonly RateLimitCounter[];
+  /** Set when the key does not allow the request's `Origin`: the answer must carry no CORS grant. */
+  originRefused?: boolean;
 }
 
 /** What the guard reads of a request or connection: nothing of its transport. */
@@ -19,20 +27,28 @@ export interface Admission {
   address: string;
   /** As sent: a header, or a `connection_init` entry. */
   authorization: unknown;
+  /** The `Origin` header, when the client sent one (browsers do). */
+  origin?: string;
   idempotencyKey?: string | string[];
   units: number;
   /** The request's database budget, started at its arrival: the key lookup and every call after share it (Caller.budget). */
   budget?: DatabaseBudget;
 }
 
-/** The one guard of both surfaces and of WebSocket connections (docs/security.md "Limits"). */
+/** The one guard of both surfaces and of WebSocket connections (docs/security.md "Limits", docs/api-keys.md). */
 export interface Guard {
   /**
    * Admits a caller: a key this process does not know pays 1 unit on its address before any
    * lookup, then the key pays `units`. Writes `state` as it goes, so a refusal still tells where
-   * the rate limit stands. Throws UNAUTHENTICATED, TOO_MANY_REQUESTS, SERVICE_UNAVAILABLE, BAD_USER_INPUT.
+   * the rate limit stands. Throws UNAUTHENTICATED (also for an expired key), FORBIDDEN (origin),
+   * TOO_MANY_REQUESTS, SERVICE_UNAVAILABLE, BAD_USER_INPUT.
    */
   admit(input: Admission, state: GuardState): Promise<Caller>;
+  /**
+   * Refuses, with FORBIDDEN and RFC 6750's `insufficient_scope`, an admitted caller whose key lacks one of `needed`;
+   * `undefined` stands for an operation the scope table lacks, which no key may run.
+   */
+  authorize(state: GuardState, needed: Iterable<Scope | undefined>): void;
   /** Charges an admitted caller's key `units` more, all or none. Throws TOO_MANY_REQUESTS, SERVICE_UNAVAILABLE. */
   spend(state: GuardState, units: number): Promise<void>;
 }
@@ -47,16 +63,36 @@ function unauthenticated(message: string, error?: 'invalid_token'): AppError {
 }
 
 const invalid = () => unauthenticated('Invalid or revoked API key.', 'invalid_token');
+const expired = (at: Date) => unauthenticated(`API key expired at ${at.toISOString()}: roll it or create a new one.`, 'invalid_token');
+
+/** RFC 6750 §3.1: 403 with the scope the operation needs. */
+export function insufficientScope(scope: Scope): AppError {
+  return new AppError('FORBIDDEN', `This API key lacks the ${scope} scope this operation needs.`, {
+    'WWW-Authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"`,
+  });
+}
+
+/** The rate-limit counters a key spends (docs/security.md "Limits"): a publishable key per visitor's address, under a key-wide ceiling. */
+export function keyCounters(credential: Credential, address: string, defaultQuota: number): RateLimitCounter[] {
+  const quota = credential.rateLimit ?? defaultQuota;
+  const key = `key:${credential.budgetKeyId}`;
+  if (credential.kind !== 'publishable') return [{ name: key, quota }];
+  return [
+    { name: `${key}:ip:${address}`, quota },
+    { name: key, quota: quota * API_KEY_LIMITS.publishableCeilingFactor },
+  ];
+}
 
 /** The guard over `apiKeys` (its cache included) and `limiter`. */
 export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard {
-  const charge = async (state: GuardState, client: RateLimitedClient, units: number) => {
-    const { charged, status } = await limiter.charge(client, units);
+  const charge = async (state: GuardState, counters: readonly RateLimitCounter[], units: number) => {
+    const { charged, status } = await limiter.charge(counters, units);
     state.rateLimit = status;
     if (charged) return;
     const retryAfter = String(Math.max(1, status.resetSeconds));
     throw new AppError('TOO_MANY_REQUESTS', `Rate limit reached: retry in ${retryAfter} s.`, { 'Retry-After': retryAfter });
   };
+  const byAddress = (address: string) => [{ name: `ip:${address}`, quota: limiter.config.unauthenticatedMax }];
 
   /** A first lookup under way is waited for, so a burst on a new key is charged to the key, not the address. */
   const recognise = async (authorization: unknown) => {
@@ -70,27 +106,47 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
       recognised = apiKeys.recognise(token);
     }
     if (recognised.state === 'malformed' || recognised.state === 'refused') return { failure: invalid() };
-    if (recognised.state === 'trusted') return { token, knownId: recognised.apiKey.id, trusted: true };
-    return { token, knownId: recognised.state === 'known' ? recognised.apiKeyId : undefined, trusted: false };
+    if (recognised.state === 'trusted') return { token, knownId: recognised.credential.id, credential: recognised.credential };
+    return { token, knownId: recognised.state === 'known' ? recognised.apiKeyId : undefined };
   };
 
   return {
-    async admit({ address, authorization, idempotencyKey, units, budget }, state) {
-      const { failure, token, knownId, trusted } = await recognise(authorization);
-      if (knownId === undefined) await charge(state, { address }, 1);
+    async admit({ address, authorization, origin, idempotencyKey, units, budget }, state) {
+      const { failure, token, knownId, credential: trusted } = await recognise(authorization);
+      if (knownId === undefined) await charge(state, byAddress(address), 1);
       if (failure) throw failure;
       // A trusted key is not looked up (nor hashed) again.
-      const apiKeyId = trusted ? knownId : (await apiKeys.findActive(token, budget))?.id;
-      state.apiKeyId = apiKeyId;
-      if (apiKeyId === undefined) throw invalid();
-      await charge(state, { apiKeyId }, units);
+      const credential = trusted ?? (await apiKeys.find(token, budget));
+      if (!credential) throw invalid();
+      state.apiKeyId = credential.id;
+      state.credential = credential;
+      if (hasExpired(credential)) {
+        // As any other key that is no longer valid: its address pays.
+        if (knownId !== undefined) await charge(state, byAddress(address), 1);
+        throw expired(credential.expiresAt!);
+      }
+      state.counters = keyCounters(credential, address, limiter.config.max);
+      await charge(state, state.counters, units);
+      if (credential.origins && origin !== undefined && !credential.origins.has(origin)) {
+        state.originRefused = true;
+        throw new AppError('FORBIDDEN', `This API key may not be used from the origin ${JSON.stringify(origin)}.`);
+      }
+      apiKeys.noteUse(credential.id);
       const checked = parseIdempotencyKey(idempotencyKey);
-      state.caller = { apiKeyId, ...(checked !== undefined && { idempotencyKey: checked }), ...(budget && { budget }) };
+      state.caller = { apiKeyId: credential.id, ...(checked !== undefined && { idempotencyKey: checked }), ...(budget && { budget }) };
       return state.caller;
     },
+    authorize(state, needed) {
+      const scopes = state.credential?.scopes;
+      if (!scopes) throw new Error('authorize runs after admit has admitted the caller');
+      for (const scope of needed) {
+        if (scope === undefined) throw new AppError('FORBIDDEN', 'No API key may run this operation.');
+        if (!scopes.has(scope)) throw insufficientScope(scope);
+      }
+    },
     async spend(state, units) {
-      if (state.apiKeyId === undefined) throw new Error('spend runs after admit has admitted the caller');
-      if (units > 0) await charge(state, { apiKeyId: state.apiKeyId }, units);
+      if (state.counters === undefined) throw new Error('spend runs after admit has admitted the caller');
+      if (units > 0) await charge(state, state.counters, units);
     },
   };
 }

@@ -28,15 +28,25 @@ export interface RateLimitStatus {
   readonly windowSeconds: number;
 }
 
-export type RateLimitedClient = { apiKeyId: number } | { address: string };
+/**
+ * One fixed-window counter: `name` is unique per client (`ip:<address>`, `key:<id>`, `key:<id>:ip:<address>`); `quota`
+ * is what it may spend per window.
+ */
+export interface RateLimitCounter {
+  readonly name: string;
+  readonly quota: number;
+}
 
-/** Fixed windows per API key or per address, in memory or in Redis. */
+/** Fixed windows per counter, in memory or in Redis. */
 export interface RateLimiter {
+  /** The configured windows and default quotas. */
+  readonly config: RateLimitConfig;
   /**
-   * Charges all `units` or none. Throws SERVICE_UNAVAILABLE when the counters cannot be read:
-   * failing closed, so no client gets past its limit while Redis is away.
+   * Charges all `units` to every one of `counters`, or nothing to any. `status` is the counter with the least left
+   * (the one that refused, when one did). Throws SERVICE_UNAVAILABLE when the counters cannot be read: failing closed,
+   * so no client gets past its limit while Redis is away.
    */
-  charge(client: RateLimitedClient, units: number): Promise<{ charged: boolean; status: RateLimitStatus }>;
+  charge(counters: readonly RateLimitCounter[], units: number): Promise<{ charged: boolean; status: RateLimitStatus }>;
   close(): Promise<void>;
 }
 
@@ -48,33 +58,55 @@ export function createRateLimiter(config: RateLimitConfig, log: FastifyBaseLogge
   // ioredis reconnects by itself; without a listener it would print each failure as plain text.
   redis?.on('error', (error) => log.warn({ err: error }, 'rate-limit store (Redis) unreachable'));
   // No insurance limiter: a Redis failure rejects with its Error (not a RateLimiterRes), which fails closed below.
+  // One limiter per quota: quotas are few (the defaults and what operators set per key).
+  const limiters = new Map<number, RateLimiterAbstract>();
   const limiterOf = (points: number): RateLimiterAbstract => {
-    const options = { points, duration: config.windowSeconds, keyPrefix: '' };
-    return redis ? new RateLimiterRedis({ ...options, storeClient: redis }) : new RateLimiterMemory(options);
+    let limiter = limiters.get(points);
+    if (!limiter) {
+      const options = { points, duration: config.windowSeconds, keyPrefix: '' };
+      limiter = redis ? new RateLimiterRedis({ ...options, storeClient: redis }) : new RateLimiterMemory(options);
+      limiters.set(points, limiter);
+    }
+    return limiter;
   };
-  const perKey = limiterOf(config.max);
-  const perAddress = limiterOf(config.unauthenticatedMax);
-  const statusOf = (limiter: RateLimiterAbstract, result: RateLimiterRes | null): RateLimitStatus => ({
-    quota: limiter.points,
-    remaining: result ? result.remainingPoints : limiter.points,
+  const statusOf = (quota: number, result: RateLimiterRes | null): RateLimitStatus => ({
+    quota,
+    remaining: result ? Math.max(0, result.remainingPoints) : quota,
     resetSeconds: result ? Math.ceil(result.msBeforeNext / 1000) : config.windowSeconds,
     windowSeconds: config.windowSeconds,
   });
+  const least = (statuses: RateLimitStatus[]) => statuses.reduce((a, b) => (b.remaining < a.remaining ? b : a));
+
+  /** Charges one counter, all or none; a refusal spends nothing. */
+  const chargeOne = async ({ name, quota }: RateLimitCounter, units: number) => {
+    const limiter = limiterOf(quota);
+    const counter = config.namespace + name;
+    const before = await limiter.get(counter);
+    if (before && before.remainingPoints < units) return { charged: false, status: statusOf(quota, before) };
+    try {
+      return { charged: true, status: statusOf(quota, await limiter.consume(counter, units)) };
+    } catch (refusal) {
+      if (!(refusal instanceof RateLimiterRes)) throw refusal;
+      // consume() keeps what it added when it refuses (a racing charge): given back, so a refusal spends nothing.
+      return { charged: false, status: statusOf(quota, await limiter.reward(counter, units)) };
+    }
+  };
 
   return {
-    async charge(client, units) {
-      const [limiter, key] = 'apiKeyId' in client ? [perKey, `key:${client.apiKeyId}`] : [perAddress, `ip:${client.address}`];
-      const counter = config.namespace + key;
+    config,
+    async charge(counters, units) {
       try {
-        const before = await limiter.get(counter);
-        if (before && before.remainingPoints < units) return { charged: false, status: statusOf(limiter, before) };
-        try {
-          return { charged: true, status: statusOf(limiter, await limiter.consume(counter, units)) };
-        } catch (refusal) {
-          if (!(refusal instanceof RateLimiterRes)) throw refusal;
-          // consume() keeps what it added when it refuses (a racing charge): given back, so a refusal spends nothing.
-          return { charged: false, status: statusOf(limiter, await limiter.reward(counter, units)) };
+        const statuses: RateLimitStatus[] = [];
+        for (const [index, counter] of counters.entries()) {
+          const { charged, status } = await chargeOne(counter, units);
+          if (!charged) {
+            // Given back to the counters already charged, so a refusal spends nothing anywhere.
+            for (const done of counters.slice(0, index)) await limiterOf(done.quota).reward(config.namespace + done.name, units);
+            return { charged: false, status };
+          }
+          statuses.push(status);
         }
+        return { charged: true, status: least(statuses) };
       } catch {
         throw new AppError('SERVICE_UNAVAILABLE', 'The rate limit cannot be checked now: retry shortly.');
       }

@@ -1,38 +1,62 @@
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { contextOf, startGuardState } from '../http/request-context';
 import type { Caller } from '../pets/caller';
+import { type Scope, restOperationScope } from '../auth/api-key-policy';
 import type { Guard } from './guard';
 import type { RateLimitStatus } from './rate-limiter';
 
 /** The policy name in the RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10). */
 const POLICY = 'default';
 
+/** CORS response fields that grant a browser the answer (Fetch standard): removed when the key refuses the origin. */
+const CORS_GRANT = ['access-control-allow-origin', 'access-control-allow-credentials', 'access-control-expose-headers'];
+
 /** What a surface needs of the guard for HTTP requests. */
 export interface RequestGuard {
-  /** onRequest, so a refusal comes before the body is read. */
+  /** onRequest, so a refusal comes before the body is read: admits the caller; GraphQL decides scopes once parsed. */
   hook: onRequestAsyncHookHandler;
+  /** {@link hook}, then the scope the route's operationId needs (api-key-policy.ts OPERATION_SCOPES.rest). */
+  operationHook: onRequestAsyncHookHandler;
   spend: (request: FastifyRequest, units: number) => Promise<void>;
+  /** Guard.authorize for the request's caller. */
+  authorize: (request: FastifyRequest, needed: Iterable<Scope | undefined>) => void;
   /** Undefined when the request was not counted. */
   statusOf: (request: FastifyRequest) => RateLimitStatus | undefined;
 }
 
-/** The guard for HTTP requests; counted answers get `RateLimit-Policy` and `RateLimit` (docs/security.md "Limits"). */
+/**
+ * The guard for HTTP requests (docs/security.md "Limits", docs/api-keys.md): counted answers get `RateLimit-Policy` and
+ * `RateLimit`, answers to a found key with an expiry `API-Key-Expires` (an RFC 9110 HTTP-date).
+ */
 export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard {
   app.addHook('onSend', (request, reply, _payload, done) => {
-    const status = contextOf(request)?.guard?.rateLimit;
+    const state = contextOf(request)?.guard;
+    const status = state?.rateLimit;
     if (status) {
       reply.header('RateLimit-Policy', `"${POLICY}";q=${status.quota};w=${status.windowSeconds}`);
       reply.header('RateLimit', `"${POLICY}";r=${status.remaining};t=${status.resetSeconds}`);
     }
+    const expiresAt = state?.credential?.expiresAt;
+    if (expiresAt) reply.header('API-Key-Expires', expiresAt.toUTCString());
+    if (state?.originRefused) for (const name of CORS_GRANT) reply.removeHeader(name);
     done();
   });
+  const admit = async (request: FastifyRequest) => {
+    const { state, budget } = startGuardState(request);
+    const { authorization, origin, 'idempotency-key': idempotencyKey } = request.headers;
+    await guard.admit({ address: request.ip, authorization, origin, idempotencyKey, units: 1, budget }, state);
+    return state;
+  };
   return {
     hook: async function guardRequest(request) {
-      const { state, budget } = startGuardState(request);
-      const { authorization, 'idempotency-key': idempotencyKey } = request.headers;
-      await guard.admit({ address: request.ip, authorization, idempotencyKey, units: 1, budget }, state);
+      await admit(request);
+    },
+    operationHook: async function guardOperation(request) {
+      const state = await admit(request);
+      guard.authorize(state, [restOperationScope(request.routeOptions.schema?.operationId)]);
     },
     spend: (request, units) => guard.spend(contextOf(request)?.guard ?? {}, units),
+    authorize: (request, needed) => guard.authorize(contextOf(request)?.guard ?? {}, needed),
     statusOf: (request) => contextOf(request)?.guard?.rateLimit,
   };
 }

@@ -19,7 +19,7 @@ describe('the catalogue', () => {
     for (const code of codes) {
       expect(code).toMatch(/^[A-Z_]+$/);
       expect(ERROR_CATALOGUE[code].message.length).toBeGreaterThan(0);
-      expect([200, 400, 401, 404, 405, 406, 408, 409, 413, 414, 415, 417, 422, 429, 431, 500, 503, 504]).toContain(ERROR_CATALOGUE[code].status);
+      expect([200, 400, 401, 403, 404, 405, 406, 408, 409, 413, 414, 415, 417, 422, 429, 431, 500, 503, 504]).toContain(ERROR_CATALOGUE[code].status);
     }
   });
 

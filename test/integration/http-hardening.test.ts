@@ -97,8 +97,8 @@ describe('API keys', () => {
   });
   afterAll(() => t.close());
 
-  test('when a key is created, then it has the pst_ prefix, 256 bits of secret and a checksum', () => {
-    expect(t.apiKey).toMatch(/^pst_[A-Za-z0-9_-]{49}$/);
+  test('when a key is created, then it has the pst_sk_ prefix, 256 bits of secret and a checksum', () => {
+    expect(t.apiKey).toMatch(/^pst_sk_[A-Za-z0-9_-]{49}$/);
     expect(isWellFormedApiKey(t.apiKey)).toBe(true);
   });
 

@@ -1,3 +1,4 @@
+import { SUBSCRIPTION_CLOSE } from '../../src/graphql/subscription-close.codes';
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { connect as connectTcp } from 'node:net';
@@ -177,7 +178,7 @@ describe('petCreated over WebSocket', () => {
         await short.dataSource.getRepository(ApiKey).update({ revokedAt: IsNull() }, { revokedAt: new Date() });
         const result = await closed;
         const elapsedMs = Date.now() - revokedAt;
-        expect(result).toEqual({ code: 4403, reason: 'Forbidden: the API key was revoked.' });
+        expect(result).toEqual(SUBSCRIPTION_CLOSE.revoked);
         expect(elapsedMs).toBeLessThanOrEqual(1000 + 500); // one period, plus the query
         await sub.error();
       } finally {

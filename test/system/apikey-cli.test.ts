@@ -32,7 +32,7 @@ describe('apikey CLI', () => {
   test('when a key is created, used, listed and revoked, then it works until revoked and 401 after', async () => {
     const created = await cli('create', 'alice');
     expect(created).toMatchObject({ code: 0, stderr: '' });
-    expect(created.stdout).toMatch(/^pst_[A-Za-z0-9_-]{49}\n$/);
+    expect(created.stdout).toMatch(/^pst_sk_[A-Za-z0-9_-]{49}\n$/);
     const key = created.stdout.trim();
 
     expect(await statusWith(key)).toBe(200);
@@ -60,9 +60,9 @@ describe('apikey CLI', () => {
     [['create'], /missing required argument 'name'/],
     [['create', ''], /name must be 1 to 100 characters/],
     [['frobnicate'], /unknown command 'frobnicate'/],
-  ])('when called with %p, then exit 1 and a clear message', async (args, message) => {
+  ])('when called with %p, then exit 2 (a usage error) and a clear message', async (args, message) => {
     const result = await cli(...args);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(message);
   });
