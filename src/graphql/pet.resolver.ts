@@ -1,5 +1,6 @@
-import { Arg, Args, Ctx, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Args, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
+import { Node } from '../pets/node.interface';
 import { Pet } from '../pets/pet.entity';
 import { ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
 import type { PetPage, PetService } from '../pets/pet.service';
@@ -59,6 +60,22 @@ export class PetResolver {
   })
   pet(@Args(() => PetIdArgs) args: PetIdArgs, @Ctx('caller') caller: GraphqlContext['caller']): Promise<Pet | null> {
     return this.petService.getPet(args, caller);
+  }
+
+  /** Relay's refetch by id (docs/graphql.md "Relay"): the pet, as `pet(id:)` finds it, but not a getPet call; invalid ids are refused by PetService alike. */
+  @Query(() => Node, {
+    nullable: true,
+    description: 'Returns the object with this `id` (Relay Global Object Identification), or null when none has it. Every Node is a Pet.',
+    // 1 rate-limit unit, as `pet`.
+    complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
+  })
+  async node(
+    @Arg('id', () => ID, { description: "The object's `id`, as its `id` field gives it (a pet id)." }) id: string,
+    @Ctx('caller') caller: GraphqlContext['caller'],
+  ): Promise<Node | null> {
+    const pet = await this.petService.findPet({ id }, caller);
+    // The repository returns plain rows; Node's type is named by class (src/pets/node.interface.ts).
+    return pet && Object.assign(new Pet(), pet);
   }
 
   /** The Idempotency-Key comes with the caller. */

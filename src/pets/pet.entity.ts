@@ -1,16 +1,17 @@
 import { Field, ID, ObjectType } from 'type-graphql';
 import { Column, Entity, Index, Generated, PrimaryColumn } from 'typeorm';
 import { int64Transformer } from '../database/int64';
+import { Node } from './node.interface';
 import { PetStatus } from './pet-status.enum';
 import { SafeInt } from './safe-int.type';
 import { PET_LIMITS } from '../limits';
 
-/** An animal (spec "Pet"): table `pet`, the GraphQL `Pet` type, and the REST body as is. */
+/** An animal (spec "Pet"): table `pet`, the GraphQL `Pet` type (a Relay Node, by its id as is), and the REST body as is. */
 // simpleResolvers: no per-field wrapper, as Pet has no field resolvers or middlewares.
-@ObjectType({ description: 'An animal of the store.', simpleResolvers: true })
+@ObjectType({ description: 'An animal of the store.', simpleResolvers: true, implements: Node })
 @Entity({ name: 'pet' })
 @Index('idx_pet_status_id', ['status', 'id'])
-export class Pet {
+export class Pet implements Node {
   @Field(() => ID, { description: 'Unique identifier assigned on creation (an int64, sent as a string).' })
   @PrimaryColumn({ type: 'bigint', transformer: int64Transformer })
   @Generated('increment')

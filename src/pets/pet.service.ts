@@ -66,11 +66,21 @@ export class PetService {
   }
 
   /**
-   * getPet (spec "getPet"), deprecated, so counted per key (docs/operations.md "Metrics"); `input` as PetIdArgs.
+   * getPet (spec "getPet"), deprecated, so counted per key (docs/operations.md "Metrics"), then {@link findPet}.
    * @throws AppError BAD_USER_INPUT; DatabaseDeadlineError (503).
    */
   async getPet(input: unknown, caller: Caller): Promise<Pet | null> {
     this.deprecations.record('getPet', caller.apiKeyId);
+    return this.findPet(input, caller);
+  }
+
+  /**
+   * One pet by id, with getPet's rules but not counted as a getPet call: what GraphQL's `node(id:)` reads (docs/graphql.md "Relay").
+   * @param input - as PetIdArgs: `{ id }`, a decimal string of a positive integer up to 2^53-1.
+   * @returns the pet, or null when none has that id.
+   * @throws AppError BAD_USER_INPUT when `id` is missing or not such a string; DatabaseDeadlineError (503).
+   */
+  async findPet(input: unknown, caller: Caller): Promise<Pet | null> {
     const { id } = await validateInput(PetIdArgs, input);
     return this.pets.findById(Number(id), { budget: caller.budget });
   }

@@ -35,10 +35,10 @@ export function runNode(script: string, args: string[], options: { cwd: string; 
   });
 }
 
-/** Runs a command of node_modules/.bin (a generator's CLI) in the repository's root; rejects with its output when it fails. */
-export function runBin(bin: string, args: string[]): Promise<string> {
+/** Runs a command of node_modules/.bin (a generator's CLI) in `cwd`, the repository's root by default; rejects with its output when it fails. */
+export function runBin(bin: string, args: string[], cwd = ROOT): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(path.join(ROOT, 'node_modules', '.bin', bin), args, { cwd: ROOT }, (error, stdout, stderr) =>
+    execFile(path.join(ROOT, 'node_modules', '.bin', bin), args, { cwd }, (error, stdout, stderr) =>
       error ? reject(new Error(`${bin} ${args.join(' ')} failed:\n${stdout}\n${stderr}`)) : resolve(stdout),
     );
   });

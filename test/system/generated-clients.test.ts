@@ -1,4 +1,6 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runBin, runNode, startBuiltServer } from '../helpers/processes';
 import { compileStrict } from '../helpers/typescript';
@@ -12,6 +14,7 @@ import { compileStrict } from '../helpers/typescript';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const DOCUMENT = path.join(ROOT, 'contract', 'openapi.json');
+const SCHEMA = path.join(ROOT, 'schema.graphql');
 const OUTPUT = path.join(ROOT, 'test', 'output', 'generated-clients');
 
 /** A generator: how it is run on a document with its defaults, and the client calls of the program. */
@@ -145,5 +148,108 @@ describe('REST clients generated from the OpenAPI document, each with its defaul
     await GENERATORS[0].generate(withDefault, folder);
     const main = await writeProgram(folder, GENERATORS[0].program);
     expect(compileStrict([main], folder)).toEqual([expect.stringContaining("Property 'status' is missing")]);
+  }, 120_000);
+});
+
+/*
+ * Relay (docs/graphql.md "Relay"): relay-compiler, with its defaults but for CommonJS JavaScript artifacts and no
+ * source control, compiles a `@refetchable` fragment on Pet against schema.graphql into a temporary folder; relay-runtime
+ * then runs the generated queries, the refetch one through `node(id:)`, against the built server.
+ */
+
+/** The fixture: a refetchable fragment on Pet and a query that spreads it. */
+const RELAY_DOCUMENTS = `
+graphql\`
+  fragment PetDetails_pet on Pet @refetchable(queryName: "PetRefetchQuery") {
+    name
+    status
+  }
+\`;
+graphql\`
+  query PetListQuery {
+    pets(limit: 5) {
+      id
+      ...PetDetails_pet
+    }
+  }
+\`;
+`;
+
+/** The part of relay-runtime (which ships no types) this test calls. */
+interface RelayRuntime {
+  Environment: new (config: { network: unknown; store: unknown }) => { lookup: (selector: unknown) => { data: any } };
+  Network: { create: (fetch: (request: { text: string | null }, variables: Record<string, unknown>) => Promise<unknown>) => unknown };
+  Store: new (source: unknown) => unknown;
+  RecordSource: new () => unknown;
+  fetchQuery: (environment: unknown, query: unknown, variables: Record<string, unknown>) => { toPromise: () => Promise<any> };
+  getSelector: (fragment: unknown, reference: unknown) => unknown;
+}
+
+describe('Relay: a refetchable fragment compiled by relay-compiler', () => {
+  let server: Awaited<ReturnType<typeof startBuiltServer>>;
+  let folder: string;
+  beforeAll(async () => {
+    server = await startBuiltServer('relay-');
+    folder = await mkdtemp(path.join(tmpdir(), 'relay-'));
+  });
+  afterAll(async () => {
+    await server?.stop();
+    if (folder) await rm(folder, { recursive: true, force: true });
+  });
+
+  test('when its generated refetch query runs through relay-runtime, then node(id:) brings the pet back into the fragment', async () => {
+    await mkdir(path.join(folder, 'src'));
+    await mkdir(path.join(folder, 'generated'));
+    await writeFile(path.join(folder, 'src', 'pet-details.js'), RELAY_DOCUMENTS);
+    await writeFile(path.join(folder, 'schema.graphql'), await readFile(SCHEMA));
+    // noSourceControl: otherwise relay-compiler runs `git add` on what it writes.
+    const config = {
+      src: './src',
+      schema: './schema.graphql',
+      language: 'javascript',
+      artifactDirectory: './generated',
+      eagerEsModules: false,
+      noSourceControl: true,
+    };
+    await writeFile(path.join(folder, 'relay.config.json'), JSON.stringify(config));
+    await runBin('relay-compiler', [], folder);
+
+    const load = createRequire(path.join(folder, 'generated', 'index.js'));
+    const fragment = load('./PetDetails_pet.graphql');
+    const refetchQuery = load('./PetRefetchQuery.graphql');
+    expect(fragment.metadata.refetch).toMatchObject({
+      fragmentPathInResult: ['node'],
+      identifierInfo: { identifierField: 'id', identifierQueryVariableName: 'id' },
+    });
+    expect(refetchQuery.params.text).toMatch(/node\(id: \$id\)/);
+
+    const created = await fetch(`${server.url}/v1/pets`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Refetched by Relay', categoryId: 1, status: 'pending' }),
+    });
+    expect(created.status).toBe(201);
+    const pet = (await created.json()) as { id: number };
+
+    const relay = createRequire(__filename)('relay-runtime') as RelayRuntime;
+    const sent: string[] = [];
+    const network = relay.Network.create(async ({ text }, variables) => {
+      sent.push(text ?? '');
+      const response = await fetch(`${server.url}/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+        body: JSON.stringify({ query: text, variables }),
+      });
+      return response.json();
+    });
+    const environment = new relay.Environment({ network, store: new relay.Store(new relay.RecordSource()) });
+    const refetched = await relay.fetchQuery(environment, refetchQuery, { id: String(pet.id) }).toPromise();
+    expect(sent).toEqual([refetchQuery.params.text]);
+    // Masked: the fragment's fields are read through it; `__id` is the record Relay stored the pet under, its id.
+    expect(refetched.node.__id).toBe(String(pet.id));
+    expect(environment.lookup(relay.getSelector(fragment, refetched.node)).data).toEqual({ name: 'Refetched by Relay', status: 'pending', id: String(pet.id) });
+
+    const missing = await relay.fetchQuery(environment, refetchQuery, { id: '987654321' }).toPromise();
+    expect(missing).toEqual({ node: null });
   }, 120_000);
 });

@@ -107,6 +107,7 @@ describe('priceOf against the schema', () => {
     ['a page size under the minimum (priced as 1)', `{ pets(limit: 0) { ${FULL_PET} } }`, 100],
     ['a page size over the maximum (priced as 100)', `{ pets(limit: 1000) { ${FULL_PET} } }`, 400],
     ['a lookup by id', `{ pet(id: "1") { ${FULL_PET} } }`, 100],
+    ['a Relay refetch by id', `{ node(id: "1") { id ... on Pet { name categoryId status } } }`, 100],
     ['`__typename` inside a page', `{ pets(limit: 100) { __typename ${FULL_PET} } }`, 400],
     ['two full pages', `{ a: pets(limit: 100) { ${FULL_PET} } b: pets(limit: 100) { ${FULL_PET} } }`, 800],
     ['a fragment spread', `{ pets(limit: 100) { ...F } } fragment F on Pet { ${FULL_PET} }`, 400],
@@ -122,6 +123,17 @@ describe('priceOf against the schema', () => {
     ['the standard introspection query', getIntrospectionQuery(), 219],
   ])('when the operation is %s, then it costs %i', (_case, query, expected) => {
     expect(cost(query)).toBe(expected);
+  });
+
+  const aliased = Array.from({ length: 150 }, (_, i) => `n${i}: name`).join(' ');
+  test.each([
+    ['every field', 100, FULL_PET],
+    ['`__typename` and the id', 100, '__typename id'],
+    ['150 aliased names (over the minimum)', 150, aliased],
+  ])('when node(id:) selects %s of a Pet, then it costs %i, one call, as pet(id:) with that selection', (_case, expected, selection) => {
+    const node = price(`{ node(id: "1") { ... on Pet { ${selection} } } }`);
+    expect(node).toEqual({ cost: expected, calls: 1, mutations: 0 });
+    expect(node).toEqual(price(`{ pet(id: "1") { ${selection} } }`));
   });
 
   const connection = (typename: string) =>

@@ -39,6 +39,12 @@ export type NewPetInput = {
   status?: PetStatus;
 };
 
+/** An object that `node(id:)` fetches again by its `id` (the Relay Node interface). Pet is the only Node type: a Node id is a pet id. */
+export type Node = {
+  /** Identifier, unique among all Node objects: what `node(id:)` takes. */
+  id: Scalars['ID']['output'];
+};
+
 /** Where this page stands in the list (Relay PageInfo). */
 export type PageInfo = {
   __typename?: 'PageInfo';
@@ -53,7 +59,7 @@ export type PageInfo = {
 };
 
 /** An animal of the store. */
-export type Pet = {
+export type Pet = Node & {
   __typename?: 'Pet';
   /** Identifier of the category the animal belongs to. */
   categoryId: Scalars['SafeInt']['output'];
@@ -92,6 +98,8 @@ export enum PetStatus {
 
 export type Query = {
   __typename?: 'Query';
+  /** Returns the object with this `id` (Relay Global Object Identification), or null when none has it. Every Node is a Pet. */
+  node?: Maybe<Node>;
   /**
    * Returns one animal by identifier, or null when it does not exist.
    * @deprecated Use `pets(status:)` instead. This field will be removed on 2030-12-05.
@@ -101,6 +109,11 @@ export type Query = {
   pets: Array<Pet>;
   /** Lists animals in ascending id order, optionally by status, a page at a time: pass `pageInfo.endCursor` as `after` for the next page. */
   petsConnection: PetConnection;
+};
+
+
+export type QueryNodeArgs = {
+  id: Scalars['ID']['input'];
 };
 
 
