@@ -137,7 +137,7 @@ export const API_KEY_LIMITS = Object.freeze({
   /** Keys in one `POST /v1/credentials/revoke`. */
   maxRevokedPerRequest: 100,
   /** A publishable key's key-wide ceiling, in multiples of its per-visitor quota, unless `--rate-limit` sets it. */
-  publishableCeilingFactor: 10,
+  publishableCeilingFactor: 100,
 });
 
 /** Redis (rate-limit counters, pet events). */

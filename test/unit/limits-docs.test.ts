@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   API_KEY_CACHE,
+  API_KEY_LIMITS,
   DATABASE_DEADLINES,
   DOCUMENT_CACHE_LIMITS,
   HTTP_LIMITS,
@@ -31,7 +32,11 @@ const thousands = (n: number) => n.toLocaleString('en-US');
 /** What each row of docs/security.md "Limits" must state, from src/limits.ts. */
 const SECURITY_ROWS: Record<string, string[]> = {
   'API key': [`(${seconds(API_KEY_CACHE.ttlMs)})`, `LRUs of ${thousands(API_KEY_CACHE.maxEntries)} keys`],
-  'Requests per API key': [`${CONFIG_SPEC.RATE_LIMIT_MAX.default} per ${CONFIG_SPEC.RATE_LIMIT_WINDOW_SECONDS.default} s`, `${PET_LIMITS.listMax} pets`],
+  'Requests per API key': [
+    `${CONFIG_SPEC.RATE_LIMIT_MAX.default} per ${CONFIG_SPEC.RATE_LIMIT_WINDOW_SECONDS.default} s`,
+    `${PET_LIMITS.listMax} pets`,
+    `key-wide ceiling of ${API_KEY_LIMITS.publishableCeilingFactor} times it`,
+  ],
   'Requests per IP address without a valid key': [
     `${CONFIG_SPEC.RATE_LIMIT_UNAUTHENTICATED_MAX.default} per ${CONFIG_SPEC.RATE_LIMIT_WINDOW_SECONDS.default} s`,
     `in the last ${API_KEY_CACHE.knownMs === 3_600_000 ? 'hour' : seconds(API_KEY_CACHE.knownMs)}`,
