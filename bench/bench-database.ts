@@ -1,4 +1,7 @@
+import { hash, randomBytes } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import { type RowDataPacket, createConnection } from 'mysql2/promise';
+import { ApiKey } from '../src/auth/api-key.entity';
 import { ApiKeyService } from '../src/auth/api-key.service';
 import { createDatabase } from '../test/support/mysql-admin';
 import { openDatabase } from '../src/database/open-database';
@@ -8,17 +11,32 @@ import { PetRepository } from '../src/pets/pet.repository';
 import { seedPets } from '../src/pets/pet.seed';
 
 /**
+ * A key in the format of keys made before kinds existed (`pst_`, secret, CRC-32 of the secret): every version of the
+ * service accepts it, so a `--baseline` from before kinds runs on the same key.
+ */
+export function keyEveryVersionAccepts(): string {
+  const secret = randomBytes(32).toString('base64url');
+  return `pst_${secret}${Buffer.from(crc32(secret).toString(16).padStart(8, '0'), 'hex').toString('base64url')}`;
+}
+
+/**
  * Drops and recreates the database of `url` ({@link createDatabase}), runs the migrations, seeds
- * `petCount` pets with {@link seedPets} and creates one API key through ApiKeyService.
+ * `petCount` pets with {@link seedPets} and creates one API key through ApiKeyService (a secret key, which expires).
+ * With `everyVersion`, the key's text is then replaced by one in the format every version accepts (see above): the
+ * row keeps its kind, scopes and expiry, so the service does all the checks it does for a new key.
  *
  * @returns the API key (ids 1 to `petCount` are the seeded pets).
  */
-export async function prepareDatabase(url: string, petCount: number): Promise<string> {
+export async function prepareDatabase(url: string, petCount: number, { everyVersion = false } = {}): Promise<string> {
   await createDatabase(url, { replace: true });
   const database = await openDatabase({ type: 'mysql', url });
   try {
     await seedPets(database.writer, petCount);
-    return (await new ApiKeyService(database).create('benchmark')).key;
+    const { apiKey, key } = await new ApiKeyService(database).create('benchmark');
+    if (!everyVersion) return key;
+    const legacy = keyEveryVersionAccepts();
+    await database.writer.getRepository(ApiKey).update({ id: apiKey.id }, { keyHash: hash('sha256', legacy, 'hex'), keyHint: legacy.slice(-4) });
+    return legacy;
   } finally {
     await database.close();
   }

@@ -7,7 +7,7 @@ import { generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from '../test/support/mysql-admin';
 import { freePort } from '../test/support/free-port';
-import { databaseVersion, deepPages, explainQueries, growPets, prepareDatabase, renumberPets } from './bench-database';
+import { databaseVersion, deepPages, explainQueries, growPets, keyEveryVersionAccepts, prepareDatabase, renumberPets } from './bench-database';
 import { compactResults, historyLine, roundFloats } from './bench.history';
 import { type BenchResults, type GaleraResults, type ScenarioRuns, summarise, toMarkdown } from './bench.report';
 import {
@@ -251,8 +251,10 @@ async function main(): Promise<void> {
 
 async function bench(startedAt: Date, loadBefore: number): Promise<void> {
   log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
-  const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
-  const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
+  // Against a baseline, keys in the format every version accepts, so both systems look up the same keys.
+  const everyVersion = options.baseline !== undefined;
+  const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets, { everyVersion });
+  const context: ScenarioContext = { apiKey, badKey: everyVersion ? keyEveryVersionAccepts() : generateApiKey(), petCount: SETTINGS.pets };
   const scenarios = SCENARIOS.filter((s) => !only || only.test(`${s.surface} ${s.name}`));
   // The baselines serve REST only: the REST scenario of every operation selected, on either surface.
   const baselineScenarios = SCENARIOS.filter((s) => s.surface === 'rest' && scenarios.some((selected) => selected.name === s.name));
