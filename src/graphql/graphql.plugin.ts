@@ -57,7 +57,10 @@ export interface GraphqlPluginOptions {
 }
 
 /** GraphQL at `/graphql` (GET, POST, WebSocket) through Apollo Server, behind the guard (docs/graphql.md). */
-export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, production, keyCommand, trustedDocuments, subscriptions }) => {
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
+  app,
+  { petService, guard, production, keyCommand, trustedDocuments, subscriptions },
+) => {
   const armor = armorSettings(production);
   const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
   const apollo = new ApolloServer<GraphqlContext>({

@@ -95,14 +95,14 @@ export class TrustedDocuments {
         try {
           parsed = JSON.parse(text);
         } catch (error) {
-          throw new Error(`not JSON (${(error as Error).message})`);
+          throw new Error(`not JSON (${(error as Error).message})`, { cause: error });
         }
         for (const [id, body] of entriesOf(parsed)) {
           if (sha256Hex(body) !== id) throw new Error(`${id} is not the SHA-256 of its document: regenerate the manifest`);
           byHash.set(id, body);
         }
       } catch (error) {
-        throw new Error(`${source}: ${(error as Error).message.replace(/\s*\n\s*/g, ' ')}`);
+        throw new Error(`${source}: ${(error as Error).message.replace(/\s*\n\s*/g, ' ')}`, { cause: error });
       }
     }
     return new TrustedDocuments(byHash);
@@ -120,7 +120,7 @@ export class TrustedDocuments {
           return { source: file, text: readFileSync(file, 'utf8') };
         } catch (error) {
           const { code, message } = error as NodeJS.ErrnoException;
-          throw new Error(`${file}: cannot be read (${code ?? message})`);
+          throw new Error(`${file}: cannot be read (${code ?? message})`, { cause: error });
         }
       }),
     );

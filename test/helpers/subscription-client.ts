@@ -56,23 +56,20 @@ export function subscribe(client: Client, query: string | (SubscribePayload & { 
     waiters = [];
     for (const waiter of now) waiter();
   };
-  const unsubscribe = client.subscribe(
-    typeof query === 'string' ? { query, variables } : query,
-    {
-      next: (result) => {
-        results.push(result);
-        wake();
-      },
-      error: (error) => {
-        state.error = error;
-        wake();
-      },
-      complete: () => {
-        state.complete = true;
-        wake();
-      },
+  const unsubscribe = client.subscribe(typeof query === 'string' ? { query, variables } : query, {
+    next: (result) => {
+      results.push(result);
+      wake();
     },
-  );
+    error: (error) => {
+      state.error = error;
+      wake();
+    },
+    complete: () => {
+      state.complete = true;
+      wake();
+    },
+  });
   const until = (done: () => boolean) =>
     new Promise<void>((resolve) => {
       const check = () => (done() ? resolve() : waiters.push(check));

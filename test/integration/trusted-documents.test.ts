@@ -26,7 +26,9 @@ const errorCode = (body: any) => body?.errors?.[0]?.extensions?.code;
 
 /** A GET on /graphql with these parameters (objects as JSON). */
 function getPath(params: Record<string, unknown>): string {
-  const search = new URLSearchParams(Object.entries(params).map(([name, value]): [string, string] => [name, typeof value === 'string' ? value : JSON.stringify(value)]));
+  const search = new URLSearchParams(
+    Object.entries(params).map(([name, value]): [string, string] => [name, typeof value === 'string' ? value : JSON.stringify(value)]),
+  );
   return `/graphql?${search}`;
 }
 
