@@ -139,6 +139,7 @@ export async function buildApp({
     production: config.nodeEnv === 'production',
     // On the embedded database the server holds the file, so the apikey CLI cannot open it.
     keyCommand: keepsDevApiKey(config) ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',
+    trustedDocuments: config.trustedDocuments,
     subscriptions: {
       pubSub: petEvents.pubSub,
       guard,

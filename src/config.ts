@@ -3,6 +3,7 @@ import path from 'node:path';
 import { bool, cleanEnv, host, makeValidator, port, str } from 'envalid';
 import type { DatabaseConfig } from './database/database-config';
 import type { RateLimitConfig } from './guard/rate-limiter';
+import { TrustedDocuments } from './graphql/trusted-documents';
 import { LOG_LEVELS } from './observability/logger';
 import { parsePositiveInteger } from './validation/positive-integer';
 import { API_KEY_CACHE, DATABASE_DEADLINES } from './limits';
@@ -109,6 +110,15 @@ const originList = makeValidator<string[]>((input) => {
   return origins;
 });
 
+/** Comma-separated manifest paths, read and checked here, so a bad manifest stops the start as any bad value does. */
+const trustedDocuments = makeValidator<TrustedDocuments>((input) => {
+  const paths = input
+    .split(',')
+    .map((file) => file.trim())
+    .filter(Boolean);
+  return TrustedDocuments.read(paths);
+});
+
 /** The environment the service reads (docs/configuration.md), each variable's rule, default and meaning written once. */
 export const CONFIG_SPEC = Object.freeze({
   PORT: port({ default: 3000, desc: 'TCP port the HTTP server listens on.' }),
@@ -181,6 +191,13 @@ export const CONFIG_SPEC = Object.freeze({
       "How long a key lookup's answer (found active, or unknown/revoked) is reused without asking the database (0: always ask); " +
       'bounds how late a revocation made by another process takes effect here.',
   }),
+  TRUSTED_DOCUMENTS: trustedDocuments({
+    default: undefined,
+    desc:
+      'Comma-separated trusted document manifests (Apollo persisted query manifests or graphql-codegen persisted-documents.json), ' +
+      'relative to the working directory, read at start: the only documents a publishable key may run (docs/api-keys.md "Trusted documents").',
+    example: 'persisted-query-manifest.json',
+  }),
   METRICS_PORT: port({
     default: undefined,
     desc:
@@ -245,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
     migrateOnStart: clean.DATABASE_MIGRATE_ON_START,
     apiKeyCacheSeconds: clean.API_KEY_CACHE_SECONDS,
     petEventsChannel: clean.PET_EVENTS_CHANNEL,
+    trustedDocuments: clean.TRUSTED_DOCUMENTS ?? TrustedDocuments.none(),
     ...(clean.PUBLIC_BASE_URL && { publicBaseUrl: clean.PUBLIC_BASE_URL }),
     ...(clean.STAGING_BASE_URL && { stagingBaseUrl: clean.STAGING_BASE_URL }),
   });

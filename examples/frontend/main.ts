@@ -17,12 +17,16 @@ async function waitFor<T>(what: string, find: () => T | undefined, timeoutMs = 1
 }
 
 /**
- * Lists the first page of pets (and the second, when there is one), subscribes to `petCreated`,
- * creates a pet and waits for its event. Prints one line per step; exits 1 on any error.
+ * As a browser would with a publishable key (API_KEY): lists the first page of pets (and the second, when there is
+ * one), subscribes to `petCreated`; then the shop's own server, with its secret key (BACKEND_API_KEY, default API_KEY),
+ * creates a pet, and the browser waits for its event. A publishable key cannot create pets (only a secret key holds
+ * pets:write), so writes go through a server, never from the browser. Prints one line per step; exits 1 on any error.
  */
 async function main(): Promise<void> {
   const { apiUrl, apiKey } = settings();
   const { apollo, ws } = createApolloClient(apiUrl, apiKey);
+  // The same client set-up stands for the shop's server; it opens no WebSocket, as it subscribes to nothing.
+  const backend = createApolloClient(apiUrl, process.env.BACKEND_API_KEY || apiKey);
   try {
     const { data } = await apollo.query({ query: PETS_PAGE, variables: { first: PAGE_SIZE } });
     const { edges, pageInfo } = data!.petsConnection;
@@ -47,7 +51,7 @@ async function main(): Promise<void> {
     // graphql-ws does not acknowledge a subscribe: give the server a moment to start it.
     await sleep(250);
 
-    const created = await apollo.mutate({ mutation: CREATE_PET, variables: { input: { name: 'Pip', categoryId: 2 } } });
+    const created = await backend.apollo.mutate({ mutation: CREATE_PET, variables: { input: { name: 'Pip', categoryId: 2 } } });
     const pet = created.data!.createPet;
     console.log(`created: ${JSON.stringify(pet)}`);
     const event = await waitFor('petCreated event', () => announced.find(({ id }) => id === pet.id));
@@ -55,7 +59,9 @@ async function main(): Promise<void> {
     subscription.unsubscribe();
   } finally {
     apollo.stop();
+    backend.apollo.stop();
     await ws.dispose();
+    await backend.ws.dispose();
   }
 }
 

@@ -29,6 +29,8 @@ import { PARSE_OPTIONS, armorSettings } from './query-limits';
 import { buildPetStoreSchema } from './schema';
 import { serveSubscriptions } from './subscription.server';
 import { unavailableStatusPlugin } from './unavailable-status.plugin';
+import type { TrustedDocuments } from './trusted-documents';
+import { trustedDocumentsHook } from './trusted-documents.hook';
 import { refuseSubscriptionsOverHttp } from './subscriptions-over-http.rule';
 import { SURFACE_PATHS } from '../surface-paths';
 
@@ -40,6 +42,8 @@ export interface GraphqlPluginOptions {
   production: boolean;
   /** The shell command that gets a key on this set-up, for the playground's hints. */
   keyCommand: string;
+  /** The documents a publishable key may run, by id (docs/api-keys.md "Trusted documents"). */
+  trustedDocuments: TrustedDocuments;
   /** Subscriptions over WebSocket on `/graphql` (docs/subscriptions.md). */
   subscriptions: {
     pubSub: PetPubSub;
@@ -53,7 +57,10 @@ export interface GraphqlPluginOptions {
 }
 
 /** GraphQL at `/graphql` (GET, POST, WebSocket) through Apollo Server, behind the guard (docs/graphql.md). */
-export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (app, { petService, guard, production, keyCommand, subscriptions }) => {
+export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
+  app,
+  { petService, guard, production, keyCommand, trustedDocuments, subscriptions },
+) => {
   const armor = armorSettings(production);
   const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
   const apollo = new ApolloServer<GraphqlContext>({
@@ -111,9 +118,11 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (ap
     schema: { hide: true },
     // The playground first: browsers' page visits need no key.
     onRequest: [servePlaygroundToBrowsers, guard.hook],
+    // With the caller's key known: a trusted document's id becomes its text before Apollo reads the request.
+    preHandler: trustedDocumentsHook(trustedDocuments),
     errorHandler: sendError,
     handler: fastifyApolloHandler(apollo, { context: async (request) => ({ caller: callerOf(request), request }) }),
   });
   rejectOtherMethods(app, SURFACE_PATHS.graphql, ['GET', 'POST'], { errorHandler: sendError });
-  serveSubscriptions(app, { ...subscriptions, schema, validationRules: armor.validationRules, log: app.log });
+  serveSubscriptions(app, { ...subscriptions, schema, trustedDocuments, validationRules: armor.validationRules, log: app.log });
 };

@@ -17,6 +17,7 @@ import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
 import { SUBSCRIPTION_LIMITS } from '../limits';
 import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
 import { SURFACE_PATHS } from '../surface-paths';
+import { type TrustedDocuments, resolveTrustedDocument } from './trusted-documents';
 
 /** What the WebSocket endpoint needs (docs/subscriptions.md). */
 export interface SubscriptionServerOptions {
@@ -31,6 +32,8 @@ export interface SubscriptionServerOptions {
   keyRecheckMs: number;
   /** The HTTP operations' rules beyond graphql-js's own (GraphQL Armor). */
   validationRules: readonly ValidationRule[];
+  /** The documents a publishable key may run (docs/api-keys.md "Trusted documents"). */
+  trustedDocuments: TrustedDocuments;
   log: FastifyBaseLogger;
 }
 
@@ -54,6 +57,20 @@ function handshakeRefusal(error: Error, request: IncomingMessage): AppError {
 function authorizationOf(params: Record<string, unknown> | undefined): unknown {
   const name = Object.keys(params ?? {}).find((key) => key.toLowerCase() === 'authorization');
   return name === undefined ? undefined : params![name];
+}
+
+/**
+ * graphql-ws's JSON reviver: a `subscribe` that names a trusted document by id only (`documentId` or
+ * `extensions.persistedQuery`) gets `query: ""`, which graphql-ws requires before any hook runs; onSubscribe then
+ * resolves the id. Only the message itself (key "") is looked at.
+ */
+export function reviveTrustedDocumentIds(key: string, value: unknown): unknown {
+  if (key !== '' || typeof value !== 'object' || value === null) return value;
+  const message = value as { type?: unknown; payload?: Record<string, unknown> | null };
+  const payload = message.payload;
+  if (message.type !== 'subscribe' || typeof payload !== 'object' || payload === null || 'query' in payload) return value;
+  if (!('documentId' in payload) && !('extensions' in payload)) return value;
+  return { ...message, payload: { ...payload, query: '' } };
 }
 
 /**
@@ -114,7 +131,11 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       operation: OperationTypeNode.SUBSCRIPTION,
       message: `Only subscriptions are served over WebSocket: send queries and mutations to POST ${SURFACE_PATHS.graphql}.`,
     };
-    const checked = checkDocument(schema, rules, payload, log.child({ surface: 'websocket', apiKeyId: connection.apiKeyId }), only);
+    // The rule of HTTP requests (trusted-documents.hook.ts), by the same function.
+    const trusted = resolveTrustedDocument(payload, connection.credential!.kind, options.trustedDocuments);
+    if (trusted.action === 'refuse') return [thrownGraphqlError(trusted.code)];
+    const request = trusted.action === 'substitute' ? { ...payload, query: trusted.query } : payload;
+    const checked = checkDocument(schema, rules, request, log.child({ surface: 'websocket', apiKeyId: connection.apiKeyId }), only);
     if ('refusals' in checked) return checked.refusals.map(({ code, message }) => thrownGraphqlError(code, message));
     // graphql-ws lists this subscription among the connection's before running this hook.
     if (Object.keys(ctx.subscriptions).length > SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection) {
@@ -135,6 +156,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
 
   const server = makeServer<Record<string, unknown> | undefined, SocketExtra>({
     schema,
+    jsonMessageReviver: reviveTrustedDocumentIds,
     connectionInitWaitTimeout: SUBSCRIPTION_LIMITS.connectionInitWaitMs,
     onConnect,
     onSubscribe,

@@ -150,15 +150,23 @@ export async function apiKeyFor(
  * meets it: listening on a free port, with an API key ({@link apiKeyFor}).
  *
  * @param prefix - the start of its working directory's name, e.g. `examples-`.
- * @returns its base URL (no trailing slash), the key, its working directory, the process, and `stop()`, which ends
- *   it with SIGTERM and drops its database.
+ * @param options.env - more of its environment, e.g. `TRUSTED_DOCUMENTS`.
+ * @param options.publishableKey - also create a publishable key (with the apikey CLI, before the server holds the database).
+ * @returns its base URL (no trailing slash), the key, the publishable key when asked for (else ''), its working
+ *   directory, the process, and `stop()`, which ends it with SIGTERM and drops its database.
  */
-export async function startBuiltServer(prefix: string) {
+export async function startBuiltServer(prefix: string, options: { env?: Record<string, string>; publishableKey?: boolean } = {}) {
   const setup = await createProcessDatabase(prefix);
   const port = await freePort();
+  let publishableKey = '';
+  if (options.publishableKey) {
+    const created = await runNode(built('src/cli/apikey.cli.js'), ['create', `${prefix}web`, '--kind', 'publishable'], { cwd: setup.cwd, env: setup.env });
+    if (created.code !== 0) throw new Error(`apikey create failed: ${created.stderr}`);
+    publishableKey = created.stdout.trim();
+  }
   const server = startNode(built('src/main.js'), {
     cwd: setup.cwd,
-    env: { ...setup.env, PORT: String(port), METRICS_PORT: String(await freePort()) },
+    env: { ...setup.env, ...options.env, PORT: String(port), METRICS_PORT: String(await freePort()) },
   });
   const url = `http://127.0.0.1:${port}`;
   try {
@@ -169,7 +177,7 @@ export async function startBuiltServer(prefix: string) {
       await server.exited;
       await setup.drop();
     };
-    return { url, apiKey, cwd: setup.cwd, server, stop };
+    return { url, apiKey, publishableKey, cwd: setup.cwd, server, stop };
   } catch (error) {
     server.child.kill('SIGKILL');
     await setup.drop();

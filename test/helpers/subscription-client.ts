@@ -1,4 +1,4 @@
-import { type Client, type FormattedExecutionResult, createClient } from 'graphql-ws';
+import { type Client, type FormattedExecutionResult, type SubscribePayload, createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { Metrics } from '../../src/observability/metrics.registry';
 
@@ -43,8 +43,11 @@ export async function connectWithKey(t: { url: string; apiKey: string }, key = t
   return connection;
 }
 
-/** Subscribes and collects what arrives: results, and the error or completion that ends it. */
-export function subscribe(client: Client, query: string, variables?: Record<string, unknown>) {
+/**
+ * Subscribes and collects what arrives: results, and the error or completion that ends it.
+ * @param query - the document, or a whole `subscribe` payload (a trusted document's `documentId`, say).
+ */
+export function subscribe(client: Client, query: string | (SubscribePayload & { documentId?: string }), variables?: Record<string, unknown>) {
   const results: FormattedExecutionResult<Record<string, unknown>, unknown>[] = [];
   let waiters: Array<() => void> = [];
   const state: { error?: unknown; complete: boolean } = { complete: false };
@@ -53,23 +56,20 @@ export function subscribe(client: Client, query: string, variables?: Record<stri
     waiters = [];
     for (const waiter of now) waiter();
   };
-  const unsubscribe = client.subscribe(
-    { query, variables },
-    {
-      next: (result) => {
-        results.push(result);
-        wake();
-      },
-      error: (error) => {
-        state.error = error;
-        wake();
-      },
-      complete: () => {
-        state.complete = true;
-        wake();
-      },
+  const unsubscribe = client.subscribe(typeof query === 'string' ? { query, variables } : query, {
+    next: (result) => {
+      results.push(result);
+      wake();
     },
-  );
+    error: (error) => {
+      state.error = error;
+      wake();
+    },
+    complete: () => {
+      state.complete = true;
+      wake();
+    },
+  });
   const until = (done: () => boolean) =>
     new Promise<void>((resolve) => {
       const check = () => (done() ? resolve() : waiters.push(check));

@@ -15,6 +15,8 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const OUTPUT = path.join(ROOT, 'test', 'output', 'examples');
 const FRONTEND = path.join(ROOT, 'dist', 'examples', 'frontend', 'main.js');
 const REST_CLIENT = path.join(ROOT, 'dist', 'examples', 'rest-client', 'main.js');
+/** The trusted documents manifest graphql-codegen writes for the frontend example. */
+const MANIFEST = path.join(ROOT, 'examples', 'frontend', 'gql', 'persisted-documents.json');
 
 let server: Awaited<ReturnType<typeof startBuiltServer>>;
 let compiled: string[];
@@ -23,7 +25,8 @@ beforeAll(async () => {
   await rm(path.dirname(FRONTEND), { recursive: true, force: true });
   await rm(path.dirname(REST_CLIENT), { recursive: true, force: true });
   compiled = compileProject(path.join(ROOT, 'examples', 'tsconfig.json'));
-  server = await startBuiltServer('examples-');
+  // With the frontend's manifest, so that its publishable key runs its documents (docs/api-keys.md "Trusted documents").
+  server = await startBuiltServer('examples-', { env: { TRUSTED_DOCUMENTS: MANIFEST }, publishableKey: true });
   // More than a page of the frontend example (100), so that it reads a second one.
   for (let i = 1; i <= 105; i++) await createPet(`Seed ${i}`);
 }, 60_000);
@@ -58,7 +61,7 @@ describe('the generated code of the examples (`npm run examples:codegen`; `npm r
     // With saveToFile false, it returns the files instead of writing them.
     const outputs: { filename: string; content: string }[] = await generate(codegenConfig, false);
     expect(outputs.map(({ filename }) => path.relative(ROOT, filename)).sort()).toEqual(
-      ['fragment-masking.ts', 'gql.ts', 'graphql.ts', 'index.ts'].map((file) => path.join('examples', 'frontend', 'gql', file)),
+      ['fragment-masking.ts', 'gql.ts', 'graphql.ts', 'index.ts', 'persisted-documents.json'].map((file) => path.join('examples', 'frontend', 'gql', file)),
     );
     for (const { filename, content } of outputs) expect({ filename, content }).toEqual({ filename, content: await readFile(filename, 'utf8') });
   });
@@ -82,14 +85,45 @@ describe('the generated code of the examples (`npm run examples:codegen`; `npm r
 });
 
 describe('examples/frontend (Apollo Client, graphql-ws, typed documents)', () => {
-  test('when it runs, then it lists two pages, merged in the cache, creates a pet and receives its petCreated event', async () => {
+  test('when it runs with a publishable key, then it lists two pages by id, merged in the cache, and receives the petCreated event of the pet its server creates', async () => {
     const total = (await allPetNames()).length;
-    const run = await runExample(FRONTEND);
+    const run = await runExample(FRONTEND, { API_KEY: server.publishableKey, BACKEND_API_KEY: server.apiKey });
     expect(run).toMatchObject({ code: 0, stderr: '' });
     expect(run.stdout).toContain(`page 1: 100 pets, more: true\npage 2 read: the cache holds ${Math.min(total, 200)} pets\n`);
     const created = /^created: (.*)$/m.exec(run.stdout)![1];
     expect(JSON.parse(created)).toEqual({ __typename: 'Pet', id: expect.stringMatching(/^\d+$/), name: 'Pip', categoryId: 2, status: 'available' });
     expect(run.stdout).toContain(`petCreated: ${created}\n`);
+  });
+
+  test('when it runs with a secret key alone, then it works too: a secret key sends the documents themselves', async () => {
+    expect(await runExample(FRONTEND)).toMatchObject({ code: 0, stderr: '' });
+  });
+
+  test('when the server has no manifest, then a secret key runs it all the same', async () => {
+    const plain = await startBuiltServer('examples-plain-');
+    try {
+      const run = await runNode(FRONTEND, [], { cwd: ROOT, env: { API_URL: plain.url, API_KEY: plain.apiKey } });
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(run.stdout).toMatch(/^petCreated: /m);
+    } finally {
+      await plain.stop();
+    }
+  });
+
+  test("when it runs with a publishable key alone, then the create is refused: a browser's key cannot write", async () => {
+    const run = await runExample(FRONTEND, { API_KEY: server.publishableKey });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('lacks the pets:write scope');
+  });
+
+  test('when the publishable key sends a document that is not in the manifest, then the server refuses it', async () => {
+    const response = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.publishableKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ pets { id } }' }),
+    });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { errors: { extensions: { code: string } }[] }).errors[0].extensions.code).toBe('PERSISTED_QUERY_ID_REQUIRED');
   });
 });
 

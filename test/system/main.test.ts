@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createServer } from 'node:net';
@@ -56,6 +56,26 @@ describe('the server process (dist/src/main.js)', () => {
     expect(lines).toHaveLength(1);
     for (const key of ['PORT', 'NODE_ENV', 'DATABASE_URL', 'LOG_LEVEL']) expect(lines[0]).toContain(`${key}:`);
     expect(result.stderr).not.toMatch(/\s+at /); // no stack trace
+  });
+
+  test.each([
+    ['missing', null, /^Invalid configuration: TRUSTED_DOCUMENTS: manifests\/documents\.json: cannot be read \(ENOENT\)$/],
+    ['not JSON', '{"format": ', /^Invalid configuration: TRUSTED_DOCUMENTS: manifests\/documents\.json: not JSON \(.+\)$/],
+    [
+      'of a wrong hash',
+      JSON.stringify({ ['0'.repeat(64)]: '{ pets { id } }' }),
+      /^Invalid configuration: TRUSTED_DOCUMENTS: manifests\/documents\.json: 0{64} is not the SHA-256 of its document: regenerate the manifest$/,
+    ],
+  ])('when a trusted document manifest is %s, then it stops with one line naming the file and the problem', async (_what, text, line) => {
+    const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
+    if (text !== null) {
+      await mkdir(path.join(cwd, 'manifests'));
+      await writeFile(path.join(cwd, 'manifests', 'documents.json'), text);
+    }
+    const result = await runNode(main(), [], { cwd, env: { TRUSTED_DOCUMENTS: 'manifests/documents.json' } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(new RegExp(line.source.replace('$', '\n$')));
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
   });
 
   test('when the database cannot be reached, then it retries a bounded number of times and stops with one clear line, no password, no stack', async () => {

@@ -1,6 +1,13 @@
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CONFIG_SPEC, ConfigError, EMBEDDED_DATABASE_PATH, loadConfig } from '../../src/config';
+import { TrustedDocuments } from '../../src/graphql/trusted-documents';
+
+/** A codegen manifest of one document, for TRUSTED_DOCUMENTS. */
+const MANIFEST = path.join(mkdtempSync(path.join(tmpdir(), 'config-')), 'persisted-documents.json');
+writeFileSync(MANIFEST, JSON.stringify({ [createHash('sha256').update('{ pets { id } }').digest('hex')]: '{ pets { id } }' }));
 
 describe('loadConfig', () => {
   test('when nothing is set, then the embedded defaults', () => {
@@ -19,6 +26,7 @@ describe('loadConfig', () => {
       migrateOnStart: true,
       petEventsChannel: 'pet-store:pet-created',
       apiKeyCacheSeconds: 5,
+      trustedDocuments: TrustedDocuments.none(),
     });
   });
 
@@ -46,6 +54,7 @@ describe('loadConfig', () => {
       METRICS_HOST: '10.0.0.5',
       SHUTDOWN_DRAIN_SECONDS: '5',
       SHUTDOWN_GRACE_SECONDS: '30',
+      TRUSTED_DOCUMENTS: MANIFEST,
     });
     expect(config).toEqual({
       port: 8080,
@@ -67,7 +76,9 @@ describe('loadConfig', () => {
       migrateOnStart: false,
       petEventsChannel: 'staging:pet-created',
       apiKeyCacheSeconds: 0,
+      trustedDocuments: expect.any(TrustedDocuments),
     });
+    expect(config.trustedDocuments.size).toBe(1);
   });
 
   test('when the base addresses are set, then they are kept without a trailing slash', () => {
@@ -105,9 +116,18 @@ describe('loadConfig', () => {
     ['SHUTDOWN_DRAIN_SECONDS', '-1'],
     ['SHUTDOWN_GRACE_SECONDS', '0'],
     ['API_KEY_CACHE_SECONDS', '1.5'],
+    ['TRUSTED_DOCUMENTS', 'no/such/manifest.json'],
   ])('when %s is %p, then ConfigError naming it', (key, value) => {
     expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`${key}: `));
+  });
+
+  test('when a trusted document manifest is malformed, then one line names the variable, the file and the problem', () => {
+    const bad = path.join(path.dirname(MANIFEST), 'bad.json');
+    writeFileSync(bad, '{"format": "apollo-persisted-query-manifest", "version": 2, "operations": []}');
+    expect(() => loadConfig({ TRUSTED_DOCUMENTS: `${MANIFEST}, ${bad}` })).toThrow(
+      new ConfigError(`Invalid configuration: TRUSTED_DOCUMENTS: ${bad}: version must be equal to 1`),
+    );
   });
 
   test('when read replicas are set without a primary, then ConfigError', () => {
