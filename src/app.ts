@@ -5,6 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiKeyService } from './auth/api-key.service';
 import { keepsDevApiKey } from './auth/dev-api-key';
+import { KeyChangeChannel } from './auth/key-change.channel';
 import { type Config, DEV_API_KEY_PATH } from './config';
 import type { Database } from './database/database';
 import { createPetEventBus } from './events/pet-event.bus';
@@ -70,6 +71,22 @@ export function createApiKeys(config: Config, database: Database): ApiKeyService
   return new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
 }
 
+/**
+ * With Redis, `apiKeys` announces the keys it revokes or rolls on the key change channel and forgets those announced
+ * by other processes (docs/api-keys.md "Revocation"), until `app` closes; without Redis, nothing changes.
+ */
+function announceKeyChanges(app: FastifyInstance, config: Config, apiKeys: ApiKeyService): void {
+  const { redisUrl, namespace } = config.rateLimit;
+  if (!redisUrl) return;
+  const keyChanges = new KeyChangeChannel({ redisUrl, namespace, log: app.log });
+  keyChanges.listen(apiKeys);
+  apiKeys.announceChangesTo(keyChanges);
+  app.addHook('onClose', async () => {
+    apiKeys.announceChangesTo(null);
+    await keyChanges.close();
+  });
+}
+
 /** Builds the HTTP app, ready but not listening (docs/architecture.md); closing it leaves the database open. */
 export async function buildApp({
   config,
@@ -131,6 +148,7 @@ export async function buildApp({
   app.addHook('onClose', () => limiter.close());
   const guard = createGuard(apiKeys, limiter);
   const requests = guardRequests(app, guard);
+  announceKeyChanges(app, config, apiKeys);
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.operationHook });
   await app.register(graphqlPlugin, {
