@@ -32,6 +32,7 @@ import { type Metrics, createMetrics } from './observability/metrics.registry';
 import type { ServiceState } from './observability/service-state';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
+import { credentialsController } from './rest/credentials.controller';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
 import { petController } from './rest/pet.controller';
 import { SURFACE_PATHS } from './surface-paths';
@@ -151,6 +152,8 @@ export async function buildApp({
   announceKeyChanges(app, config, apiKeys);
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.operationHook });
+  // Outside the pet operations' guard: no key; its address pays.
+  await app.register(credentialsController, { prefix: SURFACE_PATHS.rest, apiKeys, chargeAddress: requests.addressHook });
   await app.register(graphqlPlugin, {
     petService,
     guard: requests,

@@ -7,6 +7,8 @@ import { type DatabaseBudget, withinDeadline } from '../database/database-deadli
 import { ApiKey } from './api-key.entity';
 import { type KeyKind, type Scope, formatKey, formatScopes, kindOfKeyText, parseOrigin, parseStoredScopes, scopesFor } from './api-key-policy';
 import { API_KEY_CACHE, API_KEY_LIMITS } from '../limits';
+import { validateInput } from '../validation/validate-input';
+import { RevokeCredentialsInput } from './api-key.inputs';
 
 /** The stored form of a key: its SHA-256, in hex (one-shot `hash`: no Hash object per request). */
 function hashKey(key: string): string {
@@ -250,6 +252,16 @@ export class ApiKeyService {
     this.forget(revoked);
     if (revoked.length > 0) await this.announcer?.announce(revoked);
     return revoked;
+  }
+
+  /**
+   * The credential revocation API's input (docs/api-keys.md "Revocation"), checked, then {@link revokeLeaked}.
+   * @returns the ids revoked; what they were is not the caller's to tell anyone.
+   * @throws AppError BAD_USER_INPUT for a body that is not `{"credentials": [1 to 100 strings]}`; DatabaseDeadlineError (503).
+   */
+  async revokeCredentials(body: unknown): Promise<number[]> {
+    const { credentials } = await validateInput(RevokeCredentialsInput, body);
+    return this.revokeLeaked(credentials);
   }
 
   /**
