@@ -706,6 +706,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "credentials": [
+                 *         "pst_sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAxxxxxx"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description 1 to 100 API keys, each as found (e.g. `pst_sk_…`): any that is active is revoked; unknown and malformed ones are ignored. */
                     credentials: string[];

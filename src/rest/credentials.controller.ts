@@ -14,6 +14,9 @@ export interface CredentialsControllerOptions {
 /** The one answer of the revocation API: the same for valid, unknown and malformed keys, so it tells nothing of them. */
 export const REVOKE_CREDENTIALS_ANSWER = Object.freeze({ message: 'Any active API key among these credentials is now revoked.' });
 
+/** What Swagger UI pre-fills: a key of the right shape that no database holds. */
+const REVOKE_CREDENTIALS_EXAMPLE = Object.freeze({ credentials: ['pst_sk_' + 'A'.repeat(43) + 'xxxxxx'] });
+
 /**
  * The credential revocation API at `/v1/credentials/revoke` (docs/api-keys.md "Revocation"), as GitHub's: anyone who
  * finds a leaked key revokes it, without a key of their own. Outside the pet operations' guard; each request is charged
@@ -34,7 +37,7 @@ export const credentialsController: FastifyPluginAsync<CredentialsControllerOpti
           'The answer is 202 with the same body for valid, unknown and malformed keys. Rate-limited per client address.',
         tags: ['credentials'],
         security: [],
-        body: inputSchema(RevokeCredentialsInput),
+        body: { ...inputSchema(RevokeCredentialsInput), examples: [REVOKE_CREDENTIALS_EXAMPLE] },
         response: {
           202: {
             description: 'Any active key among the credentials is revoked; the answer is the same whatever they were.',
