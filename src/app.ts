@@ -5,6 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiKeyService } from './auth/api-key.service';
 import { keepsDevApiKey } from './auth/dev-api-key';
+import { KeyChangeChannel } from './auth/key-change.channel';
 import { type Config, DEV_API_KEY_PATH } from './config';
 import type { Database } from './database/database';
 import { createPetEventBus } from './events/pet-event.bus';
@@ -31,6 +32,7 @@ import { type Metrics, createMetrics } from './observability/metrics.registry';
 import type { ServiceState } from './observability/service-state';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
+import { credentialsController } from './rest/credentials.controller';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
 import { petController } from './rest/pet.controller';
 import { SURFACE_PATHS } from './surface-paths';
@@ -68,6 +70,22 @@ export interface AppDependencies {
  */
 export function createApiKeys(config: Config, database: Database): ApiKeyService {
   return new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+}
+
+/**
+ * With Redis, `apiKeys` announces the keys it revokes or rolls on the key change channel and forgets those announced
+ * by other processes (docs/api-keys.md "Revocation"), until `app` closes; without Redis, nothing changes.
+ */
+function announceKeyChanges(app: FastifyInstance, config: Config, apiKeys: ApiKeyService): void {
+  const { redisUrl, namespace } = config.rateLimit;
+  if (!redisUrl) return;
+  const keyChanges = new KeyChangeChannel({ redisUrl, namespace, log: app.log });
+  keyChanges.listen(apiKeys);
+  apiKeys.announceChangesTo(keyChanges);
+  app.addHook('onClose', async () => {
+    apiKeys.announceChangesTo(null);
+    await keyChanges.close();
+  });
 }
 
 /** Builds the HTTP app, ready but not listening (docs/architecture.md); closing it leaves the database open. */
@@ -131,8 +149,11 @@ export async function buildApp({
   app.addHook('onClose', () => limiter.close());
   const guard = createGuard(apiKeys, limiter);
   const requests = guardRequests(app, guard);
+  announceKeyChanges(app, config, apiKeys);
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.operationHook });
+  // Outside the pet operations' guard: no key; its address pays.
+  await app.register(credentialsController, { prefix: SURFACE_PATHS.rest, apiKeys, chargeAddress: requests.addressHook });
   await app.register(graphqlPlugin, {
     petService,
     guard: requests,

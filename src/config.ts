@@ -158,7 +158,7 @@ export const CONFIG_SPEC = Object.freeze({
   RATE_LIMIT_WINDOW_SECONDS: positiveInteger({ default: 60, desc: 'The rate-limit window, in seconds.' }),
   REDIS_URL: redisUrl({
     default: undefined,
-    desc: 'Rate-limit counters and pet events (subscriptions) shared by every instance; in memory when unset.',
+    desc: 'Rate-limit counters, pet events (subscriptions) and API key revocations shared by every instance; in memory when unset.',
     example: 'redis://host:6379',
   }),
   PET_EVENTS_CHANNEL: str({
@@ -167,7 +167,7 @@ export const CONFIG_SPEC = Object.freeze({
   }),
   RATE_LIMIT_NAMESPACE: str({
     default: 'petstore-rate-limit:',
-    desc: "Prefix of the counters' keys, one per deployment sharing a Redis.",
+    desc: "Prefix of the counters' keys and of the API key changes' channel, one per deployment sharing a Redis.",
   }),
   DATABASE_REPLICA_URLS: mysqlUrlList({
     default: [],

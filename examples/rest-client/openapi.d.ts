@@ -46,6 +46,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/credentials/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke leaked API keys
+         * @description No API key needed. Revokes whichever of 1 to 100 keys are active, at once on every instance. The answer is 202 with the same body for valid, unknown and malformed keys. Rate-limited per client address.
+         */
+        post: operations["revokeCredentials"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -662,6 +682,161 @@ export interface operations {
                     Sunset?: string;
                     /** @description RFC 8288: the replacement operation. `</v1/pets>; rel="successor-version"` */
                     Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeCredentials: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "credentials": [
+                 *         "pst_sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAxxxxxx"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description 1 to 100 API keys, each as found (e.g. `pst_sk_…`): any that is active is revoked; unknown and malformed ones are ignored. */
+                    credentials: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Any active key among the credentials is revoked; the answer is the same whatever they were. */
+            202: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "message": "Any active API key among these credentials is now revoked."
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Always the same. */
+                        message: string;
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: The request could not be parsed. BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: The request body is too large. */
+            413: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "message": "The request body is too large.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The request body must be application/json. */
+            415: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "The request body must be application/json.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

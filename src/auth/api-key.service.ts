@@ -1,4 +1,5 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { LRUCache } from 'lru-cache';
 import { In, IsNull, type Repository } from 'typeorm';
 import type { Database } from '../database/database';
@@ -6,6 +7,8 @@ import { type DatabaseBudget, withinDeadline } from '../database/database-deadli
 import { ApiKey } from './api-key.entity';
 import { type KeyKind, type Scope, formatKey, formatScopes, kindOfKeyText, parseOrigin, parseStoredScopes, scopesFor } from './api-key-policy';
 import { API_KEY_CACHE, API_KEY_LIMITS } from '../limits';
+import { validateInput } from '../validation/validate-input';
+import { RevokeCredentialsInput } from './api-key.inputs';
 
 /** The stored form of a key: its SHA-256, in hex (one-shot `hash`: no Hash object per request). */
 function hashKey(key: string): string {
@@ -92,6 +95,18 @@ function checkedSettings(settings: NewKeySettings, now: number) {
   };
 }
 
+/**
+ * Where an ApiKeyService announces the keys it changed (revoked, or their expiry moved by a roll), so that other
+ * processes forget them (docs/api-keys.md "Revocation"): KeyChangeChannel, through Redis.
+ */
+export interface KeyChangeAnnouncer {
+  /** Tells the other processes to forget keys `ids`; resolves once sent, and never rejects (a failure is the announcer's to log). */
+  announce(ids: readonly number[]): Promise<void>;
+}
+
+/** Called with the ids {@link ApiKeyService.forget} dropped; undefined: every key. */
+export type ForgetListener = (ids: readonly number[] | undefined) => void;
+
 interface FoundKey {
   credential: Credential;
   /** Date.now() when found or created. */
@@ -129,6 +144,9 @@ export class ApiKeyService {
   /** When this instance last wrote each key's `last_used_at` (Date.now()). */
   private readonly lastUseWrites = new LRUCache<number, number>({ max: API_KEY_CACHE.maxEntries });
   private readonly keys: Repository<ApiKey>;
+  /** `forget` events, for what holds keys beyond this cache (open WebSockets). */
+  private readonly forgetting = new EventEmitter<{ forget: [readonly number[] | undefined] }>();
+  private announcer: KeyChangeAnnouncer | null = null;
 
   /**
    * @param options.cacheTtlMs - ms a lookup's answer is reused (0: never); bounds how late another process's change takes effect here
@@ -196,6 +214,7 @@ export class ApiKeyService {
     if (rolled) {
       this.forget([id]);
       this.remember(rolled.apiKey);
+      await this.announcer?.announce([id]);
     }
     return rolled;
   }
@@ -205,16 +224,18 @@ export class ApiKeyService {
     return this.keys.find({ order: { id: 'ASC' } });
   }
 
-  /** Revokes a key, at once in this process; false when no active key has that id. */
+  /** Revokes a key, at once in this process, and announces it; false when no active key has that id. */
   async revoke(id: number): Promise<boolean> {
     const result = await this.keys.update({ id, revokedAt: IsNull() }, { revokedAt: new Date() });
     this.forget([id]);
-    return (result.affected ?? 0) > 0;
+    const revoked = (result.affected ?? 0) > 0;
+    if (revoked) await this.announcer?.announce([id]);
+    return revoked;
   }
 
   /**
    * Revokes whichever of `keys` (their text, as leaked) are active: malformed and unknown ones are ignored.
-   * @returns the ids revoked, for other instances to forget.
+   * @returns the ids revoked, announced for other instances to forget.
    * @throws DatabaseDeadlineError (503) past the deadline.
    */
   async revokeLeaked(keys: readonly string[]): Promise<number[]> {
@@ -229,7 +250,35 @@ export class ApiKeyService {
       return ids;
     });
     this.forget(revoked);
+    if (revoked.length > 0) await this.announcer?.announce(revoked);
     return revoked;
+  }
+
+  /**
+   * The credential revocation API's input (docs/api-keys.md "Revocation"), checked, then {@link revokeLeaked}.
+   * @returns the ids revoked; what they were is not the caller's to tell anyone.
+   * @throws AppError BAD_USER_INPUT for a body that is not `{"credentials": [1 to 100 strings]}`; DatabaseDeadlineError (503).
+   */
+  async revokeCredentials(body: unknown): Promise<number[]> {
+    const { credentials } = await validateInput(RevokeCredentialsInput, body);
+    return this.revokeLeaked(credentials);
+  }
+
+  /**
+   * Announces, from now on, every key this service revokes or rolls to `announcer` (KeyChangeChannel with Redis);
+   * null stops it. Set by whoever composes the process (app.ts, the apikey CLI).
+   */
+  announceChangesTo(announcer: KeyChangeAnnouncer | null): void {
+    this.announcer = announcer;
+  }
+
+  /**
+   * Calls `listener` after each {@link forget}, with the ids it dropped (undefined: all), until the returned function
+   * is called: how open WebSockets hear that their key changed.
+   */
+  onForget(listener: ForgetListener): () => void {
+    this.forgetting.on('forget', listener);
+    return () => void this.forgetting.off('forget', listener);
   }
 
   /**
@@ -240,27 +289,28 @@ export class ApiKeyService {
     this.cache.generation++;
     if (ids === undefined) {
       this.cache.found.clear();
-      return;
+    } else {
+      if (ids.length === 0) return;
+      const wanted = new Set(ids);
+      // Changes are rare, the scan is bounded.
+      const hashes = [...this.cache.found.entries()].filter(([, found]) => wanted.has(found.credential.id)).map(([hex]) => hex);
+      for (const hex of hashes) this.cache.found.delete(hex);
     }
-    if (ids.length === 0) return;
-    const wanted = new Set(ids);
-    // Changes are rare, the scan is bounded.
-    const hashes = [...this.cache.found.entries()].filter(([, found]) => wanted.has(found.credential.id)).map(([hex]) => hex);
-    for (const hex of hashes) this.cache.found.delete(hex);
+    this.forgetting.emit('forget', ids);
   }
 
   /**
-   * Which of `ids` are still active and unexpired, bypassing the cache: how open WebSockets learn of another
-   * process's revocation (docs/subscriptions.md).
+   * Which of `ids` are still active and unexpired, with their expiry (null: never), bypassing the cache: how open
+   * WebSockets learn of another process's revocation or roll (docs/subscriptions.md).
    * @throws DatabaseDeadlineError (503) past the query's deadline.
    */
-  async activeIds(ids: Iterable<number>): Promise<Set<number>> {
+  async activeIds(ids: Iterable<number>): Promise<Map<number, Date | null>> {
     const wanted = [...new Set(ids)];
-    if (wanted.length === 0) return new Set();
+    if (wanted.length === 0) return new Map();
     const found = await withinDeadline(this.database, (manager) =>
       manager.getRepository(ApiKey).find({ select: { id: true, expiresAt: true }, where: { id: In(wanted), revokedAt: IsNull() } }),
     );
-    return new Set(found.filter((row) => !hasExpired(row)).map((row) => row.id));
+    return new Map(found.filter((row) => !hasExpired(row)).map((row) => [row.id, row.expiresAt]));
   }
 
   /** Lets the caller decide whose rate limit a lookup is charged to before making it (docs/security.md "Limits"). */

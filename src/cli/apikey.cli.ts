@@ -3,6 +3,8 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { KEY_KINDS, SCOPES, parseDuration, parseOrigin } from '../auth/api-key-policy';
 import type { ApiKey } from '../auth/api-key.entity';
 import { ApiKeyService } from '../auth/api-key.service';
+import { KeyChangeChannel } from '../auth/key-change.channel';
+import { loadConfig } from '../config';
 import { withDatabase } from './cli-database';
 import { positiveIntegerArgument } from './cli-options';
 import { API_KEY_LIMITS } from '../limits';
@@ -10,9 +12,24 @@ import { API_KEY_LIMITS } from '../limits';
 /** Exit status of a usage error (bad flag, bad value, settings a key cannot have): nothing was stored. */
 const USAGE_ERROR = 2;
 
-/** Runs `action` with an ApiKeyService on the configured database, then closes everything. */
+/**
+ * Runs `action` with an ApiKeyService on the configured database, then closes everything. With REDIS_URL, the keys it
+ * revokes or rolls are announced to the running instances (docs/api-keys.md "Revocation"); a failure to announce is
+ * one line on stderr, and they then learn it within API_KEY_CACHE_SECONDS.
+ */
 function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise<void> {
-  return withDatabase((database) => action(new ApiKeyService(database)));
+  return withDatabase(async (database) => {
+    const apiKeys = new ApiKeyService(database);
+    const { redisUrl, namespace } = loadConfig(process.env).rateLimit;
+    const log = { warn: (_fields: object, message: string) => void process.stderr.write(`apikey: ${message}\n`) };
+    const keyChanges = redisUrl ? new KeyChangeChannel({ redisUrl, namespace, log }) : null;
+    apiKeys.announceChangesTo(keyChanges);
+    try {
+      await action(apiKeys);
+    } finally {
+      await keyChanges?.close();
+    }
+  });
 }
 
 /** Commander's parser for one of the policy's rules (a RangeError) as an InvalidArgumentError. */

@@ -51,6 +51,11 @@ export interface Guard {
   authorize(state: GuardState, needed: Iterable<Scope | undefined>): void;
   /** Charges an admitted caller's key `units` more, all or none. Throws TOO_MANY_REQUESTS, SERVICE_UNAVAILABLE. */
   spend(state: GuardState, units: number): Promise<void>;
+  /**
+   * Charges 1 unit to `address`'s counter, the one requests without a valid key spend (RATE_LIMIT_UNAUTHENTICATED_MAX):
+   * for operations open to anyone. Writes `state.rateLimit`. Throws TOO_MANY_REQUESTS, SERVICE_UNAVAILABLE.
+   */
+  chargeAddress(address: string, state: GuardState): Promise<void>;
 }
 
 // RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is case-insensitive.
@@ -148,5 +153,6 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
       if (state.counters === undefined) throw new Error('spend runs after admit has admitted the caller');
       if (units > 0) await charge(state, state.counters, units);
     },
+    chargeAddress: (address, state) => charge(state, byAddress(address), 1),
   };
 }

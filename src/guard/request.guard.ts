@@ -20,6 +20,8 @@ export interface RequestGuard {
   spend: (request: FastifyRequest, units: number) => Promise<void>;
   /** Guard.authorize for the request's caller. */
   authorize: (request: FastifyRequest, needed: Iterable<Scope | undefined>) => void;
+  /** onRequest for an operation open to anyone (no key): charges the request's address, as a request without a key is. */
+  addressHook: onRequestAsyncHookHandler;
   /** Undefined when the request was not counted. */
   statusOf: (request: FastifyRequest) => RateLimitStatus | undefined;
 }
@@ -54,6 +56,9 @@ export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard 
     operationHook: async function guardOperation(request) {
       const state = await admit(request);
       guard.authorize(state, [restOperationScope(request.routeOptions.schema?.operationId)]);
+    },
+    addressHook: async function chargeAddress(request) {
+      await guard.chargeAddress(request.ip, startGuardState(request).state);
     },
     spend: (request, units) => guard.spend(contextOf(request)?.guard ?? {}, units),
     authorize: (request, needed) => guard.authorize(contextOf(request)?.guard ?? {}, needed),

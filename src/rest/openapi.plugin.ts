@@ -22,7 +22,7 @@ export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiS
         title: 'Pet Store',
         version: '1.0.0',
         description:
-          'Manage the animals of a pet store. Every operation needs an API key: `Authorization: Bearer <API_KEY>`. ' +
+          'Manage the animals of a pet store. Every operation but revokeCredentials needs an API key: `Authorization: Bearer <API_KEY>`. ' +
           'Another method on a known path answers 405 with `Allow`; an unknown path answers 404. Errors use the Error schema.',
       },
       servers: [
@@ -30,7 +30,10 @@ export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiS
         ...(config.publicBaseUrl ? [{ url: config.publicBaseUrl, description: 'Production' }] : []),
         ...(config.stagingBaseUrl ? [{ url: config.stagingBaseUrl, description: 'Staging' }] : []),
       ],
-      tags: [{ name: 'pets', description: 'The animals of the store.' }],
+      tags: [
+        { name: 'pets', description: 'The animals of the store.' },
+        { name: 'credentials', description: 'Leaked API keys, revoked by whoever finds them.' },
+      ],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key, created with `npm run apikey -- create <name>`.' },

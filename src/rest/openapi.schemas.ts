@@ -19,7 +19,7 @@ interface Schema {
 const fromRules = validationMetadatasToSchemas() as Record<string, Schema>;
 
 /** The schema of an input class as the validator applies it: defaults filled, unknown properties refused. */
-function inputSchema(type: new () => object): Schema {
+export function inputSchema(type: new () => object): Schema {
   const schema = structuredClone(fromRules[type.name]);
   const defaults = new type() as Record<string, unknown>;
   for (const [name, property] of Object.entries(schema.properties ?? {})) {

@@ -1,0 +1,116 @@
+import { Redis } from 'ioredis';
+import type { ApiKeyService, KeyChangeAnnouncer } from './api-key.service';
+import { REDIS_TIMEOUTS } from '../limits';
+
+/** The Redis pub/sub channel of API key changes for a deployment's RATE_LIMIT_NAMESPACE (docs/configuration.md). */
+export function keyChangeChannelName(namespace: string): string {
+  return `${namespace}api-key-changes`;
+}
+
+/** Where the channel reports what it cannot do: the app's logger, or a line on the CLI's stderr. */
+export interface KeyChangeLog {
+  warn(fields: object, message: string): void;
+}
+
+/** `REDIS_URL`, and RATE_LIMIT_NAMESPACE, which names the channel (one per deployment sharing a Redis). */
+export interface KeyChangeChannelOptions {
+  readonly redisUrl: string;
+  readonly namespace: string;
+  readonly log: KeyChangeLog;
+}
+
+/** A message's ids, or null when it is not `{"ids": [<positive integers>]}`. */
+function idsOf(message: string): number[] | null {
+  try {
+    const { ids } = JSON.parse(message) as { ids?: unknown };
+    return Array.isArray(ids) && ids.every((id) => Number.isSafeInteger(id) && id > 0) ? (ids as number[]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The ids of API keys revoked or rolled anywhere, through Redis pub/sub as `{"ids":[…]}` on
+ * {@link keyChangeChannelName} (docs/api-keys.md "Revocation").
+ *
+ * - {@link announce} publishes (an ApiKeyService announces through it: see `announceChangesTo`); the apikey CLI
+ *   only publishes.
+ * - {@link listen} subscribes a process's ApiKeyService: each message makes it forget those keys, so their next use is
+ *   looked up (and its `onForget` listeners close their WebSockets). A message can be missed only while the
+ *   subscription is down, so the service forgets every key when the subscription is lost (the connection closed) and
+ *   again each time it is subscribed anew: no cached key outlives a missed message.
+ *
+ * Publishing never fails its caller: the change is stored already; a failure is logged, and other processes then learn
+ * of it within API_KEY_CACHE_SECONDS.
+ */
+export class KeyChangeChannel implements KeyChangeAnnouncer {
+  /** The pub/sub channel's name. */
+  readonly name: string;
+  /** Connected at the first announcement, so a process that never publishes opens no connection for it. */
+  private readonly publisher: Redis;
+  private subscriber: Redis | null = null;
+
+  constructor(private readonly options: KeyChangeChannelOptions) {
+    this.name = keyChangeChannelName(options.namespace);
+    this.publisher = new Redis(options.redisUrl, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      connectTimeout: REDIS_TIMEOUTS.connectMs,
+      commandTimeout: REDIS_TIMEOUTS.commandMs,
+    });
+    this.publisher.on('error', (error) => options.log.warn({ err: error, channel: this.name }, 'API key changes store (Redis) unreachable'));
+  }
+
+  /** Publishes `ids` (nothing for none); resolves once Redis has them, or the failure is logged. */
+  async announce(ids: readonly number[]): Promise<void> {
+    if (ids.length === 0) return;
+    try {
+      await this.publisher.publish(this.name, JSON.stringify({ ids }));
+    } catch (error) {
+      this.options.log.warn({ err: error, channel: this.name, ids }, 'API key change not published: other instances learn it within API_KEY_CACHE_SECONDS');
+    }
+  }
+
+  /**
+   * Subscribes `apiKeys` to the channel until {@link close}: it forgets the keys of each message, every key on an
+   * unreadable message, and every key when the subscription is lost or made anew. Once per channel.
+   * @throws Error when already listening.
+   */
+  listen(apiKeys: ApiKeyService): void {
+    if (this.subscriber) throw new Error('this channel already has a listener');
+    // A subscribed connection can do nothing else, hence its own; it retries for ever. Subscribed by hand on each
+    // `ready`, so the cache is flushed once the subscription is back, not before.
+    const subscriber = new Redis(this.options.redisUrl, { maxRetriesPerRequest: null, connectTimeout: REDIS_TIMEOUTS.connectMs, autoResubscribe: false });
+    this.subscriber = subscriber;
+    const log = this.options.log;
+    subscriber.on('error', (error) => log.warn({ err: error, channel: this.name }, 'API key changes store (Redis) unreachable'));
+    subscriber.on('message', (from: string, message: string) => {
+      if (from !== this.name) return;
+      const ids = idsOf(message);
+      if (ids === null) log.warn({ channel: this.name }, 'unreadable API key change: every cached key is forgotten');
+      apiKeys.forget(ids ?? undefined);
+    });
+    // 'close' comes with every lost connection, whether ioredis reconnects ('reconnecting') or gives up ('end').
+    subscriber.on('close', () => apiKeys.forget());
+    subscriber.on('ready', () => {
+      subscriber.subscribe(this.name).then(
+        () => apiKeys.forget(),
+        (error: unknown) => {
+          log.warn({ err: error, channel: this.name }, 'API key changes: cannot subscribe; reconnecting');
+          // A connection that cannot subscribe is useless: dropped, so ioredis reconnects and tries again.
+          subscriber.disconnect(true);
+        },
+      );
+    });
+  }
+
+  /** Unsubscribes and disconnects; what is being published is sent first. */
+  async close(): Promise<void> {
+    // Its own disconnection is no lost subscription: nothing to forget.
+    this.subscriber?.removeAllListeners('close');
+    this.subscriber?.disconnect();
+    this.subscriber = null;
+    if (this.publisher.status === 'ready') await this.publisher.quit();
+    else this.publisher.disconnect();
+  }
+}
