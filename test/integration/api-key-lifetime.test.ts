@@ -239,9 +239,11 @@ describe('keys made before kinds existed', () => {
     // The database as it was before the kinds migration, holding one key in the first migration's columns.
     const before = await openDatabase(config);
     try {
-      const executed = async () => ((await before.writer.query('SELECT name FROM migrations')) as Array<{ name: string }>).map(({ name }) => name);
+      const executed = async () => (await before.writer.query<Array<{ name: string }>>('SELECT name FROM migrations')).map(({ name }) => name);
       while ((await executed()).includes('AddApiKeyKinds1795651200000')) await before.writer.undoLastMigration();
-      const columns = (await before.writer.createQueryRunner().getTable('api_key'))!.columns.map((column) => column.name);
+      const runner = before.writer.createQueryRunner();
+      const columns = (await runner.getTable('api_key'))!.columns.map((column) => column.name);
+      await runner.release();
       expect(columns.sort()).toEqual(['created_at', 'id', 'key_hash', 'key_hint', 'name', 'revoked_at']);
       await before.writer.query('INSERT INTO api_key (name, key_hash, key_hint) VALUES (?, ?, ?)', ['legacy', hash('sha256', key, 'hex'), key.slice(-4)]);
     } finally {

@@ -12,8 +12,6 @@ import { type HttpResult, countPets, createPet, graphql, request, startTestApp, 
 const NEW_PET = { name: 'Rex', categoryId: 1 };
 const CREATE_PET = 'mutation { createPet(input: { name: "Rex", categoryId: 1 }) { id name } }';
 const GRAPHQL_RESPONSE = 'application/graphql-response+json';
-const INSUFFICIENT_WRITE = 'Bearer realm="pet-store", error="insufficient_scope", scope="pets:write"';
-const INSUFFICIENT_READ = 'Bearer realm="pet-store", error="insufficient_scope", scope="pets:read"';
 
 /** The `r` (remaining) of an answer's RateLimit header. */
 function remaining(result: HttpResult): number {

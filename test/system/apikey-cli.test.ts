@@ -141,9 +141,9 @@ describe('apikey CLI', () => {
     expect(inAbout(90 * 86_400_000)(successor[0].expiresAt)).toBe(true);
 
     expect(await cli('roll', String(id), '--overlap', '10w')).toMatchObject({ code: 2, stdout: '' });
-    const revoked = await cli('revoke', String(successor[0].id));
-    expect(revoked.code).toBe(0);
-    expect(await cli('roll', String(successor[0].id))).toMatchObject({ code: 1, stdout: '', stderr: `apikey: no active key has id ${successor[0].id}\n` });
+    const successorId = successor[0].id as number;
+    expect((await cli('revoke', String(successorId))).code).toBe(0);
+    expect(await cli('roll', String(successorId))).toMatchObject({ code: 1, stdout: '', stderr: `apikey: no active key has id ${successorId}\n` });
   });
 
   test('when keys are listed as JSON, then each is exactly the documented fields, times ISO 8601 or null', async () => {
