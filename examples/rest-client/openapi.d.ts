@@ -158,6 +158,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
                     RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -317,6 +319,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
                     RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -539,6 +543,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
                     RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
                     [name: string]: unknown;
                 };
                 content: {

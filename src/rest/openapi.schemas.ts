@@ -138,6 +138,12 @@ export const HEADERS = {
     },
   },
   RETRY_AFTER: { 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying.' } },
+  API_KEY_EXPIRES: {
+    'API-Key-Expires': {
+      type: 'string',
+      description: 'Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then.',
+    },
+  },
 } as const;
 
 /**

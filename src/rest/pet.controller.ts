@@ -70,7 +70,12 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
         tags: ['pets'],
         querystring: LIST_PETS_QUERY,
         response: {
-          200: jsonResponse('A JSON array of Pet.', 'Pets#', { example: OPENAPI_EXAMPLES.pets }, { ...HEADERS.NEXT_PAGE_LINK, ...HEADERS.RATE_LIMIT }),
+          200: jsonResponse(
+            'A JSON array of Pet.',
+            'Pets#',
+            { example: OPENAPI_EXAMPLES.pets },
+            { ...HEADERS.NEXT_PAGE_LINK, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES },
+          ),
           ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE']),
         },
       },
@@ -111,7 +116,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
             'Animal added.',
             'Pet#',
             { example: OPENAPI_EXAMPLES.pet },
-            { ...HEADERS.LOCATION, ...HEADERS.IDEMPOTENT_REPLAYED, ...HEADERS.RATE_LIMIT },
+            { ...HEADERS.LOCATION, ...HEADERS.IDEMPOTENT_REPLAYED, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES },
           ),
           ...errorResponses([
             'BAD_REQUEST',
@@ -150,7 +155,12 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
         deprecated: true,
         params: PET_ID_PARAMS,
         response: {
-          200: jsonResponse('The Pet.', 'Pet#', { example: OPENAPI_EXAMPLES.pet }, { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.RATE_LIMIT }),
+          200: jsonResponse(
+            'The Pet.',
+            'Pet#',
+            { example: OPENAPI_EXAMPLES.pet },
+            { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES },
+          ),
           ...errorResponses(
             ['BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE'],
             DEPRECATION_HEADER_SCHEMAS,

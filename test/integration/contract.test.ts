@@ -90,6 +90,8 @@ describe('the published document', () => {
         expect(forbidden.description).toContain('WWW-Authenticate');
         expect(Object.keys(forbidden.headers)).toContain('WWW-Authenticate');
         expect(forbidden.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+        const success = Object.entries<any>(operation.responses).find(([status]) => status.startsWith('2'))![1];
+        expect(success.headers['API-Key-Expires'].description).toMatch(/^Only when the API key expires/);
       }
     }
     for (const kind of ['secret', 'publishable', 'pst_sk_', 'pst_pk_']) expect(doc.components.securitySchemes.bearerAuth.description).toContain(kind);
