@@ -153,6 +153,15 @@ describe('scopes', () => {
       expect(await countPets(t)).toBe(pets);
     });
 
+    test('when one document is sent with @include(if: $v) false, true, then false again, then each answer follows its own variables', async () => {
+      const query = 'mutation Conditional($v: Boolean!) { __typename createPet(input: { name: "Rex", categoryId: 1 }) @include(if: $v) { id } }';
+      const pets = await countPets(t);
+      expect((await asReader(query, { v: false })).status).toBe(200);
+      expectGraphqlForbidden(await asReader(query, { v: true }), 'pets:write');
+      expect((await asReader(query, { v: false })).body.data).toEqual({ __typename: 'Mutation' });
+      expect(await countPets(t)).toBe(pets);
+    });
+
     test('when a document holds a pets query and a createPet mutation, then the query runs and the mutation is refused', async () => {
       const document = 'query Q { pets { id } } mutation M { createPet(input: { name: "Rex", categoryId: 1 }) { id } }';
       const send = (operationName: string) =>
