@@ -178,6 +178,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
                     RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -229,6 +231,24 @@ export interface operations {
                      *       "code": "UNAUTHENTICATED",
                      *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -319,6 +339,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
                     RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -355,6 +377,24 @@ export interface operations {
                      *       "code": "UNAUTHENTICATED",
                      *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -523,6 +563,8 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
                     RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -578,6 +620,30 @@ export interface operations {
                      *       "code": "UNAUTHENTICATED",
                      *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    /** @description RFC 9745: deprecated since this date (`@` Unix seconds). `@1795305600` */
+                    Deprecation?: string;
+                    /** @description RFC 8594: the removal date. `Thu, 05 Dec 2030 00:00:00 GMT` */
+                    Sunset?: string;
+                    /** @description RFC 8288: the replacement operation. `</v1/pets>; rel="successor-version"` */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -110,7 +110,8 @@ export function parseOrigin(text: string): string {
   } catch {
     throw new RangeError(`"${text}" is not an origin: expected e.g. https://app.example.com`);
   }
-  const bare = url.pathname === '/' && !url.search && !url.hash && !url.username && !url.password && !text.endsWith('/');
+  // The href, not search and hash: an empty query or fragment (`…com?`, `…com#`) leaves those empty but is not an origin.
+  const bare = url.href === `${url.origin}/` && !text.endsWith('/');
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || !bare) {
     throw new RangeError(`"${text}" is not an origin: expected scheme://host[:port], e.g. https://app.example.com`);
   }

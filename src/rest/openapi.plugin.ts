@@ -1,7 +1,7 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { SHARED_SCHEMAS } from './openapi.schemas';
+import { SECURITY_SCHEME, SHARED_SCHEMAS } from './openapi.schemas';
 import { SWAGGER_UI_OPTIONS } from './swagger-ui.options';
 import { contentSecurityPolicy } from '../http/security-headers';
 import { SURFACE_PATHS } from '../surface-paths';
@@ -36,10 +36,19 @@ export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiS
       ],
       components: {
         securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key, created with `npm run apikey -- create <name>`.' },
+          [SECURITY_SCHEME]: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'An API key, created with `npm run apikey -- create <name>`. Two kinds: a **secret** key (`pst_sk_…`) for servers ' +
+              'and scripts may hold `pets:read` and `pets:write` (both by default); a **publishable** key (`pst_pk_…`) for code ' +
+              'shipped to browsers holds `pets:read` only, may be limited to listed origins, and is counted per visitor address. ' +
+              "Each operation's `security` names the scope it needs; a key without it gets 403 `insufficient_scope`. " +
+              'Keys expire (90 days by default); answers carry the expiry in `API-Key-Expires`.',
+          },
         },
       },
-      security: [{ bearerAuth: [] }],
+      security: [{ [SECURITY_SCHEME]: [] }],
     },
     refResolver: {
       // Name shared schemas after their $id in components.schemas (Pet, NewPet, Error…).

@@ -1,4 +1,5 @@
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
+import { restOperationScope } from '../auth/api-key-policy';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-catalogue';
 import { IDENTIFIER_SCHEMA, ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
 
@@ -109,6 +110,14 @@ export const PET_ID_PARAMS: Schema = {
 /** Each is sent on every such response, unless its description begins "Only when". */
 export const HEADERS = {
   WWW_AUTHENTICATE: { 'WWW-Authenticate': { type: 'string', description: 'RFC 6750 Bearer challenge.' } },
+  INSUFFICIENT_SCOPE_CHALLENGE: {
+    'WWW-Authenticate': {
+      type: 'string',
+      description:
+        'Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge ' +
+        '`Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it.',
+    },
+  },
   LOCATION: { Location: { type: 'string', description: 'Path of the created Pet, /v1/pets/{id}.' } },
   IDEMPOTENT_REPLAYED: {
     'Idempotent-Replayed': {
@@ -129,6 +138,12 @@ export const HEADERS = {
     },
   },
   RETRY_AFTER: { 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying.' } },
+  API_KEY_EXPIRES: {
+    'API-Key-Expires': {
+      type: 'string',
+      description: 'Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then.',
+    },
+  },
 } as const;
 
 /**
@@ -148,6 +163,28 @@ export function jsonResponse(
   };
 }
 
+/** What a status's description says beyond its codes' catalogue messages. */
+const STATUS_NOTES: Record<number, string> = {
+  403:
+    'Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key ' +
+    'lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the ' +
+    "request's `Origin` (then without `WWW-Authenticate`).",
+};
+
+/** The name of the API key security scheme in components.securitySchemes. */
+export const SECURITY_SCHEME = 'bearerAuth';
+
+/**
+ * An operation's OpenAPI `security`: the API key scheme with the one scope the operation needs, read from the scope
+ * table (api-key-policy.ts OPERATION_SCOPES.rest), so the document and the guard cannot disagree.
+ * @throws Error for an operation the table lacks: every key would be refused it.
+ */
+export function operationSecurity(operationId: string): Array<Record<string, string[]>> {
+  const scope = restOperationScope(operationId);
+  if (scope === undefined) throw new Error(`OPERATION_SCOPES.rest has no entry for ${operationId}: no key could call it`);
+  return [{ [SECURITY_SCHEME]: [scope] }];
+}
+
 /** A route's error responses, one per HTTP status, with an example per catalogue code; `headers` go on each. */
 export function errorResponses(codes: ErrorCode[], headers: Record<string, Schema> = {}): Record<number, Schema> {
   const byStatus = new Map<number, ErrorCode[]>();
@@ -156,12 +193,16 @@ export function errorResponses(codes: ErrorCode[], headers: Record<string, Schem
     [...byStatus].map(([status, sameStatus]) => {
       const allHeaders = {
         ...(status === 401 ? HEADERS.WWW_AUTHENTICATE : {}),
+        ...(status === 403 ? HEADERS.INSUFFICIENT_SCOPE_CHALLENGE : {}),
         ...(status === 429 ? { ...HEADERS.RETRY_AFTER, ...HEADERS.RATE_LIMIT } : {}),
         // Every code the catalogue gives a retryAfterSeconds is sent with Retry-After (AppError adds it).
         ...(sameStatus.some((code) => 'retryAfterSeconds' in ERROR_CATALOGUE[code]) ? HEADERS.RETRY_AFTER : {}),
         ...headers,
       };
-      const description = sameStatus.map((code) => `${code}: ${ERROR_CATALOGUE[code].message}`).join(' ');
+      const description = [
+        ...sameStatus.map((code) => `${code}: ${ERROR_CATALOGUE[code].message}`),
+        ...(STATUS_NOTES[status] ? [STATUS_NOTES[status]] : []),
+      ].join(' ');
       const example =
         sameStatus.length === 1
           ? { example: errorExample(sameStatus[0]) }

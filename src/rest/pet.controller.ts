@@ -5,7 +5,7 @@ import { rejectOtherMethods } from '../http/method-not-allowed';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
 import type { PetPage, PetService } from '../pets/pet.service';
 import { parsePositiveInteger } from '../validation/positive-integer';
-import { HEADERS, LIST_PETS_QUERY, OPENAPI_EXAMPLES, PET_ID_PARAMS, errorResponses, jsonResponse } from './openapi.schemas';
+import { HEADERS, LIST_PETS_QUERY, OPENAPI_EXAMPLES, PET_ID_PARAMS, errorResponses, jsonResponse, operationSecurity } from './openapi.schemas';
 import { IDEMPOTENCY_LIMITS } from '../limits';
 
 export interface PetControllerOptions {
@@ -62,6 +62,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
     {
       schema: {
         operationId: 'listPets',
+        security: operationSecurity('listPets'),
         summary: 'List animals, optionally by status',
         description:
           'Ascending id order, a page at a time: when more pets follow, the `Link` header holds the next page\'s URL (rel="next"), ' +
@@ -69,8 +70,13 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
         tags: ['pets'],
         querystring: LIST_PETS_QUERY,
         response: {
-          200: jsonResponse('A JSON array of Pet.', 'Pets#', { example: OPENAPI_EXAMPLES.pets }, { ...HEADERS.NEXT_PAGE_LINK, ...HEADERS.RATE_LIMIT }),
-          ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE']),
+          200: jsonResponse(
+            'A JSON array of Pet.',
+            'Pets#',
+            { example: OPENAPI_EXAMPLES.pets },
+            { ...HEADERS.NEXT_PAGE_LINK, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES },
+          ),
+          ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE']),
         },
       },
     },
@@ -87,6 +93,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
     {
       schema: {
         operationId: 'createPet',
+        security: operationSecurity('createPet'),
         summary: 'Add a new animal',
         tags: ['pets'],
         body: { $ref: 'NewPet#' },
@@ -109,12 +116,13 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
             'Animal added.',
             'Pet#',
             { example: OPENAPI_EXAMPLES.pet },
-            { ...HEADERS.LOCATION, ...HEADERS.IDEMPOTENT_REPLAYED, ...HEADERS.RATE_LIMIT },
+            { ...HEADERS.LOCATION, ...HEADERS.IDEMPOTENT_REPLAYED, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES },
           ),
           ...errorResponses([
             'BAD_REQUEST',
             'BAD_USER_INPUT',
             'UNAUTHENTICATED',
+            'FORBIDDEN',
             'PAYLOAD_TOO_LARGE',
             'UNSUPPORTED_MEDIA_TYPE',
             'IDEMPOTENCY_KEY_IN_USE',
@@ -140,15 +148,21 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
     {
       schema: {
         operationId: 'getPet',
+        security: operationSecurity('getPet'),
         summary: 'Return one animal by identifier (deprecated: use listPets with status)',
         description: `Deprecated; removed on ${GET_PET_DEPRECATION.sunsetDay}. Every answer carries Deprecation, Sunset and Link headers.`,
         tags: ['pets'],
         deprecated: true,
         params: PET_ID_PARAMS,
         response: {
-          200: jsonResponse('The Pet.', 'Pet#', { example: OPENAPI_EXAMPLES.pet }, { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.RATE_LIMIT }),
+          200: jsonResponse(
+            'The Pet.',
+            'Pet#',
+            { example: OPENAPI_EXAMPLES.pet },
+            { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES },
+          ),
           ...errorResponses(
-            ['BAD_USER_INPUT', 'UNAUTHENTICATED', 'NOT_FOUND', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE'],
+            ['BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE'],
             DEPRECATION_HEADER_SCHEMAS,
           ),
           // Answered by the router before this operation runs, so without its headers.

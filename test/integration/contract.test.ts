@@ -65,10 +65,36 @@ describe('the published document', () => {
     expect(limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 20 });
     const getPet = doc.paths['/pets/{petId}'].get;
     expect(getPet.deprecated).toBe(true);
-    for (const status of ['200', '400', '401', '404']) {
+    for (const status of ['200', '400', '401', '403', '404']) {
       expect(Object.keys(getPet.responses[status].headers)).toEqual(expect.arrayContaining(['Deprecation', 'Sunset', 'Link']));
     }
-    expect(Object.keys(doc.paths['/pets'].post.responses).sort()).toEqual(['201', '400', '401', '409', '413', '415', '422', '429', '500', '503', '504']);
+    expect(Object.keys(doc.paths['/pets'].post.responses).sort()).toEqual(['201', '400', '401', '403', '409', '413', '415', '422', '429', '500', '503', '504']);
+  });
+
+  test('when the document is read, then each operation states its scope and answers 403 insufficient_scope with WWW-Authenticate', async () => {
+    const doc = JSON.parse(await read(CONTRACT_FILES.openapi));
+    const scopes = Object.fromEntries(
+      Object.values<Record<string, any>>(doc.paths).flatMap((methods) =>
+        Object.values<any>(methods).map((operation) => [operation.operationId, operation.security]),
+      ),
+    );
+    expect(scopes).toEqual({
+      listPets: [{ bearerAuth: ['pets:read'] }],
+      getPet: [{ bearerAuth: ['pets:read'] }],
+      createPet: [{ bearerAuth: ['pets:write'] }],
+    });
+    for (const methods of Object.values<Record<string, any>>(doc.paths)) {
+      for (const operation of Object.values<any>(methods)) {
+        const forbidden = operation.responses['403'];
+        expect(forbidden.description).toContain('insufficient_scope');
+        expect(forbidden.description).toContain('WWW-Authenticate');
+        expect(Object.keys(forbidden.headers)).toContain('WWW-Authenticate');
+        expect(forbidden.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+        const success = Object.entries<any>(operation.responses).find(([status]) => status.startsWith('2'))![1];
+        expect(success.headers['API-Key-Expires'].description).toMatch(/^Only when the API key expires/);
+      }
+    }
+    for (const kind of ['secret', 'publishable', 'pst_sk_', 'pst_pk_']) expect(doc.components.securitySchemes.bearerAuth.description).toContain(kind);
   });
 
   test('when production and staging addresses are configured, then the document lists them as servers', async () => {

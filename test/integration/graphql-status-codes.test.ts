@@ -168,3 +168,16 @@ describe('the rate limit keeps 429 whatever the Accept', () => {
     expect(result.body.errors[0].extensions.retryAfterSeconds).toBeGreaterThan(0);
   });
 });
+
+describe('a scope refusal keeps 403 whatever the Accept', () => {
+  test.each(BOTH)('when a read-only key runs createPet with Accept %s, then 403 FORBIDDEN in that format and nothing is created', async (accept) => {
+    const { key } = await t.apiKeys.create({ name: `read-only ${accept}`, scopes: ['pets:read'] });
+    const pets = await countPets(t);
+    const result = await post({ query: 'mutation { createPet(input: { name: "Rex", categoryId: 1 }) { id } }' }, accept, { apiKey: key });
+    expect(result.status).toBe(403);
+    expect(essence(result)).toBe(accept);
+    expect(requestError(result).code).toBe('FORBIDDEN');
+    expect(result.headers.get('www-authenticate')).toBe('Bearer realm="pet-store", error="insufficient_scope", scope="pets:write"');
+    expect(await countPets(t)).toBe(pets);
+  });
+});
