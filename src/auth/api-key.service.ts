@@ -169,9 +169,18 @@ export class ApiKeyService {
    * @throws RangeError for settings the key cannot have (one line, for the CLI).
    */
   async create(settings: NewKeySettings | string): Promise<{ apiKey: ApiKey; key: string }> {
-    const columns = checkedSettings(typeof settings === 'string' ? { name: settings } : settings, Date.now());
+    const now = Date.now();
+    const columns = checkedSettings(typeof settings === 'string' ? { name: settings } : settings, now);
     const key = generateApiKey(columns.kind);
-    const apiKey = this.keys.create({ ...columns, keyHash: hashKey(key), keyHint: key.slice(-4), budgetKeyId: null, lastUsedAt: null, revokedAt: null });
+    const apiKey = this.keys.create({
+      ...columns,
+      keyHash: hashKey(key),
+      keyHint: key.slice(-4),
+      budgetKeyId: null,
+      createdAt: new Date(now),
+      lastUsedAt: null,
+      revokedAt: null,
+    });
     await this.keys.save(apiKey);
     this.remember(apiKey);
     return { apiKey, key };
@@ -197,6 +206,7 @@ export class ApiKeyService {
         origins: previous.origins,
         rateLimit: previous.rateLimit,
         budgetKeyId: previous.budgetKeyId ?? previous.id,
+        createdAt: new Date(now),
         expiresAt: lifetime === null ? null : new Date(now + Math.max(lifetime, overlapMs)),
         keyHash: hashKey(key),
         keyHint: key.slice(-4),
