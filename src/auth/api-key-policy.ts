@@ -16,15 +16,20 @@ export const KEY_KINDS = Object.freeze({
 
 export type KeyKind = keyof typeof KEY_KINDS;
 
-/** The scope each operation needs: every REST operation (by operationId) and every root field. Anything missing is refused. */
+/**
+ * The scope each operation needs: every REST operation (by operationId) and every root field. Anything missing is
+ * refused. `public` lists the REST operations that take no key at all (they are outside the guard).
+ */
 export const OPERATION_SCOPES = Object.freeze({
   rest: { listPets: 'pets:read', getPet: 'pets:read', createPet: 'pets:write' },
+  /** Revoking leaked keys needs no key (docs/api-keys.md "Revocation"). */
+  public: ['revokeCredentials'],
   graphql: {
     Query: { pets: 'pets:read', petsConnection: 'pets:read', pet: 'pets:read', node: 'pets:read' },
     Mutation: { createPet: 'pets:write' },
     Subscription: { petCreated: 'pets:read' },
   },
-} as const satisfies { rest: Record<string, Scope>; graphql: Record<'Query' | 'Mutation' | 'Subscription', Record<string, Scope>> });
+} as const satisfies { rest: Record<string, Scope>; public: readonly string[]; graphql: Record<'Query' | 'Mutation' | 'Subscription', Record<string, Scope>> });
 
 export type RootType = keyof typeof OPERATION_SCOPES.graphql;
 

@@ -1,4 +1,4 @@
-import { Column, Entity, Generated, Index, PrimaryColumn } from 'typeorm';
+import { Column, CreateDateColumn, Entity, Generated, Index, PrimaryColumn } from 'typeorm';
 import { int64Transformer } from '../database/int64';
 import { API_KEY_LIMITS } from '../limits';
 import type { KeyKind } from './api-key-policy';
@@ -40,8 +40,8 @@ export class ApiKey {
   @Column({ name: 'budget_key_id', type: 'bigint', nullable: true, transformer: int64Transformer })
   budgetKeyId!: number | null;
 
-  /** Written by the service, not by the column's default (the database's clock), whose session time zone may not be UTC. */
-  @Column({ name: 'created_at', type: 'datetime', precision: 6, default: () => 'CURRENT_TIMESTAMP(6)' })
+  /** The service writes it; the column's default (the database's clock, whose session time zone may not be UTC) serves other inserts. */
+  @CreateDateColumn({ name: 'created_at', type: 'datetime', precision: 6 })
   createdAt!: Date;
 
   /** Null: never (discouraged). */
