@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 
 import { contextOf, startGuardState } from '../http/request-context';
 import type { Caller } from '../pets/caller';
 import { type Scope, restOperationScope } from '../auth/api-key-policy';
+import type { Credential } from '../auth/api-key.service';
 import type { Guard } from './guard';
 import type { RateLimitStatus } from './rate-limiter';
 
@@ -31,6 +32,13 @@ export interface RequestGuard {
  * `RateLimit`, answers to a found key with an expiry `API-Key-Expires` (an RFC 9110 HTTP-date).
  */
 export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard {
+  // Formatted once per cached key (a credential lives as long as its cache entry), not per answer.
+  const expiryDates = new WeakMap<Credential, string>();
+  const expiryDateOf = (credential: Credential, expiresAt: Date) => {
+    let date = expiryDates.get(credential);
+    if (date === undefined) expiryDates.set(credential, (date = expiresAt.toUTCString()));
+    return date;
+  };
   app.addHook('onSend', (request, reply, _payload, done) => {
     const state = contextOf(request)?.guard;
     const status = state?.rateLimit;
@@ -38,8 +46,8 @@ export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard 
       reply.header('RateLimit-Policy', `"${POLICY}";q=${status.quota};w=${status.windowSeconds}`);
       reply.header('RateLimit', `"${POLICY}";r=${status.remaining};t=${status.resetSeconds}`);
     }
-    const expiresAt = state?.credential?.expiresAt;
-    if (expiresAt) reply.header('API-Key-Expires', expiresAt.toUTCString());
+    const credential = state?.credential;
+    if (credential?.expiresAt) reply.header('API-Key-Expires', expiryDateOf(credential, credential.expiresAt));
     if (state?.originRefused) for (const name of CORS_GRANT) reply.removeHeader(name);
     done();
   });
