@@ -66,10 +66,14 @@ export interface AppDependencies {
 
 /**
  * The API keys of `database` as `config` caches them (API_KEY_CACHE_SECONDS): one instance for the app and whoever must
- * share its cache (a revocation through it is refused at once), e.g. main.ts's development key.
+ * share its cache (a revocation through it is refused at once), e.g. main.ts's development key. A failed write of a
+ * key's last use is logged to `log` at warn.
  */
-export function createApiKeys(config: Config, database: Database): ApiKeyService {
-  return new ApiKeyService(database, { cacheTtlMs: config.apiKeyCacheSeconds * 1000 });
+export function createApiKeys(config: Config, database: Database, log?: FastifyBaseLogger): ApiKeyService {
+  return new ApiKeyService(database, {
+    cacheTtlMs: config.apiKeyCacheSeconds * 1000,
+    onAuditError: (error) => log?.warn({ err: error }, "cannot record an API key's last use now"),
+  });
 }
 
 /**
@@ -95,7 +99,7 @@ export async function buildApp({
   logger = createLogger(config.logLevel),
   metrics = createMetrics(),
   state = { draining: false },
-  apiKeys = createApiKeys(config, database),
+  apiKeys = createApiKeys(config, database, logger),
 }: AppDependencies): Promise<FastifyInstance> {
   // So the instance is a plain FastifyInstance, not one generic over pino's Logger.
   const loggerInstance: FastifyBaseLogger = logger;

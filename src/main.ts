@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   const metrics = createMetrics();
   const state: ServiceState = { draining: false };
   // One instance for the app and the development key, so they share its cache.
-  const apiKeys = createApiKeys(config, database);
+  const apiKeys = createApiKeys(config, database, log);
   const app = await buildApp({ config, database, logger: log, metrics, state, apiKeys });
   const metricsServer = await buildMetricsServer(metrics);
 
