@@ -8,8 +8,8 @@ export interface StatementCounter {
   reset: () => void;
 }
 
-/** Matches the statements that read or write the `api_key` table, on every driver. */
-export const API_KEY_TABLE = /[`"]api_key[`"]/;
+/** Matches the key lookups (SELECTs of the `api_key` table), not the writes of a key's last use. */
+export const API_KEY_LOOKUP = /^\s*SELECT\b[\s\S]*[`"]api_key[`"]/i;
 /** Matches the statements that read or write the `pet` table, on every driver. */
 export const PET_TABLE = /[`"]pet[`"]/;
 

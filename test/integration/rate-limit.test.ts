@@ -1,4 +1,4 @@
-import { API_KEY_TABLE, countStatements } from '../helpers/statement-counter';
+import { API_KEY_LOOKUP, countStatements } from '../helpers/statement-counter';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import { openDatabase } from '../../src/database/open-database';
 import { seedPets } from '../../src/pets/pet.seed';
@@ -183,7 +183,7 @@ describe("a key's first burst after a start", () => {
         const statements = countStatements(t.dataSource);
         const answers = await Promise.all(Array.from({ length: 300 }, () => request(t, 'GET', '/v1/pets?limit=1', { apiKey: key })));
         expect(answers.map((answer) => answer.status).filter((status) => status !== 200)).toEqual([]);
-        expect(statements.count(API_KEY_TABLE)).toBe(1);
+        expect(statements.count(API_KEY_LOOKUP)).toBe(1);
         // Charged to the key: 301 of its 1000 spent, this request included.
         expect((await request(t, 'GET', '/v1/pets?limit=1', { apiKey: key })).headers.get('ratelimit')).toMatch(/^"default";r=699;/);
       } finally {
