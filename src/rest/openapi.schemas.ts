@@ -16,11 +16,15 @@ interface Schema {
   required?: string[];
 }
 
-// Its SchemaObject comes from openapi3-ts, not a direct dependency.
-const fromRules = validationMetadatasToSchemas() as Record<string, Schema>;
-
-/** The schema of an input class as the validator applies it: defaults filled, unknown properties refused. */
+/**
+ * The schema of an input class as the validator applies it: defaults filled, unknown properties refused. The rules are
+ * read at the call (routes are registered once), so every input class loaded by then is known, whatever the import order.
+ * @throws Error for a class with no validation rules.
+ */
 export function inputSchema(type: new () => object): Schema {
+  // Its SchemaObject comes from openapi3-ts, not a direct dependency.
+  const fromRules = validationMetadatasToSchemas() as Record<string, Schema>;
+  if (!fromRules[type.name]) throw new Error(`${type.name} has no validation rules to describe`);
   const schema = structuredClone(fromRules[type.name]);
   const defaults = new type() as Record<string, unknown>;
   for (const [name, property] of Object.entries(schema.properties ?? {})) {
