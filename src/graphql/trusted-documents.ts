@@ -3,9 +3,10 @@ import 'reflect-metadata';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Type, plainToInstance } from 'class-transformer';
-import { Equals, IsArray, IsIn, IsString, Matches, ValidateNested, type ValidationError, validateSync } from 'class-validator';
+import { Equals, IsArray, IsIn, IsString, Matches, ValidateNested, validateSync } from 'class-validator';
 import type { KeyKind } from '../auth/api-key-policy';
 import type { ErrorCode } from '../errors/error-catalogue';
+import { describeViolations } from '../validation/validate-input';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
@@ -38,18 +39,6 @@ class ApolloManifest {
   operations!: ApolloManifestOperation[];
 }
 
-/** The first violation of `errors`, with its path (`operations.2.id must be …`). */
-function firstViolation(errors: readonly ValidationError[], prefix = ''): string | undefined {
-  for (const error of errors) {
-    const at = `${prefix}${error.property}`;
-    const message = Object.values(error.constraints ?? {}).at(-1);
-    if (message !== undefined) return message.startsWith(error.property) ? at + message.slice(error.property.length) : `${at}: ${message}`;
-    const nested = firstViolation(error.children ?? [], `${at}.`);
-    if (nested !== undefined) return nested;
-  }
-  return undefined;
-}
-
 /** The id → document pairs of one parsed manifest file, in either format. @throws Error with a one-line reason. */
 function entriesOf(manifest: unknown): [string, string][] {
   if (typeof manifest !== 'object' || manifest === null || Array.isArray(manifest)) {
@@ -57,7 +46,7 @@ function entriesOf(manifest: unknown): [string, string][] {
   }
   if ('format' in manifest) {
     const apollo = plainToInstance(ApolloManifest, manifest);
-    const violation = firstViolation(validateSync(apollo, { forbidUnknownValues: true }));
+    const [violation] = describeViolations(validateSync(apollo, { forbidUnknownValues: true }));
     if (violation !== undefined) throw new Error(violation);
     return apollo.operations.map(({ id, body }) => [id, body]);
   }

@@ -2,17 +2,17 @@ import { ValidationError, getMetadataStorage, validateSync } from 'class-validat
 import { AppError } from '../errors/error-catalogue';
 
 /**
- * One message per property: "is required", else the first rule in source order that fails, which is the last in
- * `constraints` as class-validator runs decorators bottom-up.
+ * One message per property (`operations.2.id must be …`): "is required", else the first rule in source order that
+ * fails, which is the last in `constraints` as class-validator runs decorators bottom-up.
  */
-function describe(errors: ValidationError[], prefix = ''): string[] {
+export function describeViolations(errors: readonly ValidationError[], prefix = ''): string[] {
   return errors.flatMap((error) => {
     const property = `${prefix}${error.property}`;
     const constraints = error.constraints ?? {};
     const first = constraints.isDefined ?? Object.values(constraints).at(-1);
     // class-validator phrases messages with the bare property; keep nested paths readable.
     const own = first === undefined ? [] : [first.startsWith(error.property) ? property + first.slice(error.property.length) : first];
-    return [...own, ...describe(error.children ?? [], `${property}.`)];
+    return [...own, ...describeViolations(error.children ?? [], `${property}.`)];
   });
 }
 
@@ -58,7 +58,7 @@ export async function validateInput<T extends object>(type: new () => T, values:
     validationError: { target: false, value: false },
   });
   if (errors.length > 0) {
-    throw new AppError('BAD_USER_INPUT', `Invalid input: ${describe(errors).join('; ')}.`);
+    throw new AppError('BAD_USER_INPUT', `Invalid input: ${describeViolations(errors).join('; ')}.`);
   }
   return input;
 }
