@@ -122,12 +122,12 @@ describe('distinct GraphQL documents under the production heap cap', () => {
       expect(first.sent + second.sent).toBe(firstCount + secondCount);
       expect(gcsSecond.length).toBeGreaterThan(0);
       // The caches (27 MiB in all) fill within the first few hundred documents. After that, the heap
-      // left by a full collection takes one of two levels, about 42 and 51-55 MB here, by when V8
-      // happened to collect (9,000 documents: no trend in either), so a median of a few collections
-      // flips between them: the last documents' largest figure is compared with the largest before
-      // them, and must stay under a bound (without byte budgets: dead at 1,651). Keeping each
-      // document would add 39-59 MB over the last 1,000.
-      expect(heapSecond.max).toBeLessThan(heapFirst.max + 8);
+      // left by a full collection sits at one of a few levels, 42 to 60 MB here, by when V8 happened
+      // to collect (9,000 documents: no trend in any), so neither a median nor a maximum of a few
+      // collections is steady: the last documents' largest figure may exceed the largest before
+      // them by one level's step (up to 14 MB seen), never by what keeping each document would add
+      // over the last 1,000 (39-59 MB; without byte budgets the server died at 1,651).
+      expect(heapSecond.max).toBeLessThan(heapFirst.max + 20);
       expect(heapSecond.max).toBeLessThan(80);
       expect(rssSecond).toBeLessThan(rssFirst + 48);
     } finally {
