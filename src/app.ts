@@ -8,7 +8,7 @@ import { keepsDevApiKey } from './auth/dev-api-key';
 import { KeyChangeChannel } from './auth/key-change.channel';
 import { type Config, DEV_API_KEY_PATH } from './config';
 import type { Database } from './database/database';
-import { createPetEventBus } from './events/pet-event.bus';
+import { startPetEventBus } from './events/pet-event.bus';
 import { graphqlPlugin } from './graphql/graphql.plugin';
 import { createGuard } from './guard/guard';
 import { createRateLimiter } from './guard/rate-limiter';
@@ -138,8 +138,8 @@ export async function buildApp({
 
   const idempotency = new IdempotencyService(database);
   const deprecations = new DeprecationTracker(metrics, app.log);
-  // Through Redis when configured, so every instance hears every create.
-  const petEvents = createPetEventBus({ redisUrl: config.rateLimit.redisUrl, channel: config.petEventsChannel, log: app.log });
+  // The change feed; with Redis, instances poke each other so an event reaches all within milliseconds.
+  const petEvents = await startPetEventBus({ database, redisUrl: config.rateLimit.redisUrl, channel: config.petEventsChannel, log: app.log });
   app.addHook('onClose', () => petEvents.close());
   const petService = new PetService(new PetRepository(database), idempotency, deprecations, petEvents);
   purgeExpiredKeys(app, idempotency);

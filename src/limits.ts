@@ -109,15 +109,39 @@ export const DATABASE_DEADLINES = Object.freeze({
   replicaMaxLagSeconds: 5,
 });
 
-/** How a create answered 504 is settled: its row is looked up on the primary every `intervalMs` while the database is unavailable, for at most `maxMs`. */
-export const UNCONFIRMED_CREATE_CHECKS = Object.freeze({ intervalMs: SECOND, maxMs: 10 * 60 * SECOND });
-
 /** The migration lock between instances starting at once (docs/operations.md "Scale-out notes"). */
 export const MIGRATION_LOCK = Object.freeze({
   waitSeconds: 60,
   /** Renewed every third of it: a dead holder frees it within this time. */
   leaseSeconds: 30,
   retryMs: 250,
+});
+
+/**
+ * The change feed (docs/events.md): the sequencer's lease and batches, how often an instance looks for new events without
+ * a Redis poke, and what one reader may take or hold.
+ */
+export const PET_FEED_LIMITS = Object.freeze({
+  /** A dead leader is replaced within this, plus one `claimEveryMs`. */
+  leaseSeconds: 3,
+  /** Every instance claims (the leader: renews) the lease this often. */
+  claimEveryMs: SECOND,
+  /** The leader looks for unstamped pets this often, and at once when poked. */
+  stampEveryMs: 100,
+  /** Pets stamped by one transaction. */
+  stampBatch: 1_000,
+  /** Every instance reads past its last event this often, and at once when poked. */
+  followEveryMs: 200,
+  /** Events one fan-out or replay query reads. */
+  readBatch: 500,
+  /** `GET /v1/events`'s `limit`: default and maximum. */
+  defaultPageSize: 20,
+  maxPageSize: 100,
+  /** Live events one follower holds before it drops them and reads from the table again. */
+  maxQueuedEvents: 1_000,
+  /** An SSE stream's heartbeat comment, and its `retry:` field. */
+  heartbeatMs: 15 * SECOND,
+  retryMs: SECOND,
 });
 
 /** API key caches: entries per LRU; lookup reuse (API_KEY_CACHE_SECONDS's default); how long a key stays "known". */

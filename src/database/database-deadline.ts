@@ -6,7 +6,8 @@ import { DATABASE_DEADLINES } from '../limits';
 export interface DatabaseCallOptions {
   /** `slave`: a replica in the read rotation, if any. */
   mode?: 'master' | 'slave';
-  transaction?: boolean;
+  /** In one transaction: the server's default isolation, or READ COMMITTED (no gap locks; rows others are inserting are passed over). */
+  transaction?: boolean | 'READ COMMITTED';
   /**
    * `work` is one statement that commits itself (autocommit, no transaction), e.g. one INSERT: failing before it is sent
    * (pool wait, the Galera causality SET), DatabaseDeadlineError (503, nothing stored); sent and never confirmed (deadline,

@@ -48,7 +48,11 @@ export class DatabaseNode {
    * connection is destroyed at the deadline; sql.js runs it as it is. A lost conflict is rerun, so `work` may run more than once.
    * @throws DatabaseDeadlineError; CommitOutcomeUnknownError; what `work` throws.
    */
-  async call<T>(work: (manager: EntityManager) => Promise<T>, timeoutMs: number, { transaction = false, autocommitWrite = false } = {}): Promise<T> {
+  async call<T>(
+    work: (manager: EntityManager) => Promise<T>,
+    timeoutMs: number,
+    { transaction = false, autocommitWrite = false }: { transaction?: boolean | 'READ COMMITTED'; autocommitWrite?: boolean } = {},
+  ): Promise<T> {
     // sql.js needs no deadline: synchronous from BEGIN to COMMIT, it can neither stall nor interleave.
     if (this.dataSource.options.type !== 'mysql') return transaction ? this.dataSource.transaction(work) : work(this.dataSource.manager);
     const runner = this.dataSource.createQueryRunner('master');
@@ -79,7 +83,7 @@ export class DatabaseNode {
             committing = true;
             return await work(runner.manager);
           }
-          await runner.startTransaction();
+          await runner.startTransaction(transaction === true ? undefined : transaction || undefined);
           const result = await work(runner.manager);
           written = result;
           committing = true;

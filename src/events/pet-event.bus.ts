@@ -2,8 +2,12 @@ import { setMaxListeners } from 'node:events';
 import { type PubSub, createPubSub } from '@graphql-yoga/subscription';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { Database } from '../database/database';
 import type { PetEvents } from '../pets/pet-events';
 import type { Pet } from '../pets/pet.entity';
+import { FeedSequencer } from './feed-sequencer';
+import { PetFeed } from './pet-feed';
+import { PetFeedRepository } from './pet-feed.repository';
 import { REDIS_TIMEOUTS } from '../limits';
 
 /** The in-process topic `Subscription.petCreated` listens to. */
@@ -15,62 +19,99 @@ export type PetCreatedPayload = Pick<Pet, 'id' | 'name' | 'categoryId' | 'status
 /** As type-graphql's `buildSchema({ pubSub })` takes it. */
 export type PetPubSub = PubSub<{ [PET_CREATED_TOPIC]: [PetCreatedPayload] }>;
 
-/** `REDIS_URL` and `PET_EVENTS_CHANNEL` (docs/subscriptions.md); without Redis, events stay in this process. */
+/** `REDIS_URL` and `PET_EVENTS_CHANNEL` (docs/events.md); without Redis, instances find new events by polling alone. */
 export interface PetEventBusOptions {
+  readonly database: Database;
   readonly redisUrl?: string;
   readonly channel: string;
-  readonly log: Pick<Logger, 'warn'>;
+  readonly log: Pick<Logger, 'warn' | 'info'>;
 }
 
-/** The transport behind the PetEvents port (see PetEvents), and the pub/sub that every instance's events land in. */
+/** The change feed of one instance: its sequencer, its view of the feed, and the pub/sub `petCreated` reads. */
 export interface PetEventBus extends PetEvents {
+  readonly feed: PetFeed;
+  readonly sequencer: FeedSequencer;
   readonly pubSub: PetPubSub;
   close(): Promise<void>;
 }
 
+/** A message on the channel: the leader moved the head, or an instance stored a pet the leader should stamp now. */
+type FeedPoke = { head: number } | { stored: true };
+
 /**
- * Pet events in memory, or through Redis pub/sub as JSON on `channel` (docs/subscriptions.md). With Redis, this instance's
- * events reach its subscribers through Redis too, so each arrives once; events sent while Redis is away are lost.
+ * Starts the change feed (docs/events.md "How it works"): the sequencer stamps committed pets on the lease holder; each
+ * instance reads past its last event when poked and on its own ticks. With Redis, pokes travel on `channel` so an event
+ * reaches every instance within milliseconds; without it (or while it is away) the ticks alone bring it within
+ * PET_FEED_LIMITS.stampEveryMs + followEveryMs. Redis carries no event: losing a poke delays, never loses.
+ * @throws DatabaseDeadlineError when the feed's head cannot be read at start.
  */
-export function createPetEventBus({ redisUrl, channel, log }: PetEventBusOptions): PetEventBus {
+export async function startPetEventBus({ database, redisUrl, channel, log }: PetEventBusOptions): Promise<PetEventBus> {
   // One listener per subscription, bounded by the subscription limits; Node would warn of a leak at the 11th.
   const eventTarget = new EventTarget();
   setMaxListeners(0, eventTarget);
   const pubSub: PetPubSub = createPubSub({ eventTarget });
-  const payloadOf = (pet: Pet): PetCreatedPayload => ({ id: pet.id, name: pet.name, categoryId: pet.categoryId, status: pet.status });
-  if (!redisUrl) {
-    return {
-      pubSub,
-      created: (pet) => pubSub.publish(PET_CREATED_TOPIC, payloadOf(pet)),
-      close: async () => undefined,
-    };
-  }
-  const publisher = new Redis(redisUrl, { maxRetriesPerRequest: 1, connectTimeout: REDIS_TIMEOUTS.connectMs });
+  const repository = new PetFeedRepository(database);
+  const feed = new PetFeed(repository, log);
+  await feed.start();
+
+  const publisher = redisUrl ? new Redis(redisUrl, { maxRetriesPerRequest: 1, connectTimeout: REDIS_TIMEOUTS.connectMs }) : undefined;
   // A subscribed connection can do nothing else, hence two; it retries forever: a subscription is never given up.
-  const subscriber = new Redis(redisUrl, { maxRetriesPerRequest: null, connectTimeout: REDIS_TIMEOUTS.connectMs });
+  const subscriber = redisUrl ? new Redis(redisUrl, { maxRetriesPerRequest: null, connectTimeout: REDIS_TIMEOUTS.connectMs }) : undefined;
+  const poke = (message: FeedPoke) =>
+    publisher?.publish(channel, JSON.stringify(message)).catch((error: unknown) => log.warn({ err: error, channel }, 'pet feed: poke not published'));
+
+  const sequencer = new FeedSequencer(
+    repository,
+    (head) => {
+      feed.advance();
+      void poke({ head });
+    },
+    log,
+  );
   for (const connection of [publisher, subscriber]) {
-    connection.on('error', (error) => log.warn({ err: error, channel }, 'pet events store (Redis) unreachable'));
+    connection?.on('error', (error) => log.warn({ err: error, channel }, 'pet events store (Redis) unreachable'));
   }
-  subscriber.on('message', (from: string, message: string) => {
+  subscriber?.on('message', (from: string, message: string) => {
     if (from !== channel) return;
-    let payload: PetCreatedPayload;
+    let parsed: FeedPoke;
     try {
-      payload = JSON.parse(message) as PetCreatedPayload;
+      parsed = JSON.parse(message) as FeedPoke;
     } catch (error) {
-      log.warn({ err: error, channel }, 'unreadable pet event ignored');
+      log.warn({ err: error, channel }, 'unreadable pet feed poke ignored');
       return;
     }
-    pubSub.publish(PET_CREATED_TOPIC, payload);
+    if ('head' in parsed) {
+      if (parsed.head > feed.position) feed.advance();
+    } else if (sequencer.isLeader) {
+      sequencer.nudge();
+    }
   });
-  subscriber.subscribe(channel).catch((error: unknown) => log.warn({ err: error, channel }, 'pet events: cannot subscribe'));
+  subscriber?.subscribe(channel).catch((error: unknown) => log.warn({ err: error, channel }, 'pet events: cannot subscribe'));
+  sequencer.start();
+
+  // petCreated: the live feed, from now on, on this instance.
+  const relay = feed.follow({});
+  const relaying = (async () => {
+    for await (const { pet } of relay) {
+      pubSub.publish(PET_CREATED_TOPIC, { id: pet.id, name: pet.name, categoryId: pet.categoryId, status: pet.status });
+    }
+  })().catch((error: unknown) => log.warn({ err: error }, 'pet feed: petCreated relay stopped'));
+
   return {
+    feed,
+    sequencer,
     pubSub,
-    created: (pet) => {
-      publisher.publish(channel, JSON.stringify(payloadOf(pet))).catch((error: unknown) => log.warn({ err: error, channel }, 'pet event not published'));
+    stored: () => {
+      if (sequencer.isLeader || !publisher) sequencer.nudge();
+      else void poke({ stored: true });
     },
     close: async () => {
-      subscriber.disconnect();
-      publisher.disconnect();
+      await sequencer.close();
+      await feed.close();
+      await relay.return?.();
+      await relaying;
+      subscriber?.disconnect();
+      publisher?.disconnect();
     },
   };
 }

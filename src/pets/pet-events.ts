@@ -1,14 +1,10 @@
-import type { Pet } from './pet.entity';
-
 /**
- * The port through which PetService announces stored pets; `events/` carries them to `petCreated` (docs/subscriptions.md).
- * The contract, stated only here: `created` is called once per committed pet, after its COMMIT; never for a create refused
- * or rolled back, nor for an Idempotency-Key replay (it stores nothing). A create answered 504 with an Idempotency-Key is
- * announced once if later found stored (its id is known before COMMIT; UNCONFIRMED_CREATE_CHECKS in src/limits.ts), else
- * never; one without a key is never announced, even if stored: its one INSERT was never answered, so its id is unknown.
- * Best effort: `created` neither throws nor waits, never failing the create.
+ * The port through which PetService tells the change feed (docs/events.md) that a pet may have been committed, so the
+ * sequencer stamps it now rather than at its next tick. The feed does not depend on it: every committed pet is stamped
+ * whether or not this is called (a create answered 504 included), and a call for a pet never stored changes nothing.
+ * Best effort: neither throws nor waits.
  */
 export interface PetEvents {
-  /** `pet` as the create returns it; see PetEvents. */
-  created(pet: Pet): void;
+  /** After a create's INSERT was sent, whatever its outcome. */
+  stored(): void;
 }

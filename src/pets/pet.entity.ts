@@ -11,6 +11,8 @@ import { PET_LIMITS } from '../limits';
 @ObjectType({ description: 'An animal of the store.', simpleResolvers: true, implements: Node })
 @Entity({ name: 'pet' })
 @Index('idx_pet_status_id', ['status', 'id'])
+@Index('uq_pet_seq', ['seq'], { unique: true })
+@Index('idx_pet_status_seq', ['status', 'seq'])
 export class Pet implements Node {
   @Field(() => ID, { description: 'Unique identifier assigned on creation (an int64, sent as a string).' })
   @PrimaryColumn({ type: 'bigint', transformer: int64Transformer })
@@ -28,4 +30,8 @@ export class Pet implements Node {
   @Field(() => PetStatus, { description: 'Availability of the animal.' })
   @Column({ type: 'varchar', length: 16 })
   status!: PetStatus;
+
+  /** The pet's position in the change feed (docs/events.md), stamped after its COMMIT by the sequencer; null until then. Not in the API. */
+  @Column({ type: 'bigint', nullable: true, transformer: int64Transformer })
+  seq?: number | null;
 }

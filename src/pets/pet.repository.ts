@@ -13,7 +13,7 @@ export interface NewPet {
 }
 
 /** A pet as the database returns it: BIGINT columns as decimal strings (MySQL) or numbers (SQLite). */
-interface PetRow {
+export interface PetRow {
   id: string | number;
   name: string;
   categoryId: string | number;
@@ -21,7 +21,7 @@ interface PetRow {
 }
 
 /** The four columns of `pet`, as raw rows (no entity hydration). */
-function selectPets(dataSource: DataSource) {
+export function selectPets(dataSource: DataSource) {
   return dataSource
     .createQueryBuilder(Pet, 'pet')
     .select('pet.id', 'id')
@@ -36,12 +36,12 @@ const STATUS_ID_INDEX = 'idx_pet_status_id';
  * `USE INDEX` to `FORCE INDEX` (MySQL family only): even with USE INDEX, MariaDB reads every row of the status rather than
  * the `(status, id)` range from the cursor (bench/README.md "Deep pages").
  */
-function forceIndex(sql: string): string {
+export function forceIndex(sql: string): string {
   return sql.replace(' USE INDEX (', ' FORCE INDEX (');
 }
 
 /** The one place the int64 columns are converted (exactly, or RangeError). */
-function toPet(row: PetRow): Pet {
+export function toPet(row: PetRow): Pet {
   return { id: toSafeInteger(row.id), name: row.name, categoryId: toSafeInteger(row.categoryId), status: row.status };
 }
 
@@ -105,11 +105,6 @@ export class PetRepository {
       return row ? toPet(row) : null;
     };
     return manager ? find(manager) : withinDeadline(this.database, find, { mode: 'slave', budget });
-  }
-
-  /** The pet or null, from the primary, outside any request's budget (for follow-up of an answered request). */
-  findOnPrimary(id: number): Promise<Pet | null> {
-    return withinDeadline(this.database, (manager) => this.findById(id, { manager }));
   }
 
   /**

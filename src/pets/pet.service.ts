@@ -1,5 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { CommitOutcomeUnknownError, isDatabaseUnavailable } from '../database/database-errors';
 import type { IdempotencyService } from '../idempotency/idempotency.service';
 import type { DeprecationTracker } from '../observability/deprecation.tracker';
 import { validateInput } from '../validation/validate-input';
@@ -7,7 +5,6 @@ import type { Caller } from './caller';
 import { decodePetCursor, encodePetCursor } from './pet-cursor';
 import type { PetStatus } from './pet-status.enum';
 import type { PetEvents } from './pet-events';
-import { UNCONFIRMED_CREATE_CHECKS } from '../limits';
 import type { Pet } from './pet.entity';
 import { ListPetsArgs, NewPetInput, PetIdArgs } from './pet.inputs';
 import type { PetRepository } from './pet.repository';
@@ -86,19 +83,16 @@ export class PetService {
   }
 
   /**
-   * createPet (spec "createPet"), once per Idempotency-Key (docs/idempotency.md), `input` as NewPetInput; announces: see PetEvents.
+   * createPet (spec "createPet"), once per Idempotency-Key (docs/idempotency.md), `input` as NewPetInput. A stored pet
+   * enters the change feed after its COMMIT (docs/events.md), whatever the answer; the feed is told to look now.
    * @throws AppError BAD_USER_INPUT, IDEMPOTENCY_KEY_IN_USE (409), IDEMPOTENCY_KEY_REUSED (422); DatabaseDeadlineError (503); CommitOutcomeUnknownError (504).
    */
   async createPet(input: unknown, caller: Caller): Promise<CreatedPet> {
     const { name, categoryId, status } = await validateInput(NewPetInput, input);
     const newPet = { name, categoryId, status };
     try {
-      if (caller.idempotencyKey === undefined) {
-        // One autocommit INSERT, committed when it resolves; a 504 leaves no id, so it cannot be announced (see PetEvents).
-        const pet = await this.pets.create(newPet, { budget: caller.budget });
-        this.events.created(pet);
-        return { pet, replayed: false };
-      }
+      // One autocommit INSERT, committed when it resolves.
+      if (caller.idempotencyKey === undefined) return { pet: await this.pets.create(newPet, { budget: caller.budget }), replayed: false };
       let stored = false;
       const pet = await this.idempotency.once(
         { apiKeyId: caller.apiKeyId, key: caller.idempotencyKey },
@@ -112,26 +106,9 @@ export class PetService {
         caller.budget,
       );
       // `once` resolves only after the COMMIT, so `stored` means committed.
-      if (stored) this.events.created(pet);
       return { pet, replayed: !stored };
-    } catch (error) {
-      if (error instanceof CommitOutcomeUnknownError) void this.announceIfStored(error.written as Pet | undefined);
-      throw error;
-    }
-  }
-
-  /** Announces a 504 create whose id is known (an Idempotency-Key create) if the primary shows it stored (see PetEvents); runs after the reply, never throws. */
-  private async announceIfStored(pet: Pet | undefined): Promise<void> {
-    if (pet?.id === undefined) return;
-    const giveUpAt = performance.now() + UNCONFIRMED_CREATE_CHECKS.maxMs;
-    for (;;) {
-      try {
-        if (await this.pets.findOnPrimary(pet.id)) this.events.created(pet);
-        return;
-      } catch (error) {
-        if (!isDatabaseUnavailable(error) || performance.now() > giveUpAt) return;
-        await sleep(UNCONFIRMED_CREATE_CHECKS.intervalMs, undefined, { ref: false });
-      }
+    } finally {
+      this.events.stored();
     }
   }
 }

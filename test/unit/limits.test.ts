@@ -8,11 +8,11 @@ import {
   HTTP_LIMITS,
   IDEMPOTENCY_LIMITS,
   MIGRATION_LOCK,
+  PET_FEED_LIMITS,
   PET_LIMITS,
   QUERY_LIMITS,
   REDIS_TIMEOUTS,
   SUBSCRIPTION_LIMITS,
-  UNCONFIRMED_CREATE_CHECKS,
 } from '../../src/limits';
 
 /** Every limit and timeout (src/limits.ts): frozen, whole numbers, and the relations between them that the code relies on. */
@@ -173,9 +173,10 @@ describe('DATABASE_DEADLINES and the rest', () => {
     expect(MIGRATION_LOCK.retryMs).toBeLessThan((MIGRATION_LOCK.leaseSeconds * 1000) / 3);
   });
 
-  test('when read, then an unconfirmed create is checked every second for at most ten minutes, within the idempotency retention', () => {
-    expect(UNCONFIRMED_CREATE_CHECKS).toEqual({ intervalMs: 1000, maxMs: 600_000 });
-    expect(UNCONFIRMED_CREATE_CHECKS.maxMs).toBeLessThan(IDEMPOTENCY_LIMITS.retentionMs);
+  test('when read, then a dead feed leader is replaced and an event reaches every instance without Redis well within a second', () => {
+    expect(PET_FEED_LIMITS.claimEveryMs).toBeLessThan(PET_FEED_LIMITS.leaseSeconds * 1000);
+    expect(PET_FEED_LIMITS.stampEveryMs + PET_FEED_LIMITS.followEveryMs).toBeLessThanOrEqual(500);
+    expect(PET_FEED_LIMITS.maxPageSize).toBeLessThanOrEqual(PET_FEED_LIMITS.readBatch);
   });
 
   test('when read, then a key lookup is reused for less time than a key stays known, and the minimum re-check is under that reuse', () => {

@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { FeedLeaseLostError, type PetFeedRepository } from './pet-feed.repository';
+import { PET_FEED_LIMITS } from '../limits';
+
+/**
+ * The post-commit sequencer (docs/events.md "How it works"): on the one instance holding the lease, stamps committed pets
+ * with their feed positions, every {@link PET_FEED_LIMITS.stampEveryMs} and at once when {@link nudge}d, then calls
+ * `onAdvance(head)`. Every instance runs one and claims the lease every {@link PET_FEED_LIMITS.claimEveryMs}: when its
+ * holder dies, another takes over within the lease. Database errors are logged and retried at the next tick.
+ */
+export class FeedSequencer {
+  /** This instance's lease holder id. */
+  readonly holder = randomUUID();
+  private leading = false;
+  private nextClaimAt = 0;
+  private timer: NodeJS.Timeout | undefined;
+  /** The run in progress; a nudge during it asks for one more. */
+  private running: Promise<void> | undefined;
+  private again = false;
+  private closed = false;
+
+  constructor(
+    private readonly feed: PetFeedRepository,
+    private readonly onAdvance: (head: number) => void,
+    private readonly log: Pick<Logger, 'warn' | 'info'>,
+    private readonly limits = PET_FEED_LIMITS,
+  ) {}
+
+  /** Whether this instance stamped last (it may have lost the lease since). */
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Starts the ticks; the first runs now. */
+  start(): void {
+    this.timer = setInterval(() => this.nudge(), this.limits.stampEveryMs);
+    this.timer.unref();
+    this.nudge();
+  }
+
+  /** Stamps now (after the run in progress, if any) when this instance leads; never throws. */
+  nudge(): void {
+    if (this.closed) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.run().finally(() => {
+      this.running = undefined;
+      if (this.again) {
+        this.again = false;
+        this.nudge();
+      }
+    });
+  }
+
+  private async run(): Promise<void> {
+    try {
+      if (Date.now() >= this.nextClaimAt) {
+        this.nextClaimAt = Date.now() + this.limits.claimEveryMs;
+        const leading = await this.feed.claimLease(this.holder, this.limits.leaseSeconds);
+        if (leading !== this.leading) this.log.info({ holder: this.holder }, leading ? 'pet feed: this instance sequences' : 'pet feed: lease lost');
+        this.leading = leading;
+      }
+      if (!this.leading || !(await this.feed.hasUnstamped())) return;
+      for (;;) {
+        const { stamped, head } = await this.feed.stamp(this.holder, this.limits.stampBatch);
+        if (stamped > 0) this.onAdvance(head);
+        if (stamped < this.limits.stampBatch || this.closed) return;
+      }
+    } catch (error) {
+      if (error instanceof FeedLeaseLostError) {
+        this.leading = false;
+        this.log.info({ holder: this.holder }, 'pet feed: lease lost');
+        return;
+      }
+      this.log.warn({ err: error }, 'pet feed: sequencing failed; retrying');
+    }
+  }
+
+  /** Stops the ticks, waits for the run in progress, and gives the lease up so a successor need not wait for it to run out. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    await this.running;
+    if (!this.leading) return;
+    this.leading = false;
+    await this.feed.releaseLease(this.holder).catch((error: unknown) => this.log.warn({ err: error }, 'pet feed: lease not released'));
+  }
+}

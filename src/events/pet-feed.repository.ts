@@ -1,0 +1,139 @@
+import type { EntityManager } from 'typeorm';
+import type { Database } from '../database/database';
+import { type DatabaseBudget, withinDeadline } from '../database/database-deadline';
+import { toSafeInteger } from '../database/int64';
+import type { PetStatus } from '../pets/pet-status.enum';
+import type { Pet } from '../pets/pet.entity';
+import { type PetRow, forceIndex, selectPets, toPet } from '../pets/pet.repository';
+
+/** One entry of the change feed (docs/events.md): a committed pet at its position `seq` (1, 2, 3, … with no gaps). */
+export interface PetEvent {
+  readonly seq: number;
+  readonly pet: Pet;
+}
+
+/** The sequencer lost its lease between two batches: another instance leads now. */
+export class FeedLeaseLostError extends Error {
+  override readonly name = 'FeedLeaseLostError';
+}
+
+/** What to read: events after position `after`, up to and including `upTo` when given, only those with `status` when given. */
+export interface FeedRead {
+  after: number;
+  limit: number;
+  status?: PetStatus;
+  upTo?: number;
+  budget?: DatabaseBudget;
+}
+
+/** The one row of `pet_feed`. */
+const FEED = 'pets';
+const STATUS_SEQ_INDEX = 'idx_pet_status_seq';
+
+/**
+ * The feed's tables (docs/events.md "How it works"): `pet.seq`, stamped after COMMIT in batches by the one instance holding
+ * the lease on `pet_feed`, whose `head` is the last position stamped. Each batch is one transaction that locks the head
+ * row, so batches commit one after another and a reader sees positions 1 … n and never n+1 without n. Every call runs on
+ * the primary: a replica could show a later batch before an earlier one if it applied them out of order.
+ */
+export class PetFeedRepository {
+  private readonly mysql: boolean;
+  private readonly sql: Readonly<{ after: string; afterByStatus: string }>;
+
+  constructor(private readonly database: Database) {
+    const dataSource = database.writer;
+    this.mysql = dataSource.options.type === 'mysql';
+    const ordered = (query: ReturnType<typeof selectPets>) => `${query.addSelect('pet.seq', 'seq').orderBy('pet.seq', 'ASC').getQuery()} LIMIT ?`;
+    this.sql = {
+      after: ordered(selectPets(dataSource).where('pet.seq > ?').andWhere('pet.seq <= ?')),
+      afterByStatus: forceIndex(
+        ordered(selectPets(dataSource).useIndex(STATUS_SEQ_INDEX).where('pet.status = ?').andWhere('pet.seq > ?').andWhere('pet.seq <= ?')),
+      ),
+    };
+  }
+
+  /**
+   * Up to `limit` events after `after` (and up to `upTo`), in feed order, from the primary.
+   * @throws DatabaseDeadlineError (503).
+   */
+  read({ after, limit, status, upTo = Number.MAX_SAFE_INTEGER, budget }: FeedRead): Promise<PetEvent[]> {
+    return withinDeadline(
+      this.database,
+      async (manager) => {
+        const rows: (PetRow & { seq: string | number })[] = status
+          ? await manager.query(this.sql.afterByStatus, [status, after, upTo, limit])
+          : await manager.query(this.sql.after, [after, upTo, limit]);
+        return rows.map((row) => ({ seq: toSafeInteger(row.seq), pet: toPet(row) }));
+      },
+      { budget },
+    );
+  }
+
+  /** The last position stamped: 0 before the first. */
+  async head(): Promise<number> {
+    return withinDeadline(this.database, async (manager) => {
+      const [row]: { head: string | number }[] = await manager.query('SELECT head FROM pet_feed WHERE name = ?', [FEED]);
+      return toSafeInteger(row.head);
+    });
+  }
+
+  /**
+   * Takes or renews the sequencer's lease for `holder` (MySQL family: on the database's clock, so instances' clocks do not
+   * matter; a dead holder's lease runs out). The embedded database has one process, which always holds it.
+   * @returns whether `holder` holds the lease now.
+   */
+  async claimLease(holder: string, leaseSeconds: number): Promise<boolean> {
+    if (!this.mysql) return true;
+    return withinDeadline(this.database, async (manager) => {
+      const result: { affectedRows: number } = await manager.query(
+        `UPDATE pet_feed SET leader = ?, lease_expires_at = NOW(3) + INTERVAL ${Number(leaseSeconds)} SECOND
+          WHERE name = ? AND (leader = ? OR leader IS NULL OR lease_expires_at < NOW(3))`,
+        [holder, FEED, holder],
+      );
+      return result.affectedRows === 1;
+    });
+  }
+
+  /** Gives the lease up, so another instance takes it at its next claim rather than when it runs out. */
+  async releaseLease(holder: string): Promise<void> {
+    if (!this.mysql) return;
+    await withinDeadline(this.database, (manager) => manager.query('UPDATE pet_feed SET leader = NULL WHERE name = ? AND leader = ?', [FEED, holder]));
+  }
+
+  /** Whether a committed pet awaits its position: one index lookup. */
+  async hasUnstamped(): Promise<boolean> {
+    return withinDeadline(this.database, async (manager) => {
+      const rows: unknown[] = await manager.query('SELECT id FROM pet WHERE seq IS NULL LIMIT 1');
+      return rows.length > 0;
+    });
+  }
+
+  /**
+   * Stamps up to `limit` committed, unstamped pets with the next positions, in id order, in one transaction that first
+   * locks the head row and checks that `holder` still holds the lease.
+   * @returns the pets stamped (0 when none was waiting) and the head after them.
+   * @throws FeedLeaseLostError; DatabaseDeadlineError.
+   */
+  stamp(holder: string, limit: number): Promise<{ stamped: number; head: number }> {
+    // READ COMMITTED: the UPDATE may scan rows, and under REPEATABLE READ would wait for every uncommitted INSERT it meets.
+    return withinDeadline(this.database, (manager) => this.stampWithin(manager, holder, limit), { transaction: 'READ COMMITTED' });
+  }
+
+  private async stampWithin(manager: EntityManager, holder: string, limit: number): Promise<{ stamped: number; head: number }> {
+    const [feed]: { head: string | number; leader: string | null; valid: string | number }[] = this.mysql
+      ? await manager.query('SELECT head, leader, lease_expires_at > NOW(3) AS valid FROM pet_feed WHERE name = ? FOR UPDATE', [FEED])
+      : await manager.query('SELECT head, NULL AS leader, 1 AS valid FROM pet_feed WHERE name = ?', [FEED]);
+    if (this.mysql && (feed.leader !== holder || Number(feed.valid) !== 1)) throw new FeedLeaseLostError('another instance holds the feed lease');
+    const head = toSafeInteger(feed.head);
+    // Read after the head row is locked: every pet committed before the previous batch's COMMIT is seen.
+    const rows: { id: string | number }[] = await manager.query('SELECT id FROM pet WHERE seq IS NULL ORDER BY id LIMIT ?', [limit]);
+    if (rows.length === 0) return { stamped: 0, head };
+    const ids = rows.map((row) => toSafeInteger(row.id));
+    await manager.query(`UPDATE pet SET seq = CASE id ${ids.map(() => 'WHEN ? THEN ?').join(' ')} END WHERE id IN (${ids.map(() => '?').join(', ')})`, [
+      ...ids.flatMap((id, index) => [id, head + index + 1]),
+      ...ids,
+    ]);
+    await manager.query('UPDATE pet_feed SET head = ? WHERE name = ?', [head + ids.length, FEED]);
+    return { stamped: ids.length, head: head + ids.length };
+  }
+}
