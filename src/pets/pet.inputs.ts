@@ -63,7 +63,8 @@ function IsPetCursor(): PropertyDecorator {
       },
       defaultMessage: (args) => {
         const cursor = typeof args?.value === 'string' ? decodePetCursor(args.value) : undefined;
-        if (typeof args?.value === 'string' && cursorKind(args.value) === 'event') return '$property is an event cursor (GET /v1/events, petEvents), not a list cursor';
+        if (typeof args?.value === 'string' && cursorKind(args.value) === 'event')
+          return '$property is an event cursor (GET /v1/events, petEvents), not a list cursor';
         if (!args || !cursor) return '$property must be a cursor from a previous page of this list, unchanged';
         const filter = (status?: PetStatus) => (status ? `status ${status}` : 'no status filter');
         return `$property belongs to the list with ${filter(cursor.status)}, not ${filter(statusOf(args))}: keep the filter while paging`;

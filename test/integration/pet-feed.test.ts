@@ -61,24 +61,27 @@ describe('the change feed on the database', () => {
     expect(await repository.read({ after: 35, upTo: 38, limit: 100 })).toHaveLength(3);
   });
 
-  testOnMysql('when a lower id commits after a higher one was stamped, then it takes the next position: nothing is skipped, the feed is in commit order', async () => {
-    const sequencer = new FeedSequencer(repository, () => undefined, quiet);
-    sequencer.start();
-    const slow = dataSource.createQueryRunner();
-    await slow.connect();
-    await slow.startTransaction();
-    const { insertId: lowId } = await slow.query("INSERT INTO pet (name, category_id, status) VALUES ('slow', 1, 'available')");
-    await insertPets(3);
-    await until(async () => (await repository.head()) === 3);
-    await slow.commitTransaction();
-    await slow.release();
-    await until(async () => (await repository.head()) === 4);
-    await sequencer.close();
-    const events = await repository.read({ after: 0, limit: 10 });
-    expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4]);
-    expect(events[3].pet.id).toBe(Number(lowId));
-    expect(events.slice(0, 3).every((event) => event.pet.id > Number(lowId))).toBe(true);
-  });
+  testOnMysql(
+    'when a lower id commits after a higher one was stamped, then it takes the next position: nothing is skipped, the feed is in commit order',
+    async () => {
+      const sequencer = new FeedSequencer(repository, () => undefined, quiet);
+      sequencer.start();
+      const slow = dataSource.createQueryRunner();
+      await slow.connect();
+      await slow.startTransaction();
+      const { insertId: lowId } = await slow.query("INSERT INTO pet (name, category_id, status) VALUES ('slow', 1, 'available')");
+      await insertPets(3);
+      await until(async () => (await repository.head()) === 3);
+      await slow.commitTransaction();
+      await slow.release();
+      await until(async () => (await repository.head()) === 4);
+      await sequencer.close();
+      const events = await repository.read({ after: 0, limit: 10 });
+      expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4]);
+      expect(events[3].pet.id).toBe(Number(lowId));
+      expect(events.slice(0, 3).every((event) => event.pet.id > Number(lowId))).toBe(true);
+    },
+  );
 
   testOnMysql('when two instances sequence, then one holds the lease; when it closes, the other takes over and nothing is stamped twice', async () => {
     const [first, second] = [new FeedSequencer(repository, () => undefined, quiet), new FeedSequencer(repository, () => undefined, quiet)];
