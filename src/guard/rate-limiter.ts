@@ -48,7 +48,7 @@ export interface RateLimiter {
    */
   charge(counters: readonly RateLimitCounter[], units: number): Promise<{ charged: boolean; status: RateLimitStatus }>;
   /**
-   * Gives `units` a charge took back to every one of `counters` whose window is still the one charged, for an answer
+   * Gives `units` of an earlier charge back to each of `counters` whose window is still the one charged, for an answer
    * that is not charged (a 304, docs/security.md "Limits"). Returns the counter with the least left after. Throws the
    * store's error when the counters cannot be reached.
    */

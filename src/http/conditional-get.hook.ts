@@ -16,7 +16,7 @@ export const CONDITIONAL_CACHE_CONTROL = 'private, no-cache';
  * `rel="next"`: a client polling that page must see the change.
  * @param payload - the serialised body, as sent.
  * @param link - the answer's `Link` field value, if any.
- * @returns e.g. `"2f-3vNvV4o1VrNGNyDkNqA5cCzJbwM"` (quoted, as the field carries it).
+ * @returns quoted, as the field carries it: `"3-zQ1MwyNGdQQI99T1547JpuW3mg0"` for an empty page (`[]` and its newline).
  */
 export function entityTagOf(payload: string | Buffer, link: string | undefined): string {
   return etag(link === undefined ? payload : Buffer.concat([Buffer.from(`${link}\n`), Buffer.from(payload)]));
