@@ -13,6 +13,7 @@ import { graphqlPlugin } from './graphql/graphql.plugin';
 import { createGuard } from './guard/guard';
 import { createRateLimiter } from './guard/rate-limiter';
 import { guardRequests } from './guard/request.guard';
+import { answerConditionalGets } from './http/conditional-get.hook';
 import { answerClientError, refuseUnknownRoute, sendError } from './http/error.handler';
 import { closeConnectionsOnceNotAccepting } from './http/graceful-shutdown';
 import { parseJsonExactly } from './http/json-body.parser';
@@ -158,6 +159,8 @@ export async function buildApp({
   const limiter = createRateLimiter(config.rateLimit, app.log);
   app.addHook('onClose', () => limiter.close());
   const guard = createGuard(apiKeys, limiter);
+  // After the JSON newline, so a tag covers the bytes sent; before the guard's hook, which gives a 304's unit back.
+  answerConditionalGets(app);
   const requests = guardRequests(app, guard);
   announceKeyChanges(app, config, apiKeys);
   await describeWithOpenapi(app, config);

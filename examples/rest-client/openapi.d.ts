@@ -163,7 +163,10 @@ export interface operations {
                 /** @description Opaque cursor: the page after the one whose `Link` header (rel="next") holds it. Keep the same `status`; 400 when edited or from another filter. */
                 after?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 §13.1.2: entity tags from earlier `ETag`s (comma-separated, `W/` ignored) or `*`. When one matches the current answer: 304 with no body, and the request is not charged to the rate limit. */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -174,6 +177,10 @@ export interface operations {
                 headers: {
                     /** @description Only when more pets follow. RFC 8288: `</v1/pets?limit=20&after=…>; rel="next"`, the next page with the same `limit` and `status`. */
                     Link?: string;
+                    /** @description RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged. */
+                    ETag?: string;
+                    /** @description `private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it. */
+                    "Cache-Control"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
                     "RateLimit-Policy"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
@@ -201,6 +208,25 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["Pets"];
                 };
+            };
+            /** @description `If-None-Match` matched the current `ETag`: nothing changed since, no body. Not charged to the rate limit; its `RateLimit` says what is left. */
+            304: {
+                headers: {
+                    /** @description Only when more pets follow. RFC 8288: `</v1/pets?limit=20&after=…>; rel="next"`, the next page with the same `limit` and `status`. */
+                    Link?: string;
+                    /** @description RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged. */
+                    ETag?: string;
+                    /** @description `private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it. */
+                    "Cache-Control"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description BAD_USER_INPUT: The request holds invalid values. */
             400: {
@@ -541,7 +567,10 @@ export interface operations {
     getPet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description RFC 9110 §13.1.2: entity tags from earlier `ETag`s (comma-separated, `W/` ignored) or `*`. When one matches the current answer: 304 with no body, and the request is not charged to the rate limit. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description Identifier of the animal. */
                 petId: number;
@@ -559,6 +588,10 @@ export interface operations {
                     Sunset?: string;
                     /** @description RFC 8288: the replacement operation. `</v1/pets>; rel="successor-version"` */
                     Link?: string;
+                    /** @description RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged. */
+                    ETag?: string;
+                    /** @description `private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it. */
+                    "Cache-Control"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
                     "RateLimit-Policy"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
@@ -578,6 +611,29 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["Pet"];
                 };
+            };
+            /** @description `If-None-Match` matched the current `ETag`: nothing changed since, no body. Not charged to the rate limit; its `RateLimit` says what is left. */
+            304: {
+                headers: {
+                    /** @description RFC 9745: deprecated since this date (`@` Unix seconds). `@1795305600` */
+                    Deprecation?: string;
+                    /** @description RFC 8594: the removal date. `Thu, 05 Dec 2030 00:00:00 GMT` */
+                    Sunset?: string;
+                    /** @description RFC 8288: the replacement operation. `</v1/pets>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged. */
+                    ETag?: string;
+                    /** @description `private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it. */
+                    "Cache-Control"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description BAD_USER_INPUT: The request holds invalid values. */
             400: {

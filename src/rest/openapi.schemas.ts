@@ -141,6 +141,18 @@ export const HEADERS = {
       description: 'Only when more pets follow. RFC 8288: `</v1/pets?limit=20&after=…>; rel="next"`, the next page with the same `limit` and `status`.',
     },
   },
+  /** What http/conditional-get.hook.ts sends on the 200 and the 304 of a route that opts in. */
+  CONDITIONAL: {
+    ETag: {
+      type: 'string',
+      description:
+        'RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged.',
+    },
+    'Cache-Control': {
+      type: 'string',
+      description: '`private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it.',
+    },
+  },
   RETRY_AFTER: { 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying.' } },
   API_KEY_EXPIRES: {
     'API-Key-Expires': {
@@ -164,6 +176,35 @@ export function jsonResponse(
     description,
     ...(Object.keys(headers).length > 0 && { headers }),
     content: { 'application/json': { schema: { $ref: ref }, ...example } },
+  };
+}
+
+/** The request headers of a route that opts in to conditional GET (http/conditional-get.hook.ts), for its `schema.headers`. */
+export const CONDITIONAL_REQUEST_HEADERS: Schema = {
+  type: 'object',
+  properties: {
+    'If-None-Match': {
+      type: 'string',
+      description:
+        'RFC 9110 §13.1.2: entity tags from earlier `ETag`s (comma-separated, `W/` ignored) or `*`. When one matches the current answer: 304 with no body, ' +
+        'and the request is not charged to the rate limit.',
+    },
+  },
+};
+
+/**
+ * The 304 Not Modified (RFC 9110 §15.4.5) of a route that opts in to conditional GET: no body; `headers` are the 200's,
+ * which the 304 carries too ({@link HEADERS}.CONDITIONAL among them).
+ */
+export function notModifiedResponse(headers: Record<string, Schema>): Record<304, Schema> {
+  return {
+    304: {
+      // @fastify/swagger's mark of a response with no content.
+      type: 'null',
+      description:
+        '`If-None-Match` matched the current `ETag`: nothing changed since, no body. Not charged to the rate limit; its `RateLimit` says what is left.',
+      headers,
+    },
   };
 }
 
