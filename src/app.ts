@@ -9,6 +9,7 @@ import { KeyChangeChannel } from './auth/key-change.channel';
 import { type Config, DEV_API_KEY_PATH } from './config';
 import type { Database } from './database/database';
 import { startPetEventBus } from './events/pet-event.bus';
+import { PetEventService } from './events/pet-event.service';
 import { graphqlPlugin } from './graphql/graphql.plugin';
 import { createGuard } from './guard/guard';
 import { createRateLimiter } from './guard/rate-limiter';
@@ -35,6 +36,7 @@ import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
 import { credentialsController } from './rest/credentials.controller';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
+import { eventController } from './rest/event.controller';
 import { petController } from './rest/pet.controller';
 import { SURFACE_PATHS } from './surface-paths';
 
@@ -165,6 +167,7 @@ export async function buildApp({
   announceKeyChanges(app, config, apiKeys);
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.operationHook });
+  await app.register(eventController, { prefix: SURFACE_PATHS.rest, petEvents: new PetEventService(petEvents.feed), guard: requests.operationHook, metrics });
   // Outside the pet operations' guard: no key; its address pays.
   await app.register(credentialsController, { prefix: SURFACE_PATHS.rest, apiKeys, chargeAddress: requests.addressHook });
   await app.register(graphqlPlugin, {
