@@ -10,8 +10,17 @@ export interface StatementCounter {
 
 /** Matches the key lookups (SELECTs of the `api_key` table), not the writes of a key's last use. */
 export const API_KEY_LOOKUP = /^\s*SELECT\b[\s\S]*[`"]api_key[`"]/i;
-/** Matches the statements that read or write the `pet` table, on every driver. */
-export const PET_TABLE = /[`"]pet[`"]/;
+/** Matches the statements that read or write the `pet` table for a request, on every driver; not the change feed's. */
+export const PET_TABLE = /^(?![\s\S]*seq[`"]? > \?)[\s\S]*[`"]pet[`"]/;
+
+/**
+ * Matches the change feed's own statements (src/events/), sent on its own schedule: the sequencer's look for unstamped
+ * pets, its lease, its stamps and their isolation level, and the fan-out's reads. A stamp's START and COMMIT are not
+ * among them: count {@link STAMP_TRANSACTION}, one per stamp transaction, to tell them apart.
+ */
+export const FEED_STATEMENT = /pet_feed|seq IS NULL|SET seq|seq[`"]? > \?|^SET TRANSACTION ISOLATION LEVEL READ COMMITTED$/;
+/** The first statement of each stamp transaction. */
+export const STAMP_TRANSACTION = /FROM pet_feed WHERE name = \? FOR UPDATE$|1 AS valid FROM pet_feed/;
 
 /**
  * Counts the SQL statements a DataSource sends, through a TypeORM logger (TypeORM hands every

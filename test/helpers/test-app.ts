@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { DataSource } from 'typeorm';
 import { type AppDependencies, buildApp, createApiKeys } from '../../src/app';
@@ -8,6 +9,7 @@ import type { Database } from '../../src/database/database';
 import type { DatabaseConfig } from '../../src/database/database-config';
 import { openDatabase } from '../../src/database/open-database';
 import { Pet } from '../../src/pets/pet.entity';
+import { PET_FEED_LIMITS } from '../../src/limits';
 import { assertMatchesOpenapi } from './openapi-validator';
 import { THROUGH_PRISM, assertNoResponseViolations, prismCounts, startPrism } from './prism-proxy';
 import { createTestDatabase } from './test-database';
@@ -181,4 +183,20 @@ export async function createPet(target: TestApp, overrides: Record<string, unkno
 /** Counts pets straight from the database. */
 export function countPets(target: TestApp): Promise<number> {
   return target.dataSource.getRepository(Pet).count();
+}
+
+/**
+ * Waits until every stored pet has its feed position and the app has had the time to read it: a subscription opened
+ * after this starts after them ("from now"), so it receives only the pets created afterwards. A pet answered 201 just
+ * before a subscription opened may otherwise still reach it: the feed's "now" is its last position, not the clock.
+ */
+export async function settleFeed(target: TestApp): Promise<void> {
+  const giveUpAt = Date.now() + 10_000;
+  const unstamped = async () => Number((await target.dataSource.query('SELECT COUNT(*) AS n FROM pet WHERE seq IS NULL'))[0].n);
+  while ((await unstamped()) > 0) {
+    if (Date.now() > giveUpAt) throw new Error('the feed did not stamp the stored pets within 10 s');
+    await sleep(10);
+  }
+  // The sequencer's instance reads at once; any other within one tick.
+  await sleep(PET_FEED_LIMITS.followEveryMs);
 }

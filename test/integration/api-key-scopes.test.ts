@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { type Metrics, createMetrics } from '../../src/observability/metrics.registry';
 import { type Closed, connectWithKey, subscribe, untilActive } from '../helpers/subscription-client';
-import { type HttpResult, countPets, createPet, graphql, request, startTestApp, type TestApp } from '../helpers/test-app';
+import { type HttpResult, countPets, createPet, graphql, request, settleFeed, startTestApp, type TestApp } from '../helpers/test-app';
 
 /**
  * Scopes and origins of API keys (docs/api-keys.md "Kinds and scopes", "Origins") on every surface: REST, GraphQL over
@@ -200,6 +200,7 @@ describe('scopes', () => {
 
   describe('over the WebSocket', () => {
     test('when a read-only key subscribes to petCreated, then it receives new pets', async () => {
+      await settleFeed(t);
       const { client } = await connectWithKey({ url: t.url, apiKey: readKey });
       try {
         const active = await metricValueOrZero();

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IdempotencyRecord } from '../../src/idempotency/idempotency-record.entity';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service';
-import { countStatements } from '../helpers/statement-counter';
+import { FEED_STATEMENT, STAMP_TRANSACTION, countStatements } from '../helpers/statement-counter';
 import { countPets, graphql, request, startTestApp, type TestApp } from '../helpers/test-app';
 import { IDEMPOTENCY_LIMITS } from '../../src/limits';
 
@@ -179,8 +179,7 @@ describe('the statements of a create (docs/failures.md "503 or 504 on a create")
             });
       // The feed's sequencer stamps each new pet in a transaction of its own, on its own schedule: its statements
       // (and their START and COMMIT) are told apart, once it has stamped every pet.
-      const FEED = /pet_feed|seq IS NULL|SET seq|seq[`"]? > \?|^SET TRANSACTION ISOLATION LEVEL READ COMMITTED$/;
-      const STAMP = /FROM pet_feed WHERE name = \? FOR UPDATE$|1 AS valid FROM pet_feed/;
+      const [FEED, STAMP] = [FEED_STATEMENT, STAMP_TRANSACTION];
       const stamped = async () => {
         for (let tries = 0; Number((await t.dataSource.query('SELECT COUNT(*) AS n FROM pet WHERE seq IS NULL'))[0].n) > 0; tries++) {
           if (tries > 200) throw new Error('the feed did not stamp the new pets');

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Client } from 'graphql-ws';
 import { sha256Hex } from '../../src/graphql/trusted-documents';
 import { connectWithKey, subscribe } from '../helpers/subscription-client';
-import { type TestApp, countPets, createPet, request, startTestApp } from '../helpers/test-app';
+import { type TestApp, countPets, createPet, request, settleFeed, startTestApp } from '../helpers/test-app';
 
 /**
  * Trusted documents (docs/api-keys.md "Trusted documents") on the real app: manifests of both formats named by
@@ -201,6 +201,7 @@ describe('trusted documents', () => {
     }
 
     test('when it subscribes by documentId, then it receives the events', async () => {
+      await settleFeed(t);
       const c = await client();
       // graphql-ws's client requires a string query: empty, the id names the document.
       const events = subscribe(c, { query: '', documentId: id(PET_CREATED) });
@@ -216,6 +217,7 @@ describe('trusted documents', () => {
     });
 
     test("when it subscribes by Apollo's persisted query hash, then it receives the events", async () => {
+      await settleFeed(t);
       const c = await client();
       const events = subscribe(c, { query: '', extensions: apq(PET_CREATED) });
       await new Promise((resolve) => setTimeout(resolve, 100));
