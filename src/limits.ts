@@ -139,8 +139,8 @@ export const PET_FEED_LIMITS = Object.freeze({
   maxPageSize: 100,
   /** Live events one follower holds before it drops them and reads from the table again. */
   maxQueuedEvents: 1_000,
-  /** An SSE stream's heartbeat comment, and its `retry:` field. */
-  heartbeatMs: 15 * SECOND,
+  /** An SSE stream's heartbeat comment (under deploy/nginx.conf's 15 s read timeout, as the WebSocket keep-alive), and its `retry:` field. */
+  heartbeatMs: 10 * SECOND,
   retryMs: SECOND,
 });
 

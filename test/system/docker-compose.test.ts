@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
-import { HEAP_CAP_NODE_OPTION, HTTP_LIMITS, SUBSCRIPTION_LIMITS } from '../../src/limits';
+import { HEAP_CAP_NODE_OPTION, HTTP_LIMITS, PET_FEED_LIMITS, SUBSCRIPTION_LIMITS } from '../../src/limits';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -163,6 +163,11 @@ describe('docker-compose.yml', () => {
     expect(conf).toMatch(new RegExp(`map \\$http_upgrade \\${connection}\\s*\\{\\s*default upgrade;\\s*""\\s*"";\\s*\\}`));
     const readTimeout = /proxy_read_timeout\s+([^;\s]+);/.exec(conf)?.[1] ?? '60s';
     expect(SUBSCRIPTION_LIMITS.keepAliveMs).toBeLessThan(nginxMilliseconds(readTimeout));
+  });
+
+  test('when an event stream (GET /v1/events, SSE) goes through nginx, then its heartbeats come before the read timeout', () => {
+    const readTimeout = /proxy_read_timeout\s+([^;\s]+);/.exec(nginxConf())?.[1] ?? '60s';
+    expect(PET_FEED_LIMITS.heartbeatMs).toBeLessThan(nginxMilliseconds(readTimeout));
   });
 
   test('when the app stops, then Docker waits longer than its drain and grace period', () => {
