@@ -128,17 +128,21 @@ export const PET_FEED_LIMITS = Object.freeze({
   claimEveryMs: SECOND,
   /** The leader looks for unstamped pets this often, and at once when poked. */
   stampEveryMs: 100,
+  /** A poke waits this long after the previous stamp began, so that creates close together share one transaction. */
+  minStampGapMs: 20,
   /** Pets stamped by one transaction. */
   stampBatch: 1_000,
   /** Every instance reads past its last event this often, and at once when poked. */
   followEveryMs: 200,
-  /** Events one fan-out or replay query reads. */
+  /** Events one fan-out query reads. */
   readBatch: 500,
+  /** Events one follower reads from the table at a time when it is further behind than the recent events. */
+  replayBatch: 100,
   /** `GET /v1/events`'s `limit`: default and maximum. */
   defaultPageSize: 20,
   maxPageSize: 100,
-  /** Live events one follower holds before it drops them and reads from the table again. */
-  maxQueuedEvents: 1_000,
+  /** The latest events each instance keeps in memory, shared by its followers (about 300 bytes each). */
+  recentEvents: 10_000,
   /** An SSE stream's heartbeat comment (under deploy/nginx.conf's 15 s read timeout, as the WebSocket keep-alive), and its `retry:` field. */
   heartbeatMs: 10 * SECOND,
   retryMs: SECOND,

@@ -19,7 +19,12 @@ export class FeedSequencer {
   /** The run in progress; a nudge during it asks for one more. */
   private running: Promise<void> | undefined;
   private again = false;
+  /** When the last run began (performance.now()), and the nudge waiting for the gap after it. */
+  private lastRunAt = -Infinity;
+  private delayed: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Whether the last run failed: a database outage is logged once, when it starts, and once when it ends. */
+  private failing = false;
 
   constructor(
     private readonly feed: PetFeedRepository,
@@ -45,13 +50,26 @@ export class FeedSequencer {
     this.nudge();
   }
 
-  /** Stamps now (after the run in progress, if any) when this instance leads; never throws. */
+  /**
+   * Stamps soon when this instance leads: after the run in progress, if any, and no sooner than
+   * {@link PET_FEED_LIMITS.minStampGapMs} after the previous run began, so that creates close together share one
+   * transaction. Never throws.
+   */
   nudge(): void {
-    if (this.closed) return;
+    if (this.closed || this.delayed) return;
     if (this.running) {
       this.again = true;
       return;
     }
+    const wait = this.lastRunAt + this.limits.minStampGapMs - performance.now();
+    if (wait > 0) {
+      this.delayed = setTimeout(() => {
+        this.delayed = undefined;
+        this.nudge();
+      }, wait);
+      return;
+    }
+    this.lastRunAt = performance.now();
     this.running = this.run().finally(() => {
       this.running = undefined;
       if (this.again) {
@@ -69,20 +87,24 @@ export class FeedSequencer {
         if (leading !== this.leading) this.log.info({ holder: this.holder }, leading ? 'pet feed: this instance sequences' : 'pet feed: lease lost');
         this.leading = leading;
       }
-      if (!this.leading || !(await this.feed.hasUnstamped())) return;
-      for (;;) {
-        const { stamped, head } = await this.feed.stamp(this.holder, this.limits.stampBatch);
-        this.stamped += stamped;
-        if (stamped > 0) this.onAdvance(head);
-        if (stamped < this.limits.stampBatch || this.closed) return;
+      if (this.leading && (await this.feed.hasUnstamped())) {
+        for (;;) {
+          const { stamped, head } = await this.feed.stamp(this.holder, this.limits.stampBatch);
+          this.stamped += stamped;
+          if (stamped > 0) this.onAdvance(head);
+          if (stamped < this.limits.stampBatch || this.closed) break;
+        }
       }
+      if (this.failing) this.log.info('pet feed: sequencing again');
+      this.failing = false;
     } catch (error) {
       if (error instanceof FeedLeaseLostError) {
         this.leading = false;
         this.log.info({ holder: this.holder }, 'pet feed: lease lost');
         return;
       }
-      this.log.warn({ err: error }, 'pet feed: sequencing failed; retrying');
+      if (!this.failing) this.log.warn({ err: error }, 'pet feed: sequencing failed; retrying every tick');
+      this.failing = true;
     }
   }
 
@@ -90,6 +112,7 @@ export class FeedSequencer {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    clearTimeout(this.delayed);
     await this.running;
     if (!this.leading) return;
     this.leading = false;

@@ -4,13 +4,6 @@ import type { PetStatus } from '../pets/pet-status.enum';
 import type { PetEvent, PetFeedRepository } from './pet-feed.repository';
 import { PET_FEED_LIMITS, type PetFeedLimits } from '../limits';
 
-/** Events this instance read in one go: positions `after + 1` … `last`, contiguous. */
-interface FeedBatch {
-  readonly after: number;
-  readonly last: number;
-  readonly events: readonly PetEvent[];
-}
-
 /** Where a follower starts: after position `after` (replaying what follows), or, without it, from now; only `status` when given. */
 export interface FollowOptions {
   after?: number;
@@ -19,22 +12,29 @@ export interface FollowOptions {
 
 /**
  * One instance's view of the change feed (docs/events.md): reads past its last event with one query per advance, whatever
- * the number of followers, on a poke ({@link advance}) and every {@link PET_FEED_LIMITS.followEveryMs}, and hands each
- * batch to its followers. A follower replays from the table until it meets the live batches; one that falls behind by
- * more than {@link PET_FEED_LIMITS.maxQueuedEvents} drops them and reads from the table again, so memory stays bounded
- * and nothing is lost.
+ * the number of followers, on a poke ({@link advance}) and every {@link PET_FEED_LIMITS.followEveryMs}, keeps the latest
+ * {@link PET_FEED_LIMITS.recentEvents} events in memory, shared by every follower, and wakes its followers. A follower
+ * holds only its position: it takes what follows it from the recent events, or, when it is further behind (a resume from
+ * an old cursor), from the table a page at a time. So a follower costs the same memory however far behind it is, and
+ * nothing is lost.
  */
 export class PetFeed {
   /** The last position read and handed to the followers. */
   private delivered = 0;
-  private readonly followers = new Set<(batch: FeedBatch) => void>();
+  /** Events `recentFirst` … `delivered`, contiguous, shared by the followers. */
+  private recent: PetEvent[] = [];
+  private recentFirst = 1;
+  /** Each follower's wake-up. */
+  private readonly followers = new Set<() => void>();
   private timer: NodeJS.Timeout | undefined;
   private reading: Promise<void> | undefined;
   private again = false;
+  /** Whether the last read failed: a database outage is logged once, when it starts, and once when it ends. */
+  private failing = false;
 
   constructor(
     private readonly repository: PetFeedRepository,
-    private readonly log: Pick<Logger, 'warn'>,
+    private readonly log: Pick<Logger, 'warn' | 'info'>,
     private readonly limits: PetFeedLimits = PET_FEED_LIMITS,
   ) {}
 
@@ -51,6 +51,8 @@ export class PetFeed {
   /** Starts from the current head, then follows it. @throws DatabaseDeadlineError when the head cannot be read. */
   async start(): Promise<void> {
     this.delivered = await this.repository.head();
+    this.recent = [];
+    this.recentFirst = this.delivered + 1;
     this.timer = setInterval(() => this.advance(), this.limits.followEveryMs);
     this.timer.unref();
   }
@@ -74,14 +76,28 @@ export class PetFeed {
     try {
       for (;;) {
         const events = await this.repository.read({ after: this.delivered, limit: this.limits.readBatch });
+        if (this.failing) this.log.info('pet feed: reading new events again');
+        this.failing = false;
         if (events.length === 0) return;
-        const batch = { after: this.delivered, last: events[events.length - 1].seq, events };
-        this.delivered = batch.last;
-        for (const follower of this.followers) follower(batch);
+        this.remember(events);
+        for (const wake of this.followers) wake();
         if (events.length < this.limits.readBatch) return;
       }
     } catch (error) {
-      this.log.warn({ err: error }, 'pet feed: reading new events failed; retrying');
+      if (!this.failing) this.log.warn({ err: error }, 'pet feed: reading new events failed; retrying every tick');
+      this.failing = true;
+    }
+  }
+
+  /** Appends `events` (they follow `delivered`) to the recent ones, dropping the oldest beyond the bound, a tenth at a time. */
+  private remember(events: readonly PetEvent[]): void {
+    this.recent.push(...events);
+    this.delivered = events[events.length - 1].seq;
+    const excess = this.recent.length - this.limits.recentEvents;
+    if (excess > 0) {
+      const dropped = Math.max(excess, Math.ceil(this.limits.recentEvents / 10));
+      this.recent = this.recent.slice(dropped);
+      this.recentFirst += dropped;
     }
   }
 
@@ -95,13 +111,14 @@ export class PetFeed {
   }
 
   /**
-   * Every event after `options.after` (replayed from the table), then each new one, in feed order, each once; from now
-   * without `after`. Ends when its consumer calls `return()`; throws what the table's reads throw (DatabaseDeadlineError).
+   * Every event after `options.after` (replayed), then each new one, in feed order, each once; from now without `after`
+   * (this instance's last position when called). Ends when its consumer calls `return()`; throws what the table's reads
+   * throw (DatabaseDeadlineError).
    */
   follow({ after, status }: FollowOptions): AsyncIterableIterator<PetEvent> {
     // Registered now, not at the first next(): "from now" is the moment of the call.
-    const follower = new Follower(after ?? this.delivered, status, this.limits.maxQueuedEvents);
-    this.followers.add(follower.receive);
+    const follower = new Follower(after ?? this.delivered, status);
+    this.followers.add(follower.wake);
     const events = this.events(follower);
     return {
       next: () => events.next(),
@@ -122,32 +139,27 @@ export class PetFeed {
   private async *events(follower: Follower): AsyncGenerator<PetEvent, undefined> {
     try {
       while (!follower.stopped) {
-        const next = follower.queue[0];
-        if (next !== undefined && next.after <= follower.position) {
-          follower.shift();
-          for (const event of next.events) {
-            if (event.seq <= follower.position) continue;
-            follower.position = event.seq;
-            if (follower.matches(event)) yield event;
-          }
-          follower.position = Math.max(follower.position, next.last);
-        } else if (follower.position < this.delivered) {
-          follower.dropped = false;
-          // Up to where the live batches take over.
-          const upTo = follower.queue[0]?.after ?? this.delivered;
-          const page = await this.repository.read({ after: follower.position, upTo, status: follower.status, limit: this.limits.readBatch });
+        if (follower.position >= this.delivered) {
+          await follower.wait();
+        } else if (follower.position + 1 >= this.recentFirst) {
+          // Looked up by position each time: the recent events may have moved while this one was being consumed.
+          const event = this.recent[follower.position + 1 - this.recentFirst];
+          follower.position = event.seq;
+          if (follower.matches(event)) yield event;
+        } else {
+          // Further back than memory: from the table, up to where the recent events begin.
+          const upTo = this.recentFirst - 1;
+          const page = await this.repository.read({ after: follower.position, upTo, status: follower.status, limit: this.limits.replayBatch });
           for (const event of page) {
             follower.position = event.seq;
             yield event;
           }
-          if (page.length < this.limits.readBatch) follower.position = Math.max(follower.position, upTo);
-        } else {
-          await follower.wait();
+          if (page.length < this.limits.replayBatch) follower.position = Math.max(follower.position, upTo);
         }
       }
       return undefined;
     } finally {
-      this.followers.delete(follower.receive);
+      this.followers.delete(follower.wake);
     }
   }
 
@@ -158,49 +170,34 @@ export class PetFeed {
   }
 }
 
-/** One follower's place and the live batches it has not taken yet. */
+/** One follower: its position and status filter, and how it waits for the feed to move. */
 class Follower {
-  readonly queue: FeedBatch[] = [];
-  private queued = 0;
-  /** It fell too far behind: the table has what it dropped. */
-  dropped = false;
   stopped = false;
-  private wake: (() => void) | undefined;
+  private resolveWait: (() => void) | undefined;
 
   constructor(
     public position: number,
     readonly status: PetStatus | undefined,
-    private readonly maxQueued: number,
   ) {}
 
-  readonly receive = (batch: FeedBatch): void => {
-    if (!this.dropped) {
-      this.queue.push(batch);
-      this.queued += batch.events.length;
-      if (this.queued > this.maxQueued) {
-        this.dropped = true;
-        this.queue.length = 0;
-        this.queued = 0;
-      }
-    }
-    this.wake?.();
+  /** Called by the feed when it moves, and by {@link stop}. */
+  readonly wake = (): void => {
+    const resolve = this.resolveWait;
+    this.resolveWait = undefined;
+    resolve?.();
   };
 
   matches(event: PetEvent): boolean {
     return this.status === undefined || event.pet.status === this.status;
   }
 
-  shift(): void {
-    this.queued -= this.queue.shift()?.events.length ?? 0;
-  }
-
-  /** Resolves at the next batch or stop. */
+  /** Resolves at the feed's next move or at stop. */
   wait(): Promise<void> {
-    return new Promise<void>((resolve) => (this.wake = resolve));
+    return new Promise<void>((resolve) => (this.resolveWait = resolve));
   }
 
   stop(): void {
     this.stopped = true;
-    this.wake?.();
+    this.wake();
   }
 }

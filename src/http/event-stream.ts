@@ -51,6 +51,8 @@ const DEFAULT_LIMITS: EventStreamLimits = {
  */
 export class EventStreams {
   private readonly open = new Set<{ end: () => void; cut: () => void; closed: Promise<void> }>();
+  /** Each item's frame, made once however many streams send it (followers of one feed share its event objects). */
+  private readonly frames = new WeakMap<object, string>();
   private accepting = true;
 
   constructor(
@@ -64,15 +66,29 @@ export class EventStreams {
   }
 
   /**
-   * Answers `reply` with `events`, each framed by `toFrame`, as text/event-stream, until the client leaves, the events end
+   * Answers `reply` with `events`, each framed by `toFrame` (once per item object, whatever the number of streams), as text/event-stream, until the client leaves, the events end
    * or throw, or {@link close}; `events.return()` is called then (so a pending `next()` must end at it), and `onClosed`
    * once the response is done.
    * @returns the reply, sent (the route handler returns it).
    */
-  serve<T>(reply: FastifyReply, events: AsyncIterableIterator<T>, toFrame: (item: T) => ServerSentEvent, onClosed: () => void = () => undefined): FastifyReply {
+  serve<T extends object>(
+    reply: FastifyReply,
+    events: AsyncIterableIterator<T>,
+    toFrame: (item: T) => ServerSentEvent,
+    onClosed: () => void = () => undefined,
+  ): FastifyReply {
+    const frameOf = (item: T) => {
+      let frame = this.frames.get(item);
+      if (frame === undefined) {
+        frame = formatEventFrame(toFrame(item));
+        this.frames.set(item, frame);
+      }
+      return frame;
+    };
     const body = new PassThrough();
     const raw = reply.raw;
     let ended = false;
+    let corked = false;
     const buffered = () => body.writableLength + body.readableLength + raw.writableLength;
     const write = (frame: string): boolean => {
       if (ended) return false;
@@ -81,6 +97,15 @@ export class EventStreams {
         ended = true;
         raw.destroy();
         return false;
+      }
+      // The events of one feed advance arrive in one turn of the event loop: corked until the next, they leave in one write.
+      if (!corked) {
+        corked = true;
+        raw.cork();
+        setImmediate(() => {
+          corked = false;
+          raw.uncork();
+        });
       }
       body.write(frame);
       return true;
@@ -108,7 +133,7 @@ export class EventStreams {
     void (async () => {
       try {
         for await (const event of events) {
-          if (!write(formatEventFrame(toFrame(event)))) break;
+          if (!write(frameOf(event))) break;
         }
       } catch (error) {
         // The client reconnects with Last-Event-ID and loses nothing.

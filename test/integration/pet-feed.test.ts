@@ -7,6 +7,7 @@ import { type PetEvent, PetFeedRepository } from '../../src/events/pet-feed.repo
 import { PetStatus } from '../../src/pets/pet-status.enum';
 import { PET_FEED_LIMITS } from '../../src/limits';
 import { createMetrics } from '../../src/observability/metrics.registry';
+import { countStatements } from '../helpers/statement-counter';
 import { createPet, startTestApp } from '../helpers/test-app';
 import { openTestDatabase, testOnMysql } from '../helpers/test-database';
 
@@ -121,9 +122,9 @@ describe('the change feed on the database', () => {
     await feed.close();
   });
 
-  test('when a follower without a position reads nothing for a while, then it starts from now; when more events wait than it may hold, it reads them from the table', async () => {
+  test('when a follower without a position reads nothing for a while, then it starts from now; when more events wait than the instance keeps, it reads them from the table', async () => {
     await insertPets(3);
-    const feed = new PetFeed(repository, quiet, { ...PET_FEED_LIMITS, maxQueuedEvents: 5, readBatch: 4 });
+    const feed = new PetFeed(repository, quiet, { ...PET_FEED_LIMITS, recentEvents: 5, readBatch: 4, replayBatch: 3 });
     const sequencer = new FeedSequencer(repository, () => feed.advance(), quiet);
     sequencer.start();
     await until(async () => (await repository.head()) === 3);
@@ -146,6 +147,34 @@ describe('the change feed on the database', () => {
     expect(feed.followerCount).toBe(0);
     await sequencer.close();
     await feed.close();
+  });
+});
+
+describe('the change feed with many followers', () => {
+  test('when 300 followers follow while pets are created, then each gets every event once, and the instance reads the table once per advance, not per follower', async () => {
+    const { database, dataSource, close } = await openTestDatabase();
+    try {
+      const repository = new PetFeedRepository(database);
+      const feed = new PetFeed(repository, quiet);
+      const sequencer = new FeedSequencer(repository, () => feed.advance(), quiet);
+      await feed.start();
+      sequencer.start();
+      const followers = Array.from({ length: 300 }, () => feed.follow({}));
+      const statements = countStatements(dataSource);
+      const received = followers.map((follower) => take(follower, 40));
+      for (let i = 0; i < 40; i++) await dataSource.query('INSERT INTO pet (name, category_id, status) VALUES (?, 1, ?)', [`p${i}`, 'available']);
+      const seqs = Array.from({ length: 40 }, (_, i) => i + 1);
+      for (const events of await Promise.all(received)) expect(events.map((event) => event.seq)).toEqual(seqs);
+      const reads = statements.count(/seq[`"]? > \?/);
+      expect(reads).toBeGreaterThan(0);
+      expect(reads).toBeLessThan(followers.length / 3);
+      await Promise.all(followers.map((follower) => follower.return?.()));
+      expect(feed.followerCount).toBe(0);
+      await sequencer.close();
+      await feed.close();
+    } finally {
+      await close();
+    }
   });
 });
 
