@@ -168,7 +168,7 @@ describe('the change feed with many followers', () => {
       const reads = statements.count(/seq[`"]? > \?/);
       expect(reads).toBeGreaterThan(0);
       expect(reads).toBeLessThan(followers.length / 3);
-      await Promise.all(followers.map((follower) => follower.return?.()));
+      for (const follower of followers) await follower.return!();
       expect(feed.followerCount).toBe(0);
       await sequencer.close();
       await feed.close();
