@@ -907,7 +907,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A JSON array of Event in feed order, with `Link` rel="next" always. With `Accept: text/event-stream`: an SSE stream (`retry:` first, then per event `id:` its cursor, `event: pet.created`, `data:` the Event as JSON; a `:` comment at least every 15 s), replaying after `Last-Event-ID` or `after`, else from now, then live. */
+            /** @description A JSON array of Event in feed order, with `Link` rel="next" always. With `Accept: text/event-stream`: an SSE stream (`retry:` first, then per event `id:` its cursor, `event: pet.created`, `data:` the Event as JSON; a `:` comment at least every 10 s), replaying after `Last-Event-ID` or `after`, else from now, then live. */
             200: {
                 headers: {
                     /** @description JSON only, always: RFC 8288 `</v1/events?limit=20&after=…>; rel="next"`, after the last event of the page (an empty page repeats its `after`): follow it to poll. */
