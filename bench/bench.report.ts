@@ -321,6 +321,12 @@ function feedMarkdown(results: BenchResults): string[] {
   const failures = feed.variants.flatMap((v) =>
     v.deliveries.filter(deliveryFailed).map((d) => `${d.kind.toUpperCase()} ${v.redis ? 'with' : 'without'} Redis`),
   );
+  for (const v of feed.variants.filter((variant) => variant.serviceExited)) {
+    lines.push(
+      `**THE SERVICE DIED** during the creates ${v.redis ? 'with' : 'without'} Redis (${v.rate}/s; its last output is in the bench's log): the figures below stop there.`,
+    );
+    lines.push('');
+  }
   if (failures.length > 0) {
     lines.push(
       `**FEED DELIVERY FAILED** (${failures.join(', ')}): an event missed, repeated or out of order, or a follower that could not follow. See the table.`,
@@ -329,6 +335,10 @@ function feedMarkdown(results: BenchResults): string[] {
   }
   lines.push(
     "The change feed (bench/README.md 'Feed'): one instance of the service, its followers open (SSE: `GET /v1/events`; WebSocket: the subscription named), creates (REST) sent evenly spaced at the rate, open loop. Latency: from a create's 201 answer at the load generator to the event's arrival at a follower, per event per follower; negative when the event came first. Each follower must have each created pet once, in feed order (`seq`); 'Client CPU' is the followers' process over the creates (a process per kind):",
+  );
+  lines.push('');
+  lines.push(
+    `Followers of each kind: ${feed.variants[0]?.deliveries[0]?.clients ?? 0}; creates at ${feed.variants[0]?.rate ?? 0}/s for ${feed.variants[0]?.seconds ?? 0} s.`,
   );
   lines.push('');
   lines.push(

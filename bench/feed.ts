@@ -34,6 +34,8 @@ export interface FeedVariant {
   /** Seconds to open every client; milliseconds from the last create's answer until every live client had the last event. */
   connectSeconds: number;
   drainMs: number;
+  /** The service died during the creates (its last output, out of memory say, is in the bench's log). */
+  serviceExited: boolean;
   /** The creates (REST POST /v1/pets), with the server's CPU over them. */
   creates: Measurement;
   deliveries: FeedDelivery[];
@@ -261,14 +263,18 @@ async function deliveryRun(options: FeedPhaseOptions, redis: boolean, sseKeys: s
         if (status === 201) answers.push([Number((JSON.parse(body) as { id: number | string }).id), answeredAt]);
       },
     });
+    const serviceExited = !Number.isFinite(creates.cpuMs);
+    if (serviceExited) {
+      log(`  the service exited during the creates; its last output:\n${service.output().stderr.slice(-3000)}\n${service.output().stdout.slice(-3000)}`);
+    }
     const lastAnswer = Math.max(...answers.map(([, at]) => at));
-    await waitUntilStamped(options.databaseUrl, 30_000);
+    if (!serviceExited) await waitUntilStamped(options.databaseUrl, 30_000);
     const { seqs } = await feedPositions(
       options.databaseUrl,
       answers.map(([id]) => id),
     );
     const last = seqs.reduce((best, entry) => (entry[1] > best[1] ? entry : best), [0, 0]);
-    await waitForEvent(children, last[0], 30_000);
+    if (!serviceExited) await waitForEvent(children, last[0], 30_000);
     const drainMs = performance.timeOrigin + performance.now() - lastAnswer;
     // Late duplicates, if any, arrive too.
     await sleep(500);
@@ -290,6 +296,7 @@ async function deliveryRun(options: FeedPhaseOptions, redis: boolean, sseKeys: s
       ...(sseMissing && { sseMissing }),
       connectSeconds,
       drainMs,
+      serviceExited,
       creates,
       deliveries,
     };

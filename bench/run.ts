@@ -101,6 +101,7 @@ const command = new Command('bench')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
   .option('--no-feed', "skip the feed phase (the change feed's delivery latency to SSE and WebSocket followers, and the sequencer's cost per create)")
   .option('--feed-clients <n>', 'followers of each kind (SSE, WebSocket) in the feed phase (default 1000; 10 with --smoke)', positiveIntegerArgument)
+  .option('--feed-rate <n>', 'creates per second in the feed phase (default 200; 50 with --smoke)', positiveIntegerArgument)
   .option('--feed-seconds <seconds>', 'seconds of creates in each delivery run of the feed phase (default 20; 1 with --smoke)', positiveNumber)
   .option('--cpu-prof', 'write a V8 CPU profile of each system to bench/results/profiles/<system>/')
   .showHelpAfterError();
@@ -116,6 +117,7 @@ const options = command.parse().opts<{
   feed: boolean;
   feedClients?: number;
   feedSeconds?: number;
+  feedRate?: number;
   cpuProf?: boolean;
   baseline?: string;
 }>();
@@ -140,6 +142,7 @@ const FEED: FeedSettings = smoke
   : { sseClients: 1000, wsClients: 1000, rate: 200, seconds: 20, sequencerSeconds: 10, redis: [true, false] };
 if (options.feedClients !== undefined) FEED.sseClients = FEED.wsClients = options.feedClients;
 if (options.feedSeconds !== undefined) FEED.seconds = options.feedSeconds;
+if (options.feedRate !== undefined) FEED.rate = options.feedRate;
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 // Smoke runs (CI) get a database of their own, so that one never drops a full run's tables.
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `mysql://root@127.0.0.1:3306/petstore_bench${smoke ? '_smoke' : ''}`;
@@ -486,7 +489,8 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
     !options.halfRate ||
     !options.feed ||
     options.feedClients !== undefined ||
-    options.feedSeconds !== undefined;
+    options.feedSeconds !== undefined ||
+    options.feedRate !== undefined;
   // A run beside another commit measures a change, not the service: never the latest results.
   const name = smoke ? 'smoke' : baselineCheckout ? 'baseline' : partial ? 'partial' : 'latest';
   const base = path.join(RESULTS, name);
