@@ -171,3 +171,59 @@ export async function databaseVersion(url: string): Promise<string> {
     await connection.end();
   }
 }
+
+/** Creates `count` more API keys (secret keys, as prepareDatabase's) for the feed phase's followers. @returns their texts. */
+export async function createApiKeys(url: string, count: number): Promise<string[]> {
+  const database = await openDatabase({ type: 'mysql', url });
+  try {
+    const service = new ApiKeyService(database);
+    const keys: string[] = [];
+    for (let i = 0; i < count; i++) keys.push((await service.create(`benchmark follower ${i + 1}`)).key);
+    return keys;
+  } finally {
+    await database.close();
+  }
+}
+
+/**
+ * Waits until every pet has its feed position (`pet.seq`, stamped by the service's sequencer after start-up): the seeded
+ * pets, and those a baseline without the feed created, are stamped in batches when the service starts, and that work
+ * must not fall into a measured run. Returns at once on a database without the column.
+ *
+ * @returns milliseconds waited; `timedOut` when pets were still waiting after `timeoutMs`.
+ */
+export async function waitUntilStamped(url: string, timeoutMs = 60_000): Promise<{ ms: number; timedOut: boolean }> {
+  const began = Date.now();
+  const connection = await createConnection(url);
+  try {
+    const [columns] = await connection.query<RowDataPacket[]>("SHOW COLUMNS FROM pet LIKE 'seq'");
+    if (columns.length === 0) return { ms: 0, timedOut: false };
+    for (;;) {
+      const [rows] = await connection.query<RowDataPacket[]>('SELECT id FROM pet WHERE seq IS NULL LIMIT 1');
+      if (rows.length === 0) return { ms: Date.now() - began, timedOut: false };
+      if (Date.now() - began > timeoutMs) return { ms: Date.now() - began, timedOut: true };
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    await connection.end();
+  }
+}
+
+/** The feed positions of pets `ids` (those stamped), and the feed's head. */
+export async function feedPositions(url: string, ids: number[]): Promise<{ seqs: Array<[number, number]>; head: number }> {
+  const connection = await createConnection(url);
+  try {
+    const seqs: Array<[number, number]> = [];
+    for (let i = 0; i < ids.length; i += 1000) {
+      const [rows] = await connection.query<(RowDataPacket & { id: number | string; seq: number | string })[]>(
+        'SELECT id, seq FROM pet WHERE id IN (?) AND seq IS NOT NULL',
+        [ids.slice(i, i + 1000)],
+      );
+      for (const row of rows) seqs.push([Number(row.id), Number(row.seq)]);
+    }
+    const [head] = await connection.query<(RowDataPacket & { head: number | string })[]>("SELECT head FROM pet_feed WHERE name = 'pets'");
+    return { seqs, head: Number(head[0]?.head ?? 0) };
+  } finally {
+    await connection.end();
+  }
+}

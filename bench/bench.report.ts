@@ -1,6 +1,7 @@
 import type { ExplainRow } from './bench-database';
 import { type Measurement, PEER_NAMES, type PeerName, type SystemName } from './bench.runner';
 import type { CausalReadsResult } from './causal-reads';
+import { type FeedResults, deliveryFailed } from './feed';
 
 /** Every measurement of one system on one scenario, one per round. */
 export interface ScenarioRuns {
@@ -64,6 +65,8 @@ export interface BenchResults {
   runs: ScenarioRuns[];
   halfRate: HalfRateRow[];
   scale: ScalePoint[];
+  /** The feed phase (bench/README.md "Feed"). */
+  feed?: FeedResults;
   galera?: GaleraResults;
 }
 
@@ -237,6 +240,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     }
   }
   checks.push(...checkPeerTargets(results));
+  checks.push(...checkFeedTargets(results));
   for (const surface of ['rest', 'graphql']) {
     const mixed = find(results, 'service', surface, 'mixed');
     if (mixed) checks.push({ target: `server RSS ≤ 200 MB under the ${surface} mixed load`, value: `${mixed.peakRssMb} MB`, met: mixed.peakRssMb <= 200 });
@@ -283,6 +287,106 @@ function checkPeerTargets(results: BenchResults): TargetCheck[] {
     });
   }
   return checks;
+}
+
+/** The feed's targets: every event to every follower once and in order; creates within 5 % of the baseline's throughput. */
+function checkFeedTargets(results: BenchResults): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  for (const variant of results.feed?.variants ?? []) {
+    for (const d of variant.deliveries) {
+      checks.push({
+        target: `feed, ${d.kind.toUpperCase()} ${variant.redis ? 'with' : 'without'} Redis: every event to every follower exactly once, in order`,
+        value: `${d.live}/${d.clients} followers, ${d.received}/${d.expected} received, ${d.missed} missed, ${d.duplicates} duplicates, ${d.outOfOrder} out of order${d.ended ? `, ${d.ended} streams ended` : ''}`,
+        met: !deliveryFailed(d),
+      });
+    }
+  }
+  if (results.baseline) {
+    for (const row of compareBaseline(results).filter((r) => r.name === 'create')) {
+      checks.push({
+        target: `${row.surface} create req/s ≥ 0.95× the baseline's (${results.baseline.ref})`,
+        value: `${row.service.rps.toFixed(0)} vs ${row.baseline.rps.toFixed(0)} (${row.rpsRatio.toFixed(2)}×)`,
+        met: row.rpsRatio >= 0.95,
+      });
+    }
+  }
+  return checks;
+}
+
+/** The feed phase's tables: delivery per follower kind, then the sequencer's statements and time per create. */
+function feedMarkdown(results: BenchResults): string[] {
+  const feed = results.feed;
+  if (!feed) return [];
+  const lines: string[] = [''];
+  const failures = feed.variants.flatMap((v) =>
+    v.deliveries.filter(deliveryFailed).map((d) => `${d.kind.toUpperCase()} ${v.redis ? 'with' : 'without'} Redis`),
+  );
+  for (const v of feed.variants.filter((variant) => variant.serviceExited)) {
+    lines.push(
+      `**THE SERVICE DIED** during the creates ${v.redis ? 'with' : 'without'} Redis (${v.rate}/s; its last output is in the bench's log): the figures below stop there.`,
+    );
+    lines.push('');
+  }
+  if (failures.length > 0) {
+    lines.push(
+      `**FEED DELIVERY FAILED** (${failures.join(', ')}): an event missed, repeated or out of order, or a follower that could not follow. See the table.`,
+    );
+    lines.push('');
+  }
+  lines.push(
+    "The change feed (bench/README.md 'Feed'): one instance of the service, its followers open (SSE: `GET /v1/events`; WebSocket: the subscription named), creates (REST) sent evenly spaced at the rate, open loop. Latency: from a create's 201 answer at the load generator to the event's arrival at a follower, per event per follower; negative when the event came first. Each follower must have each created pet once, in feed order (`seq`); 'Client CPU' is the followers' process over the creates (a process per kind):",
+  );
+  lines.push('');
+  lines.push(
+    `Followers of each kind: ${feed.variants[0]?.deliveries[0]?.clients ?? 0}; creates at ${feed.variants[0]?.rate ?? 0}/s for ${feed.variants[0]?.seconds ?? 0} s.`,
+  );
+  lines.push('');
+  lines.push(
+    '| Redis | Kind | Subscription | Followers live / asked | Creates (201) | Received / expected | Missed | Duplicates | Out of order | p50 ms | p90 ms | p99 ms | max ms | Server CPU ms/create | Client CPU ms | All had the last after ms |',
+  );
+  lines.push('|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+  for (const v of feed.variants) {
+    for (const d of v.deliveries) {
+      const bad = (n: number) => (n > 0 ? `**${n}**` : '0');
+      lines.push(
+        `| ${v.redis ? 'yes' : 'no'} | ${d.kind.toUpperCase()} | ${d.kind === 'ws' ? v.subscription : '–'} | ${d.failed ? `**${d.live} / ${d.clients}**` : `${d.live} / ${d.clients}`} | ${v.creates.statuses['201'] ?? 0} | ${d.received} / ${d.expected} | ${bad(d.missed)} | ${bad(d.duplicates)} | ${bad(d.outOfOrder)} | ${fixed(d.latency.p50, 1)} | ${fixed(d.latency.p90, 1)} | ${fixed(d.latency.p99, 1)} | ${fixed(d.latency.max, 1)} | ${fixed(v.creates.cpuMsPerRequest, 3)} | ${d.clientCpuMs} | ${fixed(v.drainMs)} |`,
+      );
+    }
+    if (v.sseMissing) lines.push(`| ${v.redis ? 'yes' : 'no'} | SSE | – | not measured: ${v.sseMissing} | | | | | | | | | | | | |`);
+  }
+  const counted = feed.sequencer;
+  if (counted.length > 0) {
+    lines.push('');
+    lines.push(
+      `The sequencer's cost per create: the system alone, creates (REST) at ${counted[0].rate}/s for ${counted[0].seconds} s, its database connections through a proxy of the bench that counts the statements it sends and times each from sending to the first byte of its answer (MariaDB's time plus a loopback hop each way; the proxy slows each statement by that hop, so stamps batch a little more than without it). Sequencer: the lease claims, the "any unstamped?" checks and each stamp transaction's statements (SET TRANSACTION, START, the head's lock, the batch's SELECT, the UPDATE of \`pet.seq\`, the head's UPDATE, COMMIT). Server CPU per create includes the feed's timers (fixed per second: claim every second, stamp check every 100 ms, follow every 200 ms):`,
+    );
+    lines.push('');
+    lines.push(
+      '| System | Creates (201) | Stamped | Statements / create, all | Sequencer statements / create | Sequencer ms / create (stamp transactions, checks) | Stamp transactions | Pets per stamp transaction | ms per stamp transaction | Server CPU ms / create |',
+    );
+    lines.push('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|');
+    for (const c of counted) {
+      const all = c.statements.reduce((sum, s) => sum + s.count, 0);
+      const per = (value: number, digits: number) => fixed(c.creates > 0 ? value / c.creates : NaN, digits);
+      lines.push(
+        `| ${c.system} | ${c.creates} | ${c.stamped} | ${per(all, 2)} | ${per(c.sequencer.count, 2)} | ${per(c.sequencer.ms, 3)} | ${c.stampTransactions.count} | ${fixed(c.stampTransactions.count > 0 ? c.stamped / c.stampTransactions.count : NaN, 2)} | ${fixed(c.stampTransactions.count > 0 ? c.stampTransactions.ms / c.stampTransactions.count : NaN, 2)} | ${fixed(c.cpuMsPerCreate, 3)} |`,
+      );
+    }
+    lines.push('');
+    lines.push('Statements per create by kind (count / create, ms / create):');
+    lines.push('');
+    lines.push(`| Kind | ${counted.map((c) => c.system).join(' | ')} |`);
+    lines.push(`|---|${counted.map(() => '--:').join('|')}|`);
+    const kinds = [...new Set(counted.flatMap((c) => c.statements.map((s) => s.kind)))];
+    for (const kind of kinds) {
+      const cells = counted.map((c) => {
+        const tally = c.statements.find((s) => s.kind === kind);
+        return tally && c.creates > 0 ? `${(tally.count / c.creates).toFixed(3)} / ${(tally.ms / c.creates).toFixed(3)}` : '–';
+      });
+      lines.push(`| \`${kind.replace(/\|/g, '\\|')}\` | ${cells.join(' | ')} |`);
+    }
+  }
+  return lines;
 }
 
 const fixed = (value: number | undefined, digits = 0) => (value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(digits));
@@ -426,6 +530,7 @@ export function toMarkdown(results: BenchResults): string {
       );
     }
   }
+  lines.push(...feedMarkdown(results));
   lines.push('');
   lines.push('Targets:');
   lines.push('');

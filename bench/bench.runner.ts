@@ -294,12 +294,20 @@ export function measure(
  *   `rps` is the responses over the whole time (below `rate` when the server fell behind).
  * @param options.rate - requests per second; the scenario's request sequence is cycled.
  * @param options.settleMs - milliseconds after the last answer before the CPU time is read (default 0).
+ * @param options.onAnswer - given each answer's status, body and the moment it ended (`performance.timeOrigin +
+ *   performance.now()`, comparable across processes of this machine); without it, bodies are not kept.
  */
 export function measureAtRate(
   system: RunningSystem,
   scenario: Scenario,
   context: ScenarioContext,
-  options: { duration: number; connections: number; rate: number; settleMs?: number },
+  options: {
+    duration: number;
+    connections: number;
+    rate: number;
+    settleMs?: number;
+    onAnswer?: (status: number, body: string, answeredAt: number) => void;
+  },
 ): Promise<Measurement> {
   return withServerUsage(system, options.settleMs ?? 0, async () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
@@ -316,11 +324,15 @@ export function measureAtRate(
         // As autocannon sends them: a body with its length, not chunked.
         const headers = { ...request.headers, ...(body !== undefined && { 'content-length': Buffer.byteLength(body) }) };
         const outgoing = http.request(system.url + request.path, { method: request.method, headers, agent, timeout: 10_000 }, (response) => {
-          response.resume();
+          const chunks: Buffer[] = [];
+          if (options.onAnswer) response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          else response.resume();
           finished(response, (error) => {
             if (error) errors++;
             else {
-              latencies.push(performance.now() - sentAt);
+              const answered = performance.now();
+              options.onAnswer?.(response.statusCode!, Buffer.concat(chunks).toString(), performance.timeOrigin + answered);
+              latencies.push(answered - sentAt);
               statuses[response.statusCode!] = (statuses[response.statusCode!] ?? 0) + 1;
             }
             resolve();

@@ -7,7 +7,16 @@ import { generateApiKey } from '../src/auth/api-key.service';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from '../test/support/mysql-admin';
 import { freePort } from '../test/support/free-port';
-import { databaseVersion, deepPages, explainQueries, growPets, keyEveryVersionAccepts, prepareDatabase, renumberPets } from './bench-database';
+import {
+  databaseVersion,
+  deepPages,
+  explainQueries,
+  growPets,
+  keyEveryVersionAccepts,
+  prepareDatabase,
+  renumberPets,
+  waitUntilStamped,
+} from './bench-database';
 import { compactResults, historyLine, roundFloats } from './bench.history';
 import { type BenchResults, type GaleraResults, type ScenarioRuns, summarise, toMarkdown } from './bench.report';
 import {
@@ -24,6 +33,7 @@ import {
 } from './bench.runner';
 import { type BaselineCheckout, checkOutBaseline } from './baseline-checkout';
 import { measureCausalReads } from './causal-reads';
+import { type FeedResults, type FeedSettings, deliveryFailed, feedPhase } from './feed';
 import { startGaleraCluster } from '../test/support/mariadb-topology';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
@@ -89,6 +99,10 @@ const command = new Command('bench')
   .option('--no-scale', 'skip the scale curve')
   .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
+  .option('--no-feed', "skip the feed phase (the change feed's delivery latency to SSE and WebSocket followers, and the sequencer's cost per create)")
+  .option('--feed-clients <n>', 'followers of each kind (SSE, WebSocket) in the feed phase (default 1000; 10 with --smoke)', positiveIntegerArgument)
+  .option('--feed-rate <n>', 'creates per second in the feed phase (default 200; 50 with --smoke)', positiveIntegerArgument)
+  .option('--feed-seconds <seconds>', 'seconds of creates in each delivery run of the feed phase (default 20; 1 with --smoke)', positiveNumber)
   .option('--cpu-prof', 'write a V8 CPU profile of each system to bench/results/profiles/<system>/')
   .showHelpAfterError();
 const options = command.parse().opts<{
@@ -100,6 +114,10 @@ const options = command.parse().opts<{
   scale: boolean;
   galera: boolean;
   halfRate: boolean;
+  feed: boolean;
+  feedClients?: number;
+  feedSeconds?: number;
+  feedRate?: number;
   cpuProf?: boolean;
   baseline?: string;
 }>();
@@ -118,6 +136,14 @@ const SETTINGS = smoke
 if (options.rounds !== undefined) SETTINGS.rounds = options.rounds;
 if (options.duration !== undefined) SETTINGS.durationSeconds = options.duration;
 const SYSTEMS: readonly SystemName[] = options.systems ?? SYSTEM_NAMES;
+/** The feed phase (bench/README.md "Feed"): followers of each kind, creates per second and seconds, with Redis and without. */
+const FEED: FeedSettings = smoke
+  ? { sseClients: 10, wsClients: 10, rate: 50, seconds: 1, sequencerSeconds: 1, redis: [true, false] }
+  : { sseClients: 1000, wsClients: 1000, rate: 200, seconds: 20, sequencerSeconds: 10, redis: [true, false] };
+if (options.feedClients !== undefined) FEED.sseClients = FEED.wsClients = options.feedClients;
+if (options.feedSeconds !== undefined) FEED.seconds = options.feedSeconds;
+if (options.feedRate !== undefined) FEED.rate = options.feedRate;
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 // Smoke runs (CI) get a database of their own, so that one never drops a full run's tables.
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `mysql://root@127.0.0.1:3306/petstore_bench${smoke ? '_smoke' : ''}`;
 const RESULTS = path.resolve(__dirname, '..', '..', 'bench', 'results');
@@ -146,7 +172,7 @@ function profiling(system: SystemName): { nodeOptions: string[] } {
 let baselineCheckout: BaselineCheckout | undefined;
 
 /** How to start each system; the service (and the baseline) exactly as in production, rate limits out of the way. */
-async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_URL): Promise<RunningSystem> {
+async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_URL, env: Record<string, string> = {}): Promise<RunningSystem> {
   if (isPeer(system)) {
     return startSystem(system, PEER_SCRIPTS[system], { NODE_ENV: 'production', DATABASE_URL: databaseUrl, ...KEY_CACHE_ENV }, apiKey, {
       ...profiling(system),
@@ -155,10 +181,10 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
   }
   switch (system) {
     case 'service':
-      return startService(apiKey, databaseUrl);
+      return startService(apiKey, databaseUrl, undefined, env);
     case 'baseline':
       if (!baselineCheckout) throw new Error('the system baseline needs --baseline <git ref>');
-      return startService(apiKey, databaseUrl, baselineCheckout);
+      return startService(apiKey, databaseUrl, baselineCheckout, env);
     case 'B1':
       return startSystem('B1', 'dist/bench/baseline-fastify-mysql.server.js', { DATABASE_URL: databaseUrl }, apiKey, profiling(system));
     case 'B1c':
@@ -172,9 +198,9 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
  * Starts the service as the main bench runs it: production, rate limits out of the way, the heap
  * cap of `npm start`; with `baseline`, the service built in that worktree, as the system `baseline`.
  */
-async function startService(apiKey: string, databaseUrl = DATABASE_URL, baseline?: BaselineCheckout): Promise<RunningSystem> {
+async function startService(apiKey: string, databaseUrl = DATABASE_URL, baseline?: BaselineCheckout, env: Record<string, string> = {}): Promise<RunningSystem> {
   const name = baseline ? 'baseline' : 'service';
-  return startSystem(
+  const system = await startSystem(
     name,
     'dist/src/main.js',
     {
@@ -187,10 +213,18 @@ async function startService(apiKey: string, databaseUrl = DATABASE_URL, baseline
       METRICS_PORT: String(await freePort()),
       // The heap cap of `npm start` and the Docker image, placed as they place it.
       NODE_OPTIONS: `${HEAP_CAP_NODE_OPTION} ${process.env.NODE_OPTIONS ?? ''}`.trim(),
+      ...env,
     },
     apiKey,
     { ...profiling(name), ...(baseline && { cwd: baseline.directory }) },
   );
+  if (!baseline && databaseUrl === DATABASE_URL) {
+    // The pets a build without the feed (or the seed) left unstamped are stamped at start-up, in batches: not in a measured run.
+    const stamped = await waitUntilStamped(databaseUrl);
+    if (stamped.ms > 1000 || stamped.timedOut)
+      log(`  service: ${stamped.timedOut ? 'still stamping' : 'stamped the waiting pets'} after ${(stamped.ms / 1000).toFixed(1)} s`);
+  }
+  return system;
 }
 
 /** This checkout's commit, with `+` when its tree has uncommitted changes (the service measured is the working tree). */
@@ -354,6 +388,9 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
       for (const rows of SETTINGS.scaleRows) {
         const began = Date.now();
         await growPets(scaleUrl, rows);
+        // The copied rows have no feed position yet: the service stamps them in batches, before the latency is measured.
+        const stamped = await waitUntilStamped(scaleUrl, 600_000);
+        if (stamped.ms > 1000) log(`  the service stamped the new rows in ${(stamped.ms / 1000).toFixed(1)} s`);
         log(`Scale curve at ${rows.toLocaleString('en')} rows (grown in ${((Date.now() - began) / 1000).toFixed(1)} s)`);
         const scaleContext: ScenarioContext = { ...context, apiKey: scaleKey, petCount: rows };
         const list = (label: string, query: string): [string, Scenario] => [
@@ -391,6 +428,19 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
     }
   }
 
+  let feed: FeedResults | undefined;
+  if (options.feed && SYSTEMS.includes('service')) {
+    feed = await feedPhase({
+      start: (system, env, url) => start(system, apiKey, url, env),
+      databaseUrl: DATABASE_URL,
+      context,
+      settings: FEED,
+      baseline: SYSTEMS.includes('baseline'),
+      redisUrl: REDIS_URL,
+      log,
+    });
+  }
+
   const galera = options.galera ? await galeraPhase(runs) : undefined;
 
   const results: BenchResults = {
@@ -424,6 +474,7 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
     runs,
     halfRate,
     scale,
+    ...(feed && { feed }),
     ...(galera && { galera }),
   };
   const markdown = toMarkdown(results);
@@ -435,7 +486,11 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
     SYSTEMS.length < SYSTEM_NAMES.length ||
     !options.scale ||
     !options.galera ||
-    !options.halfRate;
+    !options.halfRate ||
+    !options.feed ||
+    options.feedClients !== undefined ||
+    options.feedSeconds !== undefined ||
+    options.feedRate !== undefined;
   // A run beside another commit measures a change, not the service: never the latest results.
   const name = smoke ? 'smoke' : baselineCheckout ? 'baseline' : partial ? 'partial' : 'latest';
   const base = path.join(RESULTS, name);
@@ -462,6 +517,7 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
       ...Object.entries(r.peers ?? {}).map(([peer, m]) => ({ what: `half-rate ${peer} ${r.name}`, m })),
     ]),
     ...scale.flatMap((p) => Object.entries(p.latency).map(([label, m]) => ({ what: `scale ${p.rows} ${label}`, m }))),
+    ...(feed?.variants ?? []).map((variant) => ({ what: `feed creates (${variant.redis ? 'Redis' : 'no Redis'})`, m: variant.creates })),
     ...(galera?.scenarios ?? []).flatMap((row) => [
       { what: `Galera B1c ${row.name}`, m: row.b1c },
       { what: `Galera service ${row.name}`, m: row.service },
@@ -469,6 +525,18 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
   ].filter(({ m }) => m.unexpected > 0 || m.total === 0);
   if (unexpected.length > 0) {
     log(`Harness failure: unexpected statuses or no responses in ${unexpected.map(({ what, m }) => `${what} ${JSON.stringify(m.statuses)}`).join('; ')}`);
+    process.exitCode = 1;
+  }
+  const failedDeliveries = (feed?.variants ?? []).flatMap((variant) =>
+    variant.deliveries
+      .filter(deliveryFailed)
+      .map(
+        (d) =>
+          `${d.kind} ${variant.redis ? 'with' : 'without'} Redis: ${JSON.stringify({ missed: d.missed, duplicates: d.duplicates, outOfOrder: d.outOfOrder, failed: d.failed, ended: d.ended, failures: d.failures })}`,
+      ),
+  );
+  if (failedDeliveries.length > 0) {
+    log(`Feed failure: events missed, repeated or out of order, or followers that could not follow: ${failedDeliveries.join('; ')}`);
     process.exitCode = 1;
   }
 }
