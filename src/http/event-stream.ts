@@ -51,8 +51,8 @@ const DEFAULT_LIMITS: EventStreamLimits = {
  */
 export class EventStreams {
   private readonly open = new Set<{ end: () => void; cut: () => void; closed: Promise<void> }>();
-  /** Each item's frame, made once however many streams send it (followers of one feed share its event objects). */
-  private readonly frames = new WeakMap<object, string>();
+  /** Each item's frame, made and encoded once however many streams send it (followers of one feed share its event objects). */
+  private readonly frames = new WeakMap<object, Buffer>();
   private accepting = true;
 
   constructor(
@@ -80,7 +80,7 @@ export class EventStreams {
     const frameOf = (item: T) => {
       let frame = this.frames.get(item);
       if (frame === undefined) {
-        frame = formatEventFrame(toFrame(item));
+        frame = Buffer.from(formatEventFrame(toFrame(item)));
         this.frames.set(item, frame);
       }
       return frame;
@@ -90,7 +90,7 @@ export class EventStreams {
     let ended = false;
     let corked = false;
     const buffered = () => body.writableLength + body.readableLength + raw.writableLength;
-    const write = (frame: string): boolean => {
+    const write = (frame: string | Buffer): boolean => {
       if (ended) return false;
       if (buffered() + Buffer.byteLength(frame) > this.limits.maxBufferedBytes) {
         this.log.warn({ bufferedBytes: buffered() }, 'closing an event stream whose client stopped reading');
