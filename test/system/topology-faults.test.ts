@@ -16,6 +16,7 @@ import {
   abridge,
   answeredWithin,
   createsKept,
+  feedKept,
   noStaleReads,
   processesAlive,
   readinessKept,
@@ -203,6 +204,7 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
   const alive = processesAlive(instances);
   await t.settle();
   const kept = await createsKept(answers, t.query, t.table);
+  const feed = await feedKept(t.query, t.table);
   const readiness = spec.readiness.flatMap(({ instance, fault }) => {
     const expectation: ReadinessExpectation =
       fault === 'own'
@@ -218,6 +220,7 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
     '5 /readyz tells whether the instance can serve, with each node': readiness,
     '6 0 acknowledged creates lost': kept.lost,
     '7 0 creates stored after a 503': kept.storedAfter503,
+    '10 every stored pet in the change feed once, gapless': feed.violations,
   };
   if (spec.readAfterWrite) checks['8 no 404 for a pet just created through the other instance'] = noStaleReads(answers, faultAt);
   if (spec.staleReplicaBounded) {
@@ -230,7 +233,7 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
     .filter(([, violations]) => violations.length > 0)
     .map(([check, violations]) => `#${check.split(' ')[0]}: ${violations.length}`);
   console.info(
-    `${t.label} / ${name}: back ${Math.round(backAt - faultAt)} ms after the fault; ${summary(answers)}; ` +
+    `${t.label} / ${name}: back ${Math.round(backAt - faultAt)} ms after the fault; ${summary(answers)}; ${feed.events} events in the feed; ` +
       (failed.length > 0 ? `violations ${failed.join(', ')}` : 'every promise kept'),
   );
   const shown = Object.fromEntries(Object.entries(checks).map(([check, violations]) => [check, abridge(violations)]));
