@@ -9,6 +9,7 @@ import { KeyChangeChannel } from './auth/key-change.channel';
 import { type Config, DEV_API_KEY_PATH } from './config';
 import type { Database } from './database/database';
 import { startPetEventBus } from './events/pet-event.bus';
+import { PetEventService } from './events/pet-event.service';
 import { graphqlPlugin } from './graphql/graphql.plugin';
 import { createGuard } from './guard/guard';
 import { createRateLimiter } from './guard/rate-limiter';
@@ -34,6 +35,7 @@ import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
 import { credentialsController } from './rest/credentials.controller';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
+import { eventController } from './rest/event.controller';
 import { petController } from './rest/pet.controller';
 import { SURFACE_PATHS } from './surface-paths';
 
@@ -141,6 +143,7 @@ export async function buildApp({
   // The change feed; with Redis, instances poke each other so an event reaches all within milliseconds.
   const petEvents = await startPetEventBus({ database, redisUrl: config.rateLimit.redisUrl, channel: config.petEventsChannel, log: app.log });
   app.addHook('onClose', () => petEvents.close());
+  metrics.watchFeed(petEvents.feed);
   const petService = new PetService(new PetRepository(database), idempotency, deprecations, petEvents);
   purgeExpiredKeys(app, idempotency);
 
@@ -156,6 +159,7 @@ export async function buildApp({
   announceKeyChanges(app, config, apiKeys);
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.operationHook });
+  await app.register(eventController, { prefix: SURFACE_PATHS.rest, petEvents: new PetEventService(petEvents.feed), guard: requests.operationHook, metrics });
   // Outside the pet operations' guard: no key; its address pays.
   await app.register(credentialsController, { prefix: SURFACE_PATHS.rest, apiKeys, chargeAddress: requests.addressHook });
   await app.register(graphqlPlugin, {

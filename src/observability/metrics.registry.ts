@@ -18,6 +18,9 @@ export interface Metrics {
   /** Reports the nodes of `database`: their state, and their connection pools (MySQL only). */
   watchDatabase: (database: Database) => void;
   countOpenSocket: (delta: 1 | -1) => void;
+  /** Reports the followers of `feed` (docs/events.md): SSE streams, subscriptions and the petCreated relay. */
+  watchFeed: (feed: { readonly followerCount: number }) => void;
+  countOpenEventStream: (delta: 1 | -1) => void;
   countActiveSubscription: (delta: 1 | -1) => void;
   /** `subscription` is the root field, e.g. `petCreated`. */
   countDeliveredEvent: (subscription: string) => void;
@@ -55,6 +58,20 @@ export function createMetrics(): Metrics {
     help: 'Subscription events sent to subscribers (one per subscriber), by subscription field.',
     labelNames: ['subscription'] as const,
     registers: [registry],
+  });
+  const eventStreams = new Gauge({
+    name: 'petstore_event_streams',
+    help: 'Open server-sent event streams of GET /v1/events.',
+    registers: [registry],
+  });
+  const feeds: { readonly followerCount: number }[] = [];
+  new Gauge({
+    name: 'petstore_pet_feed_followers',
+    help: "Readers following this instance's change feed: SSE streams, subscriptions, and one relay for petCreated.",
+    registers: [registry],
+    collect() {
+      this.set(feeds.reduce((sum, feed) => sum + feed.followerCount, 0));
+    },
   });
   const databases: Database[] = [];
   const watchedNodes = () => databases.flatMap((database) => database.nodes);
@@ -98,6 +115,8 @@ export function createMetrics(): Metrics {
     countDeprecatedCall: (operation, apiKeyId) => deprecated.inc({ operation, api_key_id: String(apiKeyId) }),
     watchDatabase: (database) => void databases.push(database),
     countOpenSocket: (delta) => sockets.inc(delta),
+    watchFeed: (feed) => void feeds.push(feed),
+    countOpenEventStream: (delta) => eventStreams.inc(delta),
     countActiveSubscription: (delta) => subscriptions.inc(delta),
     countDeliveredEvent: (subscription) => delivered.inc({ subscription }),
   };
