@@ -6,7 +6,9 @@ import { createConnection } from 'mysql2/promise';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import { openDatabase } from '../../src/database/open-database';
 import { PET_FEED_LIMITS } from '../../src/limits';
+import { type EventStream, openEventStream } from '../helpers/event-stream-client';
 import { type Instance, startInstance, waitReady } from '../helpers/instances';
+import { waitForOutput } from '../helpers/processes';
 import { type PrivateServer, startPrivateMariadb, startPrivateRedis } from '../helpers/private-servers';
 import { type Answer, type Query, type Violations, abridge, createsKept, feedKept, startSteadyLoad } from '../helpers/steady-load';
 import { connectWithKey, subscribe } from '../helpers/subscription-client';
@@ -25,6 +27,11 @@ import { createDatabase, siblingDatabaseUrl } from '../support/mysql-admin';
 const TABLE = '`pet`';
 /** The delivery contract: create answered → event seen by a follower on another instance, p99 (ms). */
 const DELIVERY_P99_MS = 1000;
+/** The resume test's pets, and over how long they are created (ms): 1,000 over 30 s scaled down for a 2-core machine. */
+const RESUME_PETS = 1000;
+const RESUME_CREATE_MS = 12_000;
+/** Pets a stopped SSE reader is sent: 7 MB of frames; the socket buffers of loopback here take about 4 MB before the stream's 1 MiB fills. */
+const SLOW_READER_PETS = 30_000;
 /** A dead lease holder is replaced within its lease plus one claim interval; slack for a loaded 2-core machine. */
 const TAKEOVER_LIMIT_MS = PET_FEED_LIMITS.leaseSeconds * 1000 + PET_FEED_LIMITS.claimEveryMs + 1500;
 
@@ -136,18 +143,8 @@ describeOnMysql('the change feed under faults (built instances on a private Mari
     };
   }
 
-  /**
-   * What `follower` should have got: every event from its first one on, in feed order (by SQL), once it has caught up
-   * (waited for up to 10 s); and how what it got differs (empty when it got exactly that).
-   */
-  async function followerKept(fleet: Fleet, follower: Follower): Promise<{ violations: Violations; events: number }> {
-    const first = follower.ids()[0];
-    if (first === undefined) return { violations: ['the follower got no event'], events: 0 };
-    const expected = (await fleet.query(`SELECT id FROM ${TABLE} WHERE seq >= (SELECT seq FROM ${TABLE} WHERE id = ${first}) ORDER BY seq`)).map((row) =>
-      Number(row.id),
-    );
-    for (const deadline = Date.now() + 10_000; follower.ids().length < expected.length && Date.now() < deadline;) await sleep(100);
-    const got = follower.ids();
+  /** How `got` differs from `expected` (pet ids, in order): each once, none missing, none extra, same order; empty when equal. */
+  function sameAsFeed(got: readonly number[], expected: readonly number[]): Violations {
     const violations: Violations = [];
     const seen = new Set<number>();
     for (const id of got) {
@@ -156,11 +153,34 @@ describeOnMysql('the change feed under faults (built instances on a private Mari
     }
     const expectedSet = new Set(expected);
     for (const id of expected) if (!seen.has(id)) violations.push(`pet ${id} never delivered`);
-    for (const id of got) if (!expectedSet.has(id)) violations.push(`pet ${id} delivered but not in the feed after the first event`);
+    for (const id of got) if (!expectedSet.has(id)) violations.push(`pet ${id} delivered but not in that part of the feed`);
     const mismatch = got.findIndex((id, i) => id !== expected[i]);
     if (violations.length === 0 && mismatch >= 0)
       violations.push(`out of feed order from event ${mismatch}: got ${got[mismatch]}, feed has ${expected[mismatch]}`);
-    return { violations, events: got.length };
+    return violations;
+  }
+
+  /** The ids of the feed's events after position `after` (of pet `afterId` when given instead), in feed order, by SQL. */
+  async function feedAfter(fleet: Fleet, { after, fromId }: { after?: number; fromId?: number }): Promise<number[]> {
+    const from = fromId === undefined ? `seq > ${Number(after)}` : `seq >= (SELECT seq FROM ${TABLE} WHERE id = ${fromId})`;
+    return (await fleet.query(`SELECT id FROM ${TABLE} WHERE ${from} ORDER BY seq`)).map((row) => Number(row.id));
+  }
+
+  /** Waits up to 10 s until `received()` has `count` items. */
+  async function untilReceived(received: () => readonly unknown[], count: number): Promise<void> {
+    for (const deadline = Date.now() + 10_000; received().length < count && Date.now() < deadline;) await sleep(100);
+  }
+
+  /**
+   * What `follower` should have got: every event from its first one on, in feed order (by SQL), once it has caught up
+   * (waited for up to 10 s); and how what it got differs (empty when it got exactly that).
+   */
+  async function followerKept(fleet: Fleet, follower: Follower): Promise<{ violations: Violations; events: number }> {
+    const first = follower.ids()[0];
+    if (first === undefined) return { violations: ['the follower got no event'], events: 0 };
+    const expected = await feedAfter(fleet, { fromId: first });
+    await untilReceived(() => follower.ids(), expected.length);
+    return { violations: sameAsFeed(follower.ids(), expected), events: follower.ids().length };
   }
 
   /** Create answered (201) → event seen by `follower`, per create answered within [from, until) (ms; 0 when the event came first). */
@@ -169,6 +189,47 @@ describeOnMysql('the change feed under faults (built instances on a private Mari
     return answers
       .filter((a) => a.operation === 'createPet' && a.status === 201 && a.end >= from && a.end < until && seenAt.has(a.petId!))
       .map((a) => Math.max(0, seenAt.get(a.petId!)! - a.end));
+  }
+
+  /**
+   * Creates `count` pets through `instance`, 4 at a time, spread over about `overMs`; each must answer 201.
+   * @returns their ids in the order the answers came, and sorted.
+   */
+  async function createPets(instance: Instance, apiKey: string, prefix: string, count: number, overMs = 0): Promise<{ ids: number[]; sorted: number[] }> {
+    const ids: number[] = [];
+    const started = performance.now();
+    let next = 0;
+    const creator = async () => {
+      for (let n = next++; n < count; n = next++) {
+        const response = await fetch(`${instance.base}/v1/pets`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: `${prefix}-${n}`, categoryId: 1 }),
+        });
+        const body = (await response.json()) as { id: number };
+        if (response.status !== 201) throw new Error(`create ${n} through ${instance.name}: ${response.status} ${JSON.stringify(body)}`);
+        ids.push(body.id);
+        // Paced: create n is not sent before its share of `overMs`.
+        const due = started + ((n + 1) * overMs) / count - performance.now();
+        if (due > 0) await sleep(due);
+      }
+    };
+    await Promise.all(Array.from({ length: 4 }, creator));
+    return { ids, sorted: [...ids].sort((x, y) => x - y) };
+  }
+
+  /** Walks `GET /v1/events` on `instance` from `after`, following `Link` rel="next" until an empty page: the pet ids, in order. */
+  async function walkFeed(instance: Instance, apiKey: string, after: string): Promise<{ ids: number[]; count: number }> {
+    const ids: number[] = [];
+    let path = `/v1/events?limit=100&after=${encodeURIComponent(after)}`;
+    for (let count = 1; ; count++) {
+      const response = await fetch(`${instance.base}${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
+      const page = (await response.json()) as { pet: { id: number } }[];
+      if (response.status !== 200) throw new Error(`GET ${path}: ${response.status} ${JSON.stringify(page)}`);
+      if (page.length === 0) return { ids, count };
+      ids.push(...page.map((event) => event.pet.id));
+      path = /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')![1];
+    }
   }
 
   const describeLatency = (ms: readonly number[]) =>
@@ -228,6 +289,102 @@ describeOnMysql('the change feed under faults (built instances on a private Mari
       expect(percentile(latencies(answers, follower, -Infinity, killedAt - DELIVERY_P99_MS), 99)).toBeLessThanOrEqual(DELIVERY_P99_MS);
     } finally {
       await follower?.close();
+      await fleet.stop();
+    }
+  }, 90_000);
+
+  test('when a client following the feed on the leader A disconnects, 1,000 pets are created through B and A is killed (kill -9), then resuming on B from its last cursor (SSE and JSON pages) gives each pet once, in feed order', async () => {
+    const fleet = await startFleet(['A', 'B']);
+    const streams: EventStream[] = [];
+    try {
+      const a = await leaderOf(fleet);
+      const b = fleet.instances.find((instance) => instance !== a)!;
+      const onA = await openEventStream({ url: a.base, apiKey: fleet.apiKey });
+      streams.push(onA);
+      const before = await createPets(b, fleet.apiKey, 'resume-before', 50);
+      await untilReceived(onA.events, before.ids.length);
+      onA.close();
+      const cursor = onA.lastEventId()!;
+      expect(
+        onA
+          .events()
+          .map((event) => Number(event.pet.id))
+          .sort((x, y) => x - y),
+      ).toEqual(before.sorted);
+
+      const started = performance.now();
+      let killedAfterMs = 0;
+      const killing = (async () => {
+        // A third of the way through: the leader goes while the creates run.
+        await sleep(RESUME_CREATE_MS / 3);
+        await a.kill();
+        killedAfterMs = Math.round(performance.now() - started);
+      })();
+      const created = await createPets(b, fleet.apiKey, 'resume', RESUME_PETS, RESUME_CREATE_MS);
+      const createMs = Math.round(performance.now() - started);
+      await killing;
+      expect(a.server.child.signalCode).toBe('SIGKILL');
+
+      const onB = await openEventStream({ url: b.base, apiKey: fleet.apiKey }, '', { 'last-event-id': cursor });
+      streams.push(onB);
+      const resumedAt = performance.now();
+      const ids = () => onB.events().map((event) => Number(event.pet.id));
+      for (const deadline = Date.now() + 30_000; ids().length < RESUME_PETS && Date.now() < deadline;) await sleep(100);
+      const caughtUpMs = Math.round(performance.now() - resumedAt);
+      const lastSeq = Number((await fleet.query(`SELECT seq FROM ${TABLE} WHERE id = ${Number(onA.events().at(-1).pet.id)}`))[0].seq);
+      const expected = await feedAfter(fleet, { after: lastSeq });
+      const pages = await walkFeed(b, fleet.apiKey, cursor);
+      const feed = await feedKept(fleet.query, TABLE);
+      console.info(
+        `feed resume across kill -9: ${created.ids.length} pets created through B in ${createMs} ms, leader A killed ${killedAfterMs} ms in; ` +
+          `resumed on B by Last-Event-ID: ${ids().length} events in ${caughtUpMs} ms; by JSON pages: ${pages.ids.length} events in ${pages.count} pages`,
+      );
+      expect(created.ids).toHaveLength(RESUME_PETS);
+      expect([...expected].sort((x, y) => x - y)).toEqual(created.sorted);
+      expect({ feed: abridge(feed.violations), sse: abridge(sameAsFeed(ids(), expected)), json: abridge(sameAsFeed(pages.ids, expected)) }).toEqual({
+        feed: [],
+        sse: [],
+        json: [],
+      });
+    } finally {
+      for (const stream of streams) stream.close();
+      await fleet.stop();
+    }
+  }, 120_000);
+
+  test('when an SSE client stops reading and the server cuts its stream, then resuming with Last-Event-ID gives every event once, in feed order', async () => {
+    const fleet = await startFleet(['A']);
+    const streams: EventStream[] = [];
+    try {
+      const [a] = fleet.instances;
+      const slow = await openEventStream({ url: a.base, apiKey: fleet.apiKey });
+      streams.push(slow);
+      slow.response.pause();
+      // Another writer's pets, many at once: far more than the 1 MiB a stream may hold back.
+      for (let done = 0; done < SLOW_READER_PETS; done += 500) {
+        const rows = Array.from({ length: Math.min(500, SLOW_READER_PETS - done) }, (_, i) => `('${`slow-${done + i}-`.padEnd(100, 'x')}', 1, 'available')`);
+        await fleet.query(`INSERT INTO ${TABLE} (name, category_id, status) VALUES ${rows.join(',')}`);
+      }
+      const feed = await feedKept(fleet.query, TABLE);
+      await waitForOutput(a.server, 'closing an event stream whose client stopped reading');
+      slow.response.resume();
+      await slow.ended;
+      const cut = slow.events().map((event) => Number(event.pet.id));
+      const resumed = await openEventStream({ url: a.base, apiKey: fleet.apiKey }, '', { 'last-event-id': slow.lastEventId()! });
+      streams.push(resumed);
+      const ids = () => [...cut, ...resumed.events().map((event) => Number(event.pet.id))];
+      for (const deadline = Date.now() + 30_000; ids().length < SLOW_READER_PETS && Date.now() < deadline;) await sleep(100);
+      console.info(
+        `slow SSE reader: cut by the server after ${cut.length} of ${SLOW_READER_PETS} events; resumed with Last-Event-ID, ${ids().length - cut.length} more`,
+      );
+      expect(cut.length).toBeGreaterThan(0);
+      expect(cut.length).toBeLessThan(SLOW_READER_PETS);
+      expect({ feed: abridge(feed.violations), delivered: abridge(sameAsFeed(ids(), await feedAfter(fleet, { after: 0 }))) }).toEqual({
+        feed: [],
+        delivered: [],
+      });
+    } finally {
+      for (const stream of streams) stream.close();
       await fleet.stop();
     }
   }, 90_000);
