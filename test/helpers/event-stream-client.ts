@@ -1,6 +1,6 @@
 import { type IncomingMessage, request as httpRequest } from 'node:http';
 
-/** A client of the REST change feed's server-sent event stream, `GET /v1/events` with `Accept: text/event-stream` (docs/events.md). */
+/** A client of the REST change feed, `GET /v1/events` (docs/events.md): its JSON pages, and its server-sent event stream (`Accept: text/event-stream`). */
 
 /** One parsed SSE block: its fields (`data` lines joined), or `comment` for a comment-only block. */
 export type Frame = Record<string, string>;
@@ -74,4 +74,23 @@ export function openEventStream(target: { url: string; apiKey: string }, query =
     });
     req.end();
   });
+}
+
+/**
+ * Walks the JSON pages of `target` from `after` (from the beginning without it), 100 events a page, following
+ * `Link` rel="next" until an empty page.
+ * @returns the pets' ids in feed order, and how many pages were read.
+ * @throws Error when a page is not 200.
+ */
+export async function walkEvents(target: { url: string; apiKey: string }, after?: string): Promise<{ ids: number[]; count: number }> {
+  const ids: number[] = [];
+  let path = `/v1/events?limit=100${after === undefined ? '' : `&after=${encodeURIComponent(after)}`}`;
+  for (let count = 1; ; count++) {
+    const response = await fetch(`${target.url}${path}`, { headers: { authorization: `Bearer ${target.apiKey}` } });
+    const page = (await response.json()) as { pet: { id: number } }[];
+    if (response.status !== 200) throw new Error(`GET ${path}: ${response.status} ${JSON.stringify(page)}`);
+    if (page.length === 0) return { ids, count };
+    ids.push(...page.map((event) => Number(event.pet.id)));
+    path = /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')![1];
+  }
 }

@@ -6,7 +6,7 @@ import { createConnection } from 'mysql2/promise';
 import { ApiKeyService } from '../../src/auth/api-key.service';
 import { openDatabase } from '../../src/database/open-database';
 import { PET_FEED_LIMITS } from '../../src/limits';
-import { type EventStream, openEventStream } from '../helpers/event-stream-client';
+import { type EventStream, openEventStream, walkEvents } from '../helpers/event-stream-client';
 import { type Instance, startInstance, waitReady } from '../helpers/instances';
 import { waitForOutput } from '../helpers/processes';
 import { type PrivateServer, startPrivateMariadb, startPrivateRedis } from '../helpers/private-servers';
@@ -218,20 +218,6 @@ describeOnMysql('the change feed under faults (built instances on a private Mari
     return { ids, sorted: [...ids].sort((x, y) => x - y) };
   }
 
-  /** Walks `GET /v1/events` on `instance` from `after`, following `Link` rel="next" until an empty page: the pet ids, in order. */
-  async function walkFeed(instance: Instance, apiKey: string, after: string): Promise<{ ids: number[]; count: number }> {
-    const ids: number[] = [];
-    let path = `/v1/events?limit=100&after=${encodeURIComponent(after)}`;
-    for (let count = 1; ; count++) {
-      const response = await fetch(`${instance.base}${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
-      const page = (await response.json()) as { pet: { id: number } }[];
-      if (response.status !== 200) throw new Error(`GET ${path}: ${response.status} ${JSON.stringify(page)}`);
-      if (page.length === 0) return { ids, count };
-      ids.push(...page.map((event) => event.pet.id));
-      path = /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')![1];
-    }
-  }
-
   const describeLatency = (ms: readonly number[]) =>
     `${ms.length} events, p50 ${percentile(ms, 50)} ms, p99 ${percentile(ms, 99)} ms, max ${percentile(ms, 100)} ms`;
 
@@ -333,7 +319,7 @@ describeOnMysql('the change feed under faults (built instances on a private Mari
       const caughtUpMs = Math.round(performance.now() - resumedAt);
       const lastSeq = Number((await fleet.query(`SELECT seq FROM ${TABLE} WHERE id = ${Number(onA.events().at(-1).pet.id)}`))[0].seq);
       const expected = await feedAfter(fleet, { after: lastSeq });
-      const pages = await walkFeed(b, fleet.apiKey, cursor);
+      const pages = await walkEvents({ url: b.base, apiKey: fleet.apiKey }, cursor);
       const feed = await feedKept(fleet.query, TABLE);
       console.info(
         `feed resume across kill -9: ${created.ids.length} pets created through B in ${createMs} ms, leader A killed ${killedAfterMs} ms in; ` +
