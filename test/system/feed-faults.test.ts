@@ -17,10 +17,12 @@ import { createDatabase, siblingDatabaseUrl } from '../support/mysql-admin';
 
 /**
  * "Resume after anything" (docs/events.md): the change feed under the faults it promises to survive, on built instances
- * sharing a private MariaDB (a database of its own per test): the lease holder killed with kill -9, Redis restarted,
- * the database paused with SIGSTOP. After each, SQL on the database shows every stored pet stamped once with positions
- * 1 … n, and a follower (a `petCreated` subscriber, which the feed feeds) on a surviving instance got each event once,
- * in feed order. Galera node loss is in topology-faults.test.ts (its promise 10). Latencies and takeover times printed.
+ * sharing a private MariaDB (a database of its own per test): the lease holder killed with kill -9, a client resuming
+ * on another instance after a kill -9, a stopped SSE reader cut by the server, Redis restarted, the database paused
+ * with SIGSTOP. After each, SQL on the database shows every stored pet stamped once with positions 1 … n, and what a
+ * follower (a `petCreated` subscriber, which the feed feeds) or a resuming client (SSE, JSON pages) got is the feed,
+ * each event once, in feed order. Galera node loss is in topology-faults.test.ts (its promises 10 and 11). Latencies
+ * and takeover times printed.
  */
 
 /** The pet table, in the database the query runs on. */
