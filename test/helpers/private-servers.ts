@@ -86,9 +86,13 @@ export async function startPrivateMariadb(): Promise<PrivateServer> {
   });
 }
 
-/** Starts a throwaway `redis-server` on a free port, keeping nothing on disk. */
-export async function startPrivateRedis(): Promise<PrivateServer> {
-  const port = await freePort();
+/**
+ * Starts a throwaway `redis-server`, keeping nothing on disk.
+ *
+ * @param requestedPort - its port; a free one by default. Given the port of one stopped before, it is that server restarted, empty.
+ */
+export async function startPrivateRedis(requestedPort?: number): Promise<PrivateServer> {
+  const port = requestedPort ?? (await freePort());
   return startServer('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     url: `redis://127.0.0.1:${port}`,
     ready: () =>

@@ -53,6 +53,8 @@ export interface LoadOptions {
   readers?: number;
   /** The client's timeout of one request (ms, default 8000): an aborted request is recorded with status 0. */
   timeoutMs?: number;
+  /** The pause after each create of a create loop (ms, default 0): paced creates, for latencies. */
+  createPauseMs?: number;
   /** The pause between two `/readyz` probes of one instance (ms, default 200). */
   probeIntervalMs?: number;
   /** Start of every pet name, e.g. the scenario's name (letters, digits and `-` only). */
@@ -112,7 +114,7 @@ async function send(
  * @returns the running load; call `stop()` before checking its answers.
  */
 export function startSteadyLoad(targets: readonly LoadTarget[], apiKey: string, options: LoadOptions): SteadyLoad {
-  const { creators = 2, readers = 2, timeoutMs = 8000, probeIntervalMs = 200, namePrefix } = options;
+  const { creators = 2, readers = 2, timeoutMs = 8000, createPauseMs = 0, probeIntervalMs = 200, namePrefix } = options;
   const answers: Answer[] = [];
   const startedAt = performance.now();
   let running = true;
@@ -145,6 +147,7 @@ export function startSteadyLoad(targets: readonly LoadTarget[], apiKey: string, 
         if (running) await getPet(next, pet, target.name);
       }
       await pauseIfNoAnswer(answer);
+      if (createPauseMs > 0) await sleep(createPauseMs);
     }
   };
 
@@ -432,4 +435,35 @@ export function summary(answers: readonly Answer[]): string {
   }
   const parts = [...counts.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([key, n]) => `${key}: ${n}`);
   return `${answers.length} answers (${parts.join(', ')}); worst ${Math.round(worst.ms)} ms (${worst.what})`;
+}
+
+/** How long {@link feedKept} waits for the sequencer to stamp the last commits (ms): its lease and claim, with slack. */
+const STAMPED_WITHIN_MS = 10_000;
+
+/**
+ * Promise 10 (docs/events.md): every stored pet is in the change feed exactly once, once the sequencer has caught up
+ * (waited for up to 10 s): no row left unstamped, positions 1 … n with no gap and no repeat, and the feed's head at n.
+ * With {@link createsKept}'s promise 6, every create answered 201 is in the feed; a create answered 504 is in it iff stored.
+ *
+ * @param table - the service's pet table, qualified, e.g. `` `petstore`.`pet` ``; its `pet_feed` is beside it.
+ * @returns the violations, and how many events the feed holds.
+ * @throws the query's error.
+ */
+export async function feedKept(query: Query, table: string): Promise<{ violations: Violations; events: number }> {
+  const feedTable = table.replace(/`pet`$/, '`pet_feed`');
+  const deadline = performance.now() + STAMPED_WITHIN_MS;
+  let unstamped: Record<string, unknown>[];
+  do {
+    unstamped = await query(`SELECT id FROM ${table} WHERE seq IS NULL ORDER BY id LIMIT 5`);
+    if (unstamped.length > 0) await sleep(200);
+  } while (unstamped.length > 0 && performance.now() < deadline);
+  const violations: Violations = unstamped.map((row) => `pet ${Number(row.id)} stored but not in the feed ${STAMPED_WITHIN_MS} ms later`);
+  const seqs = (await query(`SELECT seq FROM ${table} WHERE seq IS NOT NULL ORDER BY seq`)).map((row) => Number(row.seq));
+  seqs.forEach((seq, i) => {
+    const previous = i === 0 ? 0 : seqs[i - 1];
+    if (seq !== previous + 1) violations.push(`seq ${seq} follows ${previous}: ${seq === previous ? 'repeated' : 'a gap'}`);
+  });
+  const [{ head }] = await query(`SELECT head FROM ${feedTable}`);
+  if (Number(head) !== seqs.length) violations.push(`the feed's head is ${Number(head)} but it holds ${seqs.length} events`);
+  return { violations, events: seqs.length };
 }

@@ -49,6 +49,8 @@ export async function connectWithKey(t: { url: string; apiKey: string }, key = t
  */
 export function subscribe(client: Client, query: string | (SubscribePayload & { documentId?: string }), variables?: Record<string, unknown>) {
   const results: FormattedExecutionResult<Record<string, unknown>, unknown>[] = [];
+  /** When each result arrived (`performance.now()`), for latencies. */
+  const receivedAt: number[] = [];
   let waiters: Array<() => void> = [];
   const state: { error?: unknown; complete: boolean } = { complete: false };
   const wake = () => {
@@ -59,6 +61,7 @@ export function subscribe(client: Client, query: string | (SubscribePayload & { 
   const unsubscribe = client.subscribe(typeof query === 'string' ? { query, variables } : query, {
     next: (result) => {
       results.push(result);
+      receivedAt.push(performance.now());
       wake();
     },
     error: (error) => {
@@ -77,6 +80,7 @@ export function subscribe(client: Client, query: string | (SubscribePayload & { 
     });
   return {
     results,
+    receivedAt,
     state,
     unsubscribe,
     /** Resolves with the first `n` pets received. */

@@ -1,10 +1,10 @@
-import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { encodeEventCursor, encodePetCursor } from '../../src/pets/pet-cursor';
 import { createLogger } from '../../src/observability/logger';
 import { type Metrics, createMetrics } from '../../src/observability/metrics.registry';
 import { PET_FEED_LIMITS, SUBSCRIPTION_LIMITS } from '../../src/limits';
+import { openEventStream } from '../helpers/event-stream-client';
 import { metricValue } from '../helpers/subscription-client';
 import { type TestApp, createPet, request, startTestApp } from '../helpers/test-app';
 
@@ -40,58 +40,6 @@ async function walk(t: TestApp, path = '/v1/events?limit=2'): Promise<{ events: 
     events.push(...page.body);
     path = next;
   }
-}
-
-/** One parsed SSE block: its fields (`data` lines joined), or `comment` for a comment-only block. */
-type Frame = Record<string, string>;
-
-function parseFrame(block: string): Frame {
-  const frame: Frame = {};
-  for (const line of block.split('\n')) {
-    if (line.startsWith(':')) frame.comment = line.slice(1);
-    else {
-      const [, field, value] = /^([^:]+): ?(.*)$/.exec(line) ?? [];
-      if (field) frame[field] = field === 'data' && frame.data !== undefined ? `${frame.data}\n${value}` : value;
-    }
-  }
-  return frame;
-}
-
-/** An SSE client on node:http: collects frames as they come. */
-interface Stream {
-  response: IncomingMessage;
-  frames: Frame[];
-  /** The events received (`data` parsed). */
-  events: () => any[];
-  close: () => void;
-}
-
-function openStream(t: TestApp, query = '', headers: Record<string, string> = {}): Promise<Stream> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${t.url}/v1/events${query}`, {
-      headers: { accept: 'text/event-stream', authorization: `Bearer ${t.apiKey}`, ...headers },
-    });
-    req.on('error', reject);
-    req.on('response', (response) => {
-      const frames: Frame[] = [];
-      let buffer = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => {
-        buffer += chunk;
-        const blocks = buffer.split('\n\n');
-        buffer = blocks.pop()!;
-        frames.push(...blocks.map(parseFrame));
-      });
-      response.on('error', () => undefined);
-      resolve({
-        response,
-        frames,
-        events: () => frames.filter((frame) => frame.event !== undefined).map((frame) => JSON.parse(frame.data)),
-        close: () => req.destroy(),
-      });
-    });
-    req.end();
-  });
 }
 
 /** Inserts `count` committed pets straight into the table, 500 a statement; the sequencer stamps them. */
@@ -216,7 +164,7 @@ describe('GET /v1/events', () => {
       const [first, second, third] = await createInFeed([{ name: 's1' }, { name: 's2' }, { name: 's3' }]);
       const { events: feed } = await walk(t, '/v1/events?limit=100');
       const firstEvent = feed.find((event) => event.pet.id === first.id);
-      const stream = await openStream(t, `?after=${firstEvent.id}`);
+      const stream = await openEventStream(t, `?after=${firstEvent.id}`);
       expect(stream.response.statusCode).toBe(200);
       expect(stream.response.headers['content-type']).toBe('text/event-stream; charset=utf-8');
       expect(stream.response.headers['cache-control']).toBe('no-store');
@@ -238,7 +186,7 @@ describe('GET /v1/events', () => {
       const [first, second, third] = await createInFeed([{ name: 'r1' }, { name: 'r2' }, { name: 'r3' }]);
       const { events: feed } = await walk(t, '/v1/events?limit=100');
       const idOf = (pet: any) => feed.find((event) => event.pet.id === pet.id).id;
-      const stream = await openStream(t, `?after=${idOf(first)}`, { 'last-event-id': idOf(second) });
+      const stream = await openEventStream(t, `?after=${idOf(first)}`, { 'last-event-id': idOf(second) });
       await until(() => stream.events().length >= 1);
       expect(stream.events()[0].pet).toEqual(third);
       stream.close();
@@ -246,7 +194,7 @@ describe('GET /v1/events', () => {
 
     test('when neither is sent, then it starts from now', async () => {
       await createInFeed([{ name: 'before' }]);
-      const stream = await openStream(t);
+      const stream = await openEventStream(t);
       await until(() => stream.frames.length >= 1);
       const after = await createPet(t, { name: 'after' });
       await until(() => stream.events().length >= 1);
@@ -267,14 +215,14 @@ describe('GET /v1/events', () => {
     test('when a key holds as many streams as it may, then the next is 429 until one closes', async () => {
       const { key } = await t.apiKeys.create('streams');
       const streams = await Promise.all(
-        Array.from({ length: SUBSCRIPTION_LIMITS.maxConnectionsPerKey }, () => openStream(t, '', { authorization: `Bearer ${key}` })),
+        Array.from({ length: SUBSCRIPTION_LIMITS.maxConnectionsPerKey }, () => openEventStream(t, '', { authorization: `Bearer ${key}` })),
       );
       const refused = await request(t, 'GET', '/v1/events', { apiKey: key, headers: { accept: 'text/event-stream' } });
       expect(refused.status).toBe(429);
       expect(refused.body.message).toMatch(/too many open event streams/i);
       streams[0].close();
       await until(async () => (await metricValue(metrics, 'petstore_event_streams')) < SUBSCRIPTION_LIMITS.maxConnectionsPerKey);
-      const another = await openStream(t, '', { authorization: `Bearer ${key}` });
+      const another = await openEventStream(t, '', { authorization: `Bearer ${key}` });
       expect(another.response.statusCode).toBe(200);
       for (const stream of [...streams, another]) stream.close();
     });

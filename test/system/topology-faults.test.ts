@@ -6,16 +6,18 @@ import { ApiKeyService } from '../../src/auth/api-key.service';
 import { openDatabase } from '../../src/database/open-database';
 import { encodePetCursor } from '../../src/pets/pet-cursor';
 import { type GaleraCluster, type MariadbNode, type ReplicatedPair, startGaleraCluster, startReplicatedPair } from '../support/mariadb-topology';
-import { apiKeyFor, built, freePort, startNode } from '../helpers/processes';
+import { walkEvents } from '../helpers/event-stream-client';
+import { type Instance, startInstance, waitReady } from '../helpers/instances';
+import { apiKeyFor } from '../helpers/processes';
 import {
   type Answer,
-  type LoadTarget,
   type Query,
   type ReadinessExpectation,
   type Violations,
   abridge,
   answeredWithin,
   createsKept,
+  feedKept,
   noStaleReads,
   processesAlive,
   readinessKept,
@@ -37,8 +39,6 @@ import { DATABASE_DEADLINES } from '../../src/limits';
  * for each fault, so that a fault's damage is charged to that fault. MariaDB run only.
  */
 
-/** A rate limit that steady load never reaches. */
-const UNLIMITED = '1000000000';
 /** Promise 1: every answer within this (ms). */
 const ANSWER_LIMIT_MS = 3000;
 /** Promise 4 and 5: all is well again this long after the node is back (ms). */
@@ -54,67 +54,6 @@ const AFTER_MS = 5500;
 const KILLED_MS = 2000;
 /** How long the replica's SQL thread stays stopped (ms). */
 const SQL_THREAD_STOPPED_MS = 6000;
-
-/** A built server of the test's own: a load target that can be stopped. */
-interface Instance extends LoadTarget {
-  stop(): Promise<void>;
-}
-
-/**
- * Starts the built server in `cwd` with the environment of these runs plus `env`
- * (DATABASE_URL, DATABASE_REPLICA_URLS); does not wait for it.
- */
-async function startInstance(name: string, cwd: string, env: Record<string, string>): Promise<Instance> {
-  const port = await freePort();
-  const server = startNode(built('src/main.js'), {
-    cwd,
-    env: {
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'warn',
-      PORT: String(port),
-      METRICS_PORT: String(await freePort()),
-      RATE_LIMIT_MAX: UNLIMITED,
-      RATE_LIMIT_UNAUTHENTICATED_MAX: UNLIMITED,
-      DATABASE_REPLICA_MAX_LAG_SECONDS: '2',
-      DATABASE_CONNECT_ATTEMPTS: '3',
-      SHUTDOWN_GRACE_SECONDS: '2',
-      ...env,
-    },
-  });
-  const stop = async () => {
-    if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-    server.child.kill('SIGTERM');
-    const timer = setTimeout(() => server.child.kill('SIGKILL'), 15_000);
-    await server.exited;
-    clearTimeout(timer);
-  };
-  return { name, base: `http://127.0.0.1:${port}`, server, stop };
-}
-
-/**
- * Waits until the instance's /readyz answers 200.
- *
- * @throws Error with its output when it exits first or is not ready within `timeoutMs`.
- */
-async function waitReady(instance: Instance, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: string;
-  for (;;) {
-    if (instance.server.child.exitCode !== null)
-      throw new Error(
-        `${instance.name} exited (${instance.server.child.exitCode}) while starting:\n${instance.server.output.stderr}${instance.server.output.stdout}`,
-      );
-    try {
-      const response = await fetch(`${instance.base}/readyz`, { signal: AbortSignal.timeout(3000) });
-      last = `${response.status} ${await response.text()}`;
-      if (response.status === 200) return;
-    } catch (error) {
-      last = (error as Error).message;
-    }
-    if (Date.now() > deadline) throw new Error(`${instance.name} not ready within ${timeoutMs} ms (last: ${last}):\n${instance.server.output.stderr}`);
-    await sleep(200);
-  }
-}
 
 /** A database topology under two instances, A and B. */
 interface Topology {
@@ -203,6 +142,14 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
   const alive = processesAlive(instances);
   await t.settle();
   const kept = await createsKept(answers, t.query, t.table);
+  const feed = await feedKept(t.query, t.table);
+  // A client reading the whole feed afterwards, through B (on a surviving node when node 1 was killed), gets it in order.
+  const walked = await walkEvents({ url: instances[1].base, apiKey: pair.apiKey });
+  const inOrder = (await t.query(`SELECT id FROM ${t.table} WHERE seq IS NOT NULL ORDER BY seq`)).map((row) => Number(row.id));
+  const readBack =
+    walked.ids.length === inOrder.length && walked.ids.every((id, i) => id === inOrder[i])
+      ? []
+      : [`B's pages gave ${walked.ids.length} events, not the ${inOrder.length} of the feed in its order`];
   const readiness = spec.readiness.flatMap(({ instance, fault }) => {
     const expectation: ReadinessExpectation =
       fault === 'own'
@@ -218,6 +165,8 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
     '5 /readyz tells whether the instance can serve, with each node': readiness,
     '6 0 acknowledged creates lost': kept.lost,
     '7 0 creates stored after a 503': kept.storedAfter503,
+    '10 every stored pet in the change feed once, gapless': feed.violations,
+    '11 a client reading the feed through B afterwards gets every event, in order': readBack,
   };
   if (spec.readAfterWrite) checks['8 no 404 for a pet just created through the other instance'] = noStaleReads(answers, faultAt);
   if (spec.staleReplicaBounded) {
@@ -230,7 +179,7 @@ async function runFault(pair: InstancePair, t: Topology, name: string, spec: Fau
     .filter(([, violations]) => violations.length > 0)
     .map(([check, violations]) => `#${check.split(' ')[0]}: ${violations.length}`);
   console.info(
-    `${t.label} / ${name}: back ${Math.round(backAt - faultAt)} ms after the fault; ${summary(answers)}; ` +
+    `${t.label} / ${name}: back ${Math.round(backAt - faultAt)} ms after the fault; ${summary(answers)}; ${feed.events} events in the feed; ` +
       (failed.length > 0 ? `violations ${failed.join(', ')}` : 'every promise kept'),
   );
   const shown = Object.fromEntries(Object.entries(checks).map(([check, violations]) => [check, abridge(violations)]));
