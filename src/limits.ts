@@ -144,6 +144,9 @@ export const PET_FEED_LIMITS = Object.freeze({
   retryMs: SECOND,
 });
 
+/** PET_FEED_LIMITS' shape, for a test that shortens them. */
+export type PetFeedLimits = Readonly<Record<keyof typeof PET_FEED_LIMITS, number>>;
+
 /** API key caches: entries per LRU; lookup reuse (API_KEY_CACHE_SECONDS's default); how long a key stays "known". */
 export const API_KEY_CACHE = Object.freeze({ maxEntries: 10_000, ttlMs: 5 * SECOND, knownMs: 60 * 60 * SECOND });
 

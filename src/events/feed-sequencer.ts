@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { FeedLeaseLostError, type PetFeedRepository } from './pet-feed.repository';
-import { PET_FEED_LIMITS } from '../limits';
+import { PET_FEED_LIMITS, type PetFeedLimits } from '../limits';
 
 /**
  * The post-commit sequencer (docs/events.md "How it works"): on the one instance holding the lease, stamps committed pets
@@ -13,6 +13,7 @@ export class FeedSequencer {
   /** This instance's lease holder id. */
   readonly holder = randomUUID();
   private leading = false;
+  private stamped = 0;
   private nextClaimAt = 0;
   private timer: NodeJS.Timeout | undefined;
   /** The run in progress; a nudge during it asks for one more. */
@@ -24,12 +25,17 @@ export class FeedSequencer {
     private readonly feed: PetFeedRepository,
     private readonly onAdvance: (head: number) => void,
     private readonly log: Pick<Logger, 'warn' | 'info'>,
-    private readonly limits = PET_FEED_LIMITS,
+    private readonly limits: PetFeedLimits = PET_FEED_LIMITS,
   ) {}
 
   /** Whether this instance stamped last (it may have lost the lease since). */
   get isLeader(): boolean {
     return this.leading;
+  }
+
+  /** Pets this instance has stamped since it started. */
+  get stampedCount(): number {
+    return this.stamped;
   }
 
   /** Starts the ticks; the first runs now. */
@@ -66,6 +72,7 @@ export class FeedSequencer {
       if (!this.leading || !(await this.feed.hasUnstamped())) return;
       for (;;) {
         const { stamped, head } = await this.feed.stamp(this.holder, this.limits.stampBatch);
+        this.stamped += stamped;
         if (stamped > 0) this.onAdvance(head);
         if (stamped < this.limits.stampBatch || this.closed) return;
       }

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { DatabaseBudget } from '../database/database-deadline';
 import type { PetStatus } from '../pets/pet-status.enum';
 import type { PetEvent, PetFeedRepository } from './pet-feed.repository';
-import { PET_FEED_LIMITS } from '../limits';
+import { PET_FEED_LIMITS, type PetFeedLimits } from '../limits';
 
 /** Events this instance read in one go: positions `after + 1` … `last`, contiguous. */
 interface FeedBatch {
@@ -35,7 +35,7 @@ export class PetFeed {
   constructor(
     private readonly repository: PetFeedRepository,
     private readonly log: Pick<Logger, 'warn'>,
-    private readonly limits = PET_FEED_LIMITS,
+    private readonly limits: PetFeedLimits = PET_FEED_LIMITS,
   ) {}
 
   /** The last position this instance has handed out: where a follower without `after` starts. */

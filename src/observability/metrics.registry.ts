@@ -1,5 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from '../database/database';
+import type { FeedSequencer } from '../events/feed-sequencer';
+import type { PetFeed } from '../events/pet-feed';
 
 /** Label values of one served request. */
 export interface RequestLabels {
@@ -17,6 +19,8 @@ export interface Metrics {
   countDeprecatedCall: (operation: string, apiKeyId: number) => void;
   /** Reports the nodes of `database`: their state, and their connection pools (MySQL only). */
   watchDatabase: (database: Database) => void;
+  /** Reports this instance's view of the change feed and whether it sequences (docs/events.md). */
+  watchFeed: (feed: { feed: PetFeed; sequencer: FeedSequencer }) => void;
   countOpenSocket: (delta: 1 | -1) => void;
   countActiveSubscription: (delta: 1 | -1) => void;
   /** `subscription` is the root field, e.g. `petCreated`. */
@@ -92,11 +96,46 @@ export function createMetrics(): Metrics {
       for (const { state } of watchedNodes()) if (typeof state.lagSeconds === 'number') this.set({ node: state.name }, state.lagSeconds);
     },
   });
+  const feeds: { feed: PetFeed; sequencer: FeedSequencer }[] = [];
+  new Gauge({
+    name: 'petstore_feed_position',
+    help: 'The last change-feed position this instance has read and handed to its followers.',
+    registers: [registry],
+    collect() {
+      for (const { feed } of feeds) this.set(feed.position);
+    },
+  });
+  new Gauge({
+    name: 'petstore_feed_followers',
+    help: 'Change-feed followers on this instance: SSE streams and subscriptions.',
+    registers: [registry],
+    collect() {
+      for (const { feed } of feeds) this.set(feed.followerCount);
+    },
+  });
+  new Gauge({
+    name: 'petstore_feed_sequencer_leader',
+    help: 'Whether this instance held the sequencer lease at its latest claim (1) or not (0); one instance of a deployment has 1.',
+    registers: [registry],
+    collect() {
+      for (const { sequencer } of feeds) this.set(sequencer.isLeader ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: 'petstore_feed_stamped_total',
+    help: 'Pets this instance stamped with their feed position as the sequencer.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { sequencer } of feeds) this.inc(sequencer.stampedCount);
+    },
+  });
   return {
     registry,
     observeRequest: ({ status, ...labels }, seconds) => duration.observe({ ...labels, status: String(status) }, seconds),
     countDeprecatedCall: (operation, apiKeyId) => deprecated.inc({ operation, api_key_id: String(apiKeyId) }),
     watchDatabase: (database) => void databases.push(database),
+    watchFeed: (feed) => void feeds.push(feed),
     countOpenSocket: (delta) => sockets.inc(delta),
     countActiveSubscription: (delta) => subscriptions.inc(delta),
     countDeliveredEvent: (subscription) => delivered.inc({ subscription }),
