@@ -171,7 +171,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     onComplete: (ctx, id) => connections.ended(ctx.extra.socket, id),
     onNext: (_ctx, _id, _payload, args, result) => {
       const field = getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
-      metrics.countDeliveredEvent(field?.kind === Kind.FIELD ? field.name.value : 'unknown');
+      // A result without data is the refusal of a `subscribe` (petEvents' bad `after`), not an event.
+      if (result.data !== undefined) metrics.countDeliveredEvent(field?.kind === Kind.FIELD ? field.name.value : 'unknown');
       if (!result.errors) return;
       return { ...result, errors: result.errors.map((error) => formatError(error.toJSON(), error)) };
     },
