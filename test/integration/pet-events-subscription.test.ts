@@ -15,7 +15,7 @@ import { createPet, request, startTestApp, type TestApp } from '../helpers/test-
 import { createProcessDatabase, testOnMysql } from '../helpers/test-database';
 
 /**
- * `Subscription.petEvents` over WebSocket (docs/subscriptions.md "petEvents"), and `petCreated` fed by the same change
+ * `Subscription.petEvents` over WebSocket (docs/subscriptions.md), and `petCreated` fed by the same change
  * feed: a real graphql-ws client against the real app on a real database. Every subscription follows the feed, so the
  * `petstore_feed_followers` gauge tells whether one has left it.
  */
