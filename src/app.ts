@@ -141,7 +141,12 @@ export async function buildApp({
   // The change feed; with Redis, instances poke each other so an event reaches all within milliseconds.
   const petEvents = await startPetEventBus({ database, redisUrl: config.rateLimit.redisUrl, channel: config.petEventsChannel, log: app.log });
   app.addHook('onClose', () => petEvents.close());
-  metrics.watchFeed(petEvents);
+  metrics.watchFeed(() => ({
+    position: petEvents.feed.position,
+    followers: petEvents.feed.followerCount,
+    leading: petEvents.sequencer.isLeader,
+    stamped: petEvents.sequencer.stampedCount,
+  }));
   const petService = new PetService(new PetRepository(database), idempotency, deprecations, petEvents);
   purgeExpiredKeys(app, idempotency);
 

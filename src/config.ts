@@ -158,12 +158,12 @@ export const CONFIG_SPEC = Object.freeze({
   RATE_LIMIT_WINDOW_SECONDS: positiveInteger({ default: 60, desc: 'The rate-limit window, in seconds.' }),
   REDIS_URL: redisUrl({
     default: undefined,
-    desc: 'Rate-limit counters, pet events (subscriptions) and API key revocations shared by every instance; in memory when unset.',
+    desc: "Rate-limit counters, the change feed's pokes and API key revocations shared by every instance; in memory when unset.",
     example: 'redis://host:6379',
   }),
   PET_EVENTS_CHANNEL: str({
     default: 'pet-store:pet-created',
-    desc: 'Redis pub/sub channel of pet events (subscriptions) with REDIS_URL, one per deployment sharing a Redis.',
+    desc: "Redis pub/sub channel of the change feed's pokes with REDIS_URL, one per deployment sharing a Redis.",
   }),
   RATE_LIMIT_NAMESPACE: str({
     default: 'petstore-rate-limit:',

@@ -1,7 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from '../database/database';
-import type { FeedSequencer } from '../events/feed-sequencer';
-import type { PetFeed } from '../events/pet-feed';
 
 /** Label values of one served request. */
 export interface RequestLabels {
@@ -12,6 +10,17 @@ export interface RequestLabels {
   status: number;
 }
 
+/** One instance's change feed (docs/events.md), as the metrics report it. */
+export interface FeedState {
+  /** The last position read and handed to followers. */
+  position: number;
+  followers: number;
+  /** Holds the sequencer lease. */
+  leading: boolean;
+  /** Pets stamped by this instance since it started. */
+  stamped: number;
+}
+
 /** The service's Prometheus metrics (docs/operations.md "Metrics"), in a registry of their own. */
 export interface Metrics {
   registry: Registry;
@@ -19,8 +28,8 @@ export interface Metrics {
   countDeprecatedCall: (operation: string, apiKeyId: number) => void;
   /** Reports the nodes of `database`: their state, and their connection pools (MySQL only). */
   watchDatabase: (database: Database) => void;
-  /** Reports this instance's view of the change feed and whether it sequences (docs/events.md). */
-  watchFeed: (feed: { feed: PetFeed; sequencer: FeedSequencer }) => void;
+  /** Reports this instance's view of the change feed and whether it sequences (docs/events.md), read at each scrape. */
+  watchFeed: (state: () => FeedState) => void;
   countOpenSocket: (delta: 1 | -1) => void;
   countActiveSubscription: (delta: 1 | -1) => void;
   /** `subscription` is the root field, e.g. `petCreated`. */
@@ -96,13 +105,13 @@ export function createMetrics(): Metrics {
       for (const { state } of watchedNodes()) if (typeof state.lagSeconds === 'number') this.set({ node: state.name }, state.lagSeconds);
     },
   });
-  const feeds: { feed: PetFeed; sequencer: FeedSequencer }[] = [];
+  const feeds: (() => FeedState)[] = [];
   new Gauge({
     name: 'petstore_feed_position',
     help: 'The last change-feed position this instance has read and handed to its followers.',
     registers: [registry],
     collect() {
-      for (const { feed } of feeds) this.set(feed.position);
+      for (const state of feeds) this.set(state().position);
     },
   });
   new Gauge({
@@ -110,7 +119,7 @@ export function createMetrics(): Metrics {
     help: 'Change-feed followers on this instance: SSE streams and subscriptions.',
     registers: [registry],
     collect() {
-      for (const { feed } of feeds) this.set(feed.followerCount);
+      for (const state of feeds) this.set(state().followers);
     },
   });
   new Gauge({
@@ -118,7 +127,7 @@ export function createMetrics(): Metrics {
     help: 'Whether this instance held the sequencer lease at its latest claim (1) or not (0); one instance of a deployment has 1.',
     registers: [registry],
     collect() {
-      for (const { sequencer } of feeds) this.set(sequencer.isLeader ? 1 : 0);
+      for (const state of feeds) this.set(state().leading ? 1 : 0);
     },
   });
   new Counter({
@@ -127,7 +136,7 @@ export function createMetrics(): Metrics {
     registers: [registry],
     collect() {
       this.reset();
-      for (const { sequencer } of feeds) this.inc(sequencer.stampedCount);
+      for (const state of feeds) this.inc(state().stamped);
     },
   });
   return {
@@ -135,7 +144,7 @@ export function createMetrics(): Metrics {
     observeRequest: ({ status, ...labels }, seconds) => duration.observe({ ...labels, status: String(status) }, seconds),
     countDeprecatedCall: (operation, apiKeyId) => deprecated.inc({ operation, api_key_id: String(apiKeyId) }),
     watchDatabase: (database) => void databases.push(database),
-    watchFeed: (feed) => void feeds.push(feed),
+    watchFeed: (state) => void feeds.push(state),
     countOpenSocket: (delta) => sockets.inc(delta),
     countActiveSubscription: (delta) => subscriptions.inc(delta),
     countDeliveredEvent: (subscription) => delivered.inc({ subscription }),

@@ -6,6 +6,8 @@ import { PetFeed } from '../../src/events/pet-feed';
 import { type PetEvent, PetFeedRepository } from '../../src/events/pet-feed.repository';
 import { PetStatus } from '../../src/pets/pet-status.enum';
 import { PET_FEED_LIMITS } from '../../src/limits';
+import { createMetrics } from '../../src/observability/metrics.registry';
+import { createPet, startTestApp } from '../helpers/test-app';
 import { openTestDatabase, testOnMysql } from '../helpers/test-database';
 
 const quiet = { warn: () => undefined, info: () => undefined };
@@ -144,5 +146,21 @@ describe('the change feed on the database', () => {
     expect(feed.followerCount).toBe(0);
     await sequencer.close();
     await feed.close();
+  });
+});
+
+describe('the change feed in the metrics', () => {
+  test('when pets are created, then the instance reports itself as the sequencer, the pets it stamped and the position it reached', async () => {
+    const metrics = createMetrics();
+    const t = await startTestApp({ observe: { metrics } });
+    try {
+      const value = async (name: string) => (await metrics.registry.getSingleMetric(name)!.get()).values[0]?.value;
+      for (let i = 0; i < 3; i++) await createPet(t);
+      await until(async () => (await value('petstore_feed_position')) === 3);
+      expect(await value('petstore_feed_sequencer_leader')).toBe(1);
+      expect(await value('petstore_feed_stamped_total')).toBe(3);
+    } finally {
+      await t.close();
+    }
   });
 });
