@@ -9,10 +9,12 @@ import { KeyChangeChannel } from './auth/key-change.channel';
 import { type Config, DEV_API_KEY_PATH } from './config';
 import type { Database } from './database/database';
 import { startPetEventBus } from './events/pet-event.bus';
+import { PetEventService } from './events/pet-event.service';
 import { graphqlPlugin } from './graphql/graphql.plugin';
 import { createGuard } from './guard/guard';
 import { createRateLimiter } from './guard/rate-limiter';
 import { guardRequests } from './guard/request.guard';
+import { answerConditionalGets } from './http/conditional-get.hook';
 import { answerClientError, refuseUnknownRoute, sendError } from './http/error.handler';
 import { closeConnectionsOnceNotAccepting } from './http/graceful-shutdown';
 import { parseJsonExactly } from './http/json-body.parser';
@@ -34,6 +36,7 @@ import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
 import { credentialsController } from './rest/credentials.controller';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
+import { eventController } from './rest/event.controller';
 import { petController } from './rest/pet.controller';
 import { SURFACE_PATHS } from './surface-paths';
 
@@ -158,10 +161,13 @@ export async function buildApp({
   const limiter = createRateLimiter(config.rateLimit, app.log);
   app.addHook('onClose', () => limiter.close());
   const guard = createGuard(apiKeys, limiter);
+  // After the JSON newline, so a tag covers the bytes sent; before the guard's hook, which gives a 304's unit back.
+  answerConditionalGets(app);
   const requests = guardRequests(app, guard);
   announceKeyChanges(app, config, apiKeys);
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.operationHook });
+  await app.register(eventController, { prefix: SURFACE_PATHS.rest, petEvents: new PetEventService(petEvents.feed), guard: requests.operationHook, metrics });
   // Outside the pet operations' guard: no key; its address pays.
   await app.register(credentialsController, { prefix: SURFACE_PATHS.rest, apiKeys, chargeAddress: requests.addressHook });
   await app.register(graphqlPlugin, {

@@ -4,6 +4,8 @@ export const SURFACE_PATHS = Object.freeze({
   /** spec "Versioning". */
   rest: '/v1',
   pets: '/v1/pets',
+  /** The change feed (docs/events.md). */
+  events: '/v1/events',
   openapiJson: '/v1/openapi.json',
   openapiYaml: '/v1/openapi.yaml',
   /** Swagger UI. */

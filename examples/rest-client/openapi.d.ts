@@ -46,6 +46,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The change feed: every pet created, in one order
+         * @description Every committed pet exactly once, in the feed order every instance agrees on (docs/events.md). JSON: a page at a time from the beginning (without `after`), so walking the `Link` rel="next" pages is the complete list; the link is always there, the way to poll. With `Accept: text/event-stream`: a server-sent event stream that replays after `Last-Event-ID` (it wins) or `after`, else starts from now, then goes live. Unknown query parameters are refused.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/credentials/revoke": {
         parameters: {
             query?: never;
@@ -128,6 +148,55 @@ export interface components {
          */
         Pets: components["schemas"]["Pet"][];
         /**
+         * @description One entry of the change feed (docs/events.md): a pet committed, at its place in the one feed order. More fields may be added; ignore those you do not know.
+         * @example {
+         *       "id": "ZTEuMe8et5Hr2xJ0",
+         *       "type": "pet.created",
+         *       "pet": {
+         *         "id": 1,
+         *         "name": "Rex",
+         *         "categoryId": 1,
+         *         "status": "available"
+         *       }
+         *     }
+         */
+        Event: {
+            /** @description The event cursor: resume after this event with `after=<id>` or `Last-Event-ID`. Opaque. */
+            id: string;
+            /**
+             * @description What happened: `pet.created`.
+             * @enum {string}
+             */
+            type: "pet.created";
+            pet: components["schemas"]["Pet"];
+        };
+        /**
+         * @description A JSON array of Event, in feed order.
+         * @example [
+         *       {
+         *         "id": "ZTEuMe8et5Hr2xJ0",
+         *         "type": "pet.created",
+         *         "pet": {
+         *           "id": 1,
+         *           "name": "Rex",
+         *           "categoryId": 1,
+         *           "status": "available"
+         *         }
+         *       },
+         *       {
+         *         "id": "ZTEuMuyYmy0S-v3l",
+         *         "type": "pet.created",
+         *         "pet": {
+         *           "id": 2,
+         *           "name": "Whiskers",
+         *           "categoryId": 2,
+         *           "status": "pending"
+         *         }
+         *       }
+         *     ]
+         */
+        Events: components["schemas"]["Event"][];
+        /**
          * @description Every error response (spec "Error").
          * @example {
          *       "code": "NOT_FOUND",
@@ -163,7 +232,10 @@ export interface operations {
                 /** @description Opaque cursor: the page after the one whose `Link` header (rel="next") holds it. Keep the same `status`; 400 when edited or from another filter. */
                 after?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 §13.1.2: entity tags from earlier `ETag`s (comma-separated, `W/` ignored) or `*`. When one matches the current answer: 304 with no body, and the request is not charged to the rate limit. */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -174,6 +246,10 @@ export interface operations {
                 headers: {
                     /** @description Only when more pets follow. RFC 8288: `</v1/pets?limit=20&after=…>; rel="next"`, the next page with the same `limit` and `status`. */
                     Link?: string;
+                    /** @description RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged. */
+                    ETag?: string;
+                    /** @description `private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it. */
+                    "Cache-Control"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
                     "RateLimit-Policy"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
@@ -201,6 +277,25 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["Pets"];
                 };
+            };
+            /** @description `If-None-Match` matched the current `ETag`: nothing changed since, no body. Not charged to the rate limit; its `RateLimit` says what is left. */
+            304: {
+                headers: {
+                    /** @description Only when more pets follow. RFC 8288: `</v1/pets?limit=20&after=…>; rel="next"`, the next page with the same `limit` and `status`. */
+                    Link?: string;
+                    /** @description RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged. */
+                    ETag?: string;
+                    /** @description `private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it. */
+                    "Cache-Control"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description BAD_USER_INPUT: The request holds invalid values. */
             400: {
@@ -541,7 +636,10 @@ export interface operations {
     getPet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description RFC 9110 §13.1.2: entity tags from earlier `ETag`s (comma-separated, `W/` ignored) or `*`. When one matches the current answer: 304 with no body, and the request is not charged to the rate limit. */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description Identifier of the animal. */
                 petId: number;
@@ -559,6 +657,10 @@ export interface operations {
                     Sunset?: string;
                     /** @description RFC 8288: the replacement operation. `</v1/pets>; rel="successor-version"` */
                     Link?: string;
+                    /** @description RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged. */
+                    ETag?: string;
+                    /** @description `private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it. */
+                    "Cache-Control"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
                     "RateLimit-Policy"?: string;
                     /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
@@ -578,6 +680,29 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["Pet"];
                 };
+            };
+            /** @description `If-None-Match` matched the current `ETag`: nothing changed since, no body. Not charged to the rate limit; its `RateLimit` says what is left. */
+            304: {
+                headers: {
+                    /** @description RFC 9745: deprecated since this date (`@` Unix seconds). `@1795305600` */
+                    Deprecation?: string;
+                    /** @description RFC 8594: the removal date. `Thu, 05 Dec 2030 00:00:00 GMT` */
+                    Sunset?: string;
+                    /** @description RFC 8288: the replacement operation. `</v1/pets>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged. */
+                    ETag?: string;
+                    /** @description `private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it. */
+                    "Cache-Control"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description BAD_USER_INPUT: The request holds invalid values. */
             400: {
@@ -748,6 +873,211 @@ export interface operations {
                     Sunset?: string;
                     /** @description RFC 8288: the replacement operation. `</v1/pets>; rel="successor-version"` */
                     Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                limit?: number;
+                status?: "available" | "pending" | "sold";
+                /** @description Opaque event cursor: the feed continues after the event it names (an event's `id`, or the `after` of a `Link` rel="next"). Absent: from the beginning (JSON), from now (SSE). 400 when edited or a list cursor. */
+                after?: string;
+            };
+            header?: {
+                /** @description RFC 9110 §13.1.2: entity tags from earlier `ETag`s (comma-separated, `W/` ignored) or `*`. When one matches the current answer: 304 with no body, and the request is not charged to the rate limit. */
+                "If-None-Match"?: string;
+                /** @description SSE only: the `id` of the last event received; the stream resumes after it. Sent by EventSource when it reconnects; wins over `after`. 400 when not an event cursor. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A JSON array of Event in feed order, with `Link` rel="next" always. With `Accept: text/event-stream`: an SSE stream (`retry:` first, then per event `id:` its cursor, `event: pet.created`, `data:` the Event as JSON; a `:` comment at least every 15 s), replaying after `Last-Event-ID` or `after`, else from now, then live. */
+            200: {
+                headers: {
+                    /** @description JSON only, always: RFC 8288 `</v1/events?limit=20&after=…>; rel="next"`, after the last event of the page (an empty page repeats its `after`): follow it to poll. */
+                    Link?: string;
+                    /** @description RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged. */
+                    ETag?: string;
+                    /** @description `private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it. */
+                    "Cache-Control"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "ZTEuMe8et5Hr2xJ0",
+                     *         "type": "pet.created",
+                     *         "pet": {
+                     *           "id": 1,
+                     *           "name": "Rex",
+                     *           "categoryId": 1,
+                     *           "status": "available"
+                     *         }
+                     *       },
+                     *       {
+                     *         "id": "ZTEuMuyYmy0S-v3l",
+                     *         "type": "pet.created",
+                     *         "pet": {
+                     *           "id": 2,
+                     *           "name": "Whiskers",
+                     *           "categoryId": 2,
+                     *           "status": "pending"
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Events"];
+                    /**
+                     * @example retry: 1000
+                     *
+                     *     id: ZTEuMe8et5Hr2xJ0
+                     *     event: pet.created
+                     *     data: {"id":"ZTEuMe8et5Hr2xJ0","type":"pet.created","pet":{"id":1,"name":"Rex","categoryId":1,"status":"available"}}
+                     *
+                     *     id: ZTEuMuyYmy0S-v3l
+                     *     event: pet.created
+                     *     data: {"id":"ZTEuMuyYmy0S-v3l","type":"pet.created","pet":{"id":2,"name":"Whiskers","categoryId":2,"status":"pending"}}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description `If-None-Match` matched the current `ETag`: nothing changed since, no body. Not charged to the rate limit; its `RateLimit` says what is left. */
+            304: {
+                headers: {
+                    /** @description JSON only, always: RFC 8288 `</v1/events?limit=20&after=…>; rel="next"`, after the last event of the page (an empty page repeats its `after`): follow it to poll. */
+                    Link?: string;
+                    /** @description RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged. */
+                    ETag?: string;
+                    /** @description `private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it. */
+                    "Cache-Control"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "BAD_USER_INPUT",
+                     *       "message": "The request holds invalid values.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -21,7 +21,7 @@ export type KeyKind = keyof typeof KEY_KINDS;
  * refused. `public` lists the REST operations that take no key at all (they are outside the guard).
  */
 export const OPERATION_SCOPES = Object.freeze({
-  rest: { listPets: 'pets:read', getPet: 'pets:read', createPet: 'pets:write' },
+  rest: { listPets: 'pets:read', getPet: 'pets:read', createPet: 'pets:write', listEvents: 'pets:read' },
   /** Revoking leaked keys needs no key (docs/api-keys.md "Revocation"). */
   public: ['revokeCredentials'],
   graphql: {

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { ApiKeyService } from '../auth/api-key.service';
+import { ConnectionSlots } from '../guard/connection-slots';
 import type { GuardState } from '../guard/guard';
 import { SUBSCRIPTION_LIMITS } from '../limits';
 import type { Metrics } from '../observability/metrics.registry';
@@ -34,7 +35,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export function connectionLifecycle({ apiKeys, metrics, keyRecheckMs, log }: LifecycleOptions) {
   const connections = new Map<WebSocket, Connection>();
-  const perKey = new Map<number, number>();
+  const perKey = new ConnectionSlots();
   /** Each held connection's expiry timer, when its key expires. */
   const expiries = new Map<WebSocket, NodeJS.Timeout>();
   /** Running graphql-ws ids per socket, so a gauge is decremented once. */
@@ -46,9 +47,7 @@ export function connectionLifecycle({ apiKeys, metrics, keyRecheckMs, log }: Lif
     const connection = connections.get(socket);
     if (!connection) return;
     connections.delete(socket);
-    const left = (perKey.get(connection.apiKeyId) ?? 1) - 1;
-    if (left > 0) perKey.set(connection.apiKeyId, left);
-    else perKey.delete(connection.apiKeyId);
+    perKey.give(connection.apiKeyId);
   };
 
   const closeRevoked = (socket: WebSocket) => socket.close(SUBSCRIPTION_CLOSE.revoked.code, SUBSCRIPTION_CLOSE.revoked.reason);
@@ -106,9 +105,7 @@ export function connectionLifecycle({ apiKeys, metrics, keyRecheckMs, log }: Lif
     },
     /** False when its key has all the connections it may have here. */
     hold(socket: WebSocket, connection: Connection): boolean {
-      const open = perKey.get(connection.apiKeyId) ?? 0;
-      if (open >= SUBSCRIPTION_LIMITS.maxConnectionsPerKey) return false;
-      perKey.set(connection.apiKeyId, open + 1);
+      if (!perKey.take(connection.apiKeyId)) return false;
       connections.set(socket, connection);
       // Closed while it was being checked: nothing to keep.
       if (socket.readyState !== socket.OPEN) release(socket);

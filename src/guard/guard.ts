@@ -17,6 +17,8 @@ export interface GuardState {
   rateLimit?: RateLimitStatus;
   /** Where an admitted caller spends: its key's counters, for the address it was admitted from. */
   counters?: readonly RateLimitCounter[];
+  /** Units charged to `counters` so far, at admission and after: what {@link Guard.giveBack} returns. */
+  spent?: number;
   /** Set when the key does not allow the request's `Origin`: the answer must carry no CORS grant. */
   originRefused?: boolean;
 }
@@ -56,6 +58,12 @@ export interface Guard {
    * for operations open to anyone. Writes `state.rateLimit`. Throws TOO_MANY_REQUESTS, SERVICE_UNAVAILABLE.
    */
   chargeAddress(address: string, state: GuardState): Promise<void>;
+  /**
+   * Gives an admitted caller's key back every unit its request spent, for an answer that is not charged: a 304 Not
+   * Modified (RFC 9110 §15.4.5; docs/security.md "Limits"). Writes `state.rateLimit` as if nothing had been charged.
+   * What a key this process had not seen cost its address (the lookup) stays spent. Throws the rate-limit store's error.
+   */
+  giveBack(state: GuardState): Promise<void>;
 }
 
 // RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is case-insensitive.
@@ -132,6 +140,7 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
       }
       state.counters = keyCounters(credential, address, limiter.config.max);
       await charge(state, state.counters, units);
+      state.spent = units;
       if (credential.origins && origin !== undefined && !credential.origins.has(origin)) {
         state.originRefused = true;
         throw new AppError('FORBIDDEN', `This API key may not be used from the origin ${JSON.stringify(origin)}.`);
@@ -151,8 +160,16 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
     },
     async spend(state, units) {
       if (state.counters === undefined) throw new Error('spend runs after admit has admitted the caller');
-      if (units > 0) await charge(state, state.counters, units);
+      if (units <= 0) return;
+      await charge(state, state.counters, units);
+      state.spent = (state.spent ?? 0) + units;
     },
     chargeAddress: (address, state) => charge(state, byAddress(address), 1),
+    async giveBack(state) {
+      if (state.counters === undefined || !state.spent) return;
+      const units = state.spent;
+      state.spent = 0;
+      state.rateLimit = await limiter.refund(state.counters, units);
+    },
   };
 }

@@ -47,6 +47,12 @@ export interface RateLimiter {
    * so no client gets past its limit while Redis is away.
    */
   charge(counters: readonly RateLimitCounter[], units: number): Promise<{ charged: boolean; status: RateLimitStatus }>;
+  /**
+   * Gives `units` of an earlier charge back to each of `counters` whose window is still the one charged, for an answer
+   * that is not charged (a 304, docs/security.md "Limits"). Returns the counter with the least left after. Throws the
+   * store's error when the counters cannot be reached.
+   */
+  refund(counters: readonly RateLimitCounter[], units: number): Promise<RateLimitStatus>;
   close(): Promise<void>;
 }
 
@@ -110,6 +116,18 @@ export function createRateLimiter(config: RateLimitConfig, log: FastifyBaseLogge
       } catch {
         throw new AppError('SERVICE_UNAVAILABLE', 'The rate limit cannot be checked now: retry shortly.');
       }
+    },
+    async refund(counters, units) {
+      const statuses: RateLimitStatus[] = [];
+      for (const { name, quota } of counters) {
+        const limiter = limiterOf(quota);
+        const counter = config.namespace + name;
+        const current = await limiter.get(counter);
+        // A window that ended since the charge holds none of it: a reward there would start one below zero.
+        const charged = current !== null && current.consumedPoints >= units;
+        statuses.push(statusOf(quota, charged ? await limiter.reward(counter, units) : current));
+      }
+      return least(statuses);
     },
     close: async () => void (await redis?.quit()),
   };

@@ -1,9 +1,9 @@
-import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { contextOf, startGuardState } from '../http/request-context';
 import type { Caller } from '../pets/caller';
 import { type Scope, restOperationScope } from '../auth/api-key-policy';
 import type { Credential } from '../auth/api-key.service';
-import type { Guard } from './guard';
+import type { Guard, GuardState } from './guard';
 import type { RateLimitStatus } from './rate-limiter';
 
 /** The policy name in the RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10). */
@@ -29,7 +29,8 @@ export interface RequestGuard {
 
 /**
  * The guard for HTTP requests (docs/security.md "Limits", docs/api-keys.md): counted answers get `RateLimit-Policy` and
- * `RateLimit`, answers to a found key with an expiry `API-Key-Expires` (an RFC 9110 HTTP-date).
+ * `RateLimit`, answers to a found key with an expiry `API-Key-Expires` (an RFC 9110 HTTP-date). A 304 (RFC 9110
+ * §15.4.5) gets its units back before those fields are written ({@link Guard.giveBack}).
  */
 export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard {
   // Formatted once per cached key (a credential lives as long as its cache entry), not per answer.
@@ -39,8 +40,7 @@ export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard 
     if (date === undefined) expiryDates.set(credential, (date = expiresAt.toUTCString()));
     return date;
   };
-  app.addHook('onSend', (request, reply, _payload, done) => {
-    const state = contextOf(request)?.guard;
+  const writeFields = (reply: FastifyReply, state: GuardState | undefined) => {
     const status = state?.rateLimit;
     if (status) {
       reply.header('RateLimit-Policy', `"${POLICY}";q=${status.quota};w=${status.windowSeconds}`);
@@ -49,6 +49,22 @@ export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard 
     const credential = state?.credential;
     if (credential?.expiresAt) reply.header('API-Key-Expires', expiryDateOf(credential, credential.expiresAt));
     if (state?.originRefused) for (const name of CORS_GRANT) reply.removeHeader(name);
+  };
+  app.addHook('onSend', (request, reply, _payload, done) => {
+    const state = contextOf(request)?.guard;
+    // A conditional request answered 304 is not charged (docs/security.md "Limits"): a poller pays only for changes.
+    if (reply.statusCode === 304 && state?.spent) {
+      void guard
+        .giveBack(state)
+        // The 304 is still right; its unit stays spent and its fields say so.
+        .catch((error: unknown) => request.log.warn({ err: error }, "cannot give a 304's rate-limit unit back now"))
+        .finally(() => {
+          writeFields(reply, state);
+          done();
+        });
+      return;
+    }
+    writeFields(reply, state);
     done();
   });
   const admit = async (request: FastifyRequest) => {

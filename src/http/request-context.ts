@@ -25,6 +25,11 @@ declare module 'fastify' {
     /** Null on a request answered before its onRequest hooks (a malformed URL). */
     context: RequestContext | null;
   }
+  /** What a route declares of itself in its `config`, for the app's hooks to read. */
+  interface FastifyContextConfig {
+    /** Its 200s get an ETag and answer If-None-Match with 304 (http/conditional-get.hook.ts). */
+    conditionalGet?: boolean;
+  }
 }
 
 /** Gives every request of `app` its context, in an onRequest hook: call it before any hook that uses it. */

@@ -17,7 +17,7 @@ function labelsOf(request: FastifyRequest, status: number): RequestLabels {
   const route = request.routeOptions.url;
   const method = request.method;
   if (route === undefined) return { surface: 'other', route: 'unmatched', method, status };
-  if (route.startsWith(SURFACE_PATHS.pets)) return { surface: 'rest', route, method, status };
+  if (route.startsWith(SURFACE_PATHS.pets) || route === SURFACE_PATHS.events) return { surface: 'rest', route, method, status };
   if (route === SURFACE_PATHS.graphql) return { surface: 'graphql', route: contextOf(request)?.graphqlOperation?.label ?? route, method, status };
   return { surface: 'other', route, method, status };
 }

@@ -30,8 +30,19 @@ export async function hardenResponses(app: FastifyInstance, corsOrigins: readonl
     origin: [...corsOrigins],
     methods: ['GET', 'POST'],
     // The GraphQL CSRF headers too (graphql/csrf-prevention.ts), or CORS clients could not send them.
-    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'apollo-require-preflight', 'x-apollo-operation-name'],
-    exposedHeaders: ['Location', 'Idempotent-Replayed', 'Deprecation', 'Sunset', 'Link', 'WWW-Authenticate', 'RateLimit', 'RateLimit-Policy', 'Retry-After'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-None-Match', 'apollo-require-preflight', 'x-apollo-operation-name'],
+    exposedHeaders: [
+      'Location',
+      'Idempotent-Replayed',
+      'Deprecation',
+      'Sunset',
+      'Link',
+      'ETag',
+      'WWW-Authenticate',
+      'RateLimit',
+      'RateLimit-Policy',
+      'Retry-After',
+    ],
     maxAge: 600,
   });
 }

@@ -31,6 +31,7 @@ export interface Metrics {
   /** Reports this instance's view of the change feed and whether it sequences (docs/events.md), read at each scrape. */
   watchFeed: (state: () => FeedState) => void;
   countOpenSocket: (delta: 1 | -1) => void;
+  countOpenEventStream: (delta: 1 | -1) => void;
   countActiveSubscription: (delta: 1 | -1) => void;
   /** `subscription` is the root field, e.g. `petCreated`. */
   countDeliveredEvent: (subscription: string) => void;
@@ -67,6 +68,11 @@ export function createMetrics(): Metrics {
     name: 'petstore_subscription_events_total',
     help: 'Subscription events sent to subscribers (one per subscriber), by subscription field.',
     labelNames: ['subscription'] as const,
+    registers: [registry],
+  });
+  const eventStreams = new Gauge({
+    name: 'petstore_event_streams',
+    help: 'Open server-sent event streams of GET /v1/events.',
     registers: [registry],
   });
   const databases: Database[] = [];
@@ -146,6 +152,7 @@ export function createMetrics(): Metrics {
     watchDatabase: (database) => void databases.push(database),
     watchFeed: (state) => void feeds.push(state),
     countOpenSocket: (delta) => sockets.inc(delta),
+    countOpenEventStream: (delta) => eventStreams.inc(delta),
     countActiveSubscription: (delta) => subscriptions.inc(delta),
     countDeliveredEvent: (subscription) => delivered.inc({ subscription }),
   };

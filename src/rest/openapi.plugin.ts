@@ -32,6 +32,7 @@ export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiS
       ],
       tags: [
         { name: 'pets', description: 'The animals of the store.' },
+        { name: 'events', description: 'The change feed: every pet created, once each, in one order (docs/events.md).' },
         { name: 'credentials', description: 'Leaked API keys, revoked by whoever finds them.' },
       ],
       components: {

@@ -1,7 +1,12 @@
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 import { restOperationScope } from '../auth/api-key-policy';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-catalogue';
+import { ListEventsArgs } from '../events/pet-event.inputs';
+import { PET_CREATED_EVENT } from '../events/pet-event.service';
+import { formatEventFrame, formatRetryFrame } from '../http/event-stream';
+import { encodeEventCursor } from '../pets/pet-cursor';
 import { IDENTIFIER_SCHEMA, ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
+import { PET_FEED_LIMITS, PET_LIMITS } from '../limits';
 
 /**
  * JSON Schemas of the REST contract, derived from the code that enforces it so there is no
@@ -65,7 +70,16 @@ export const OPENAPI_EXAMPLES = Object.freeze({
     { id: 1, name: 'Rex', categoryId: 1, status: 'available' },
     { id: 2, name: 'Whiskers', categoryId: 2, status: 'pending' },
   ],
+  events: [
+    { id: encodeEventCursor(1), type: PET_CREATED_EVENT, pet: { id: 1, name: 'Rex', categoryId: 1, status: 'available' } },
+    { id: encodeEventCursor(2), type: PET_CREATED_EVENT, pet: { id: 2, name: 'Whiskers', categoryId: 2, status: 'pending' } },
+  ],
 } as const);
+
+/** The same two events as an SSE stream that replays them. */
+const EVENT_STREAM_EXAMPLE =
+  formatRetryFrame(PET_FEED_LIMITS.retryMs) +
+  OPENAPI_EXAMPLES.events.map((event) => formatEventFrame({ id: event.id, event: event.type, data: JSON.stringify(event) })).join('');
 
 /** The spec's Error body for a catalogue code. */
 export function errorExample(code: ErrorCode): { code: ErrorCode; message: string; status: number } {
@@ -88,6 +102,20 @@ export const SHARED_SCHEMAS: Schema[] = [
   },
   { $id: 'Pets', description: 'A JSON array of Pet.', type: 'array', items: { $ref: 'Pet#' }, examples: [OPENAPI_EXAMPLES.pets] },
   {
+    $id: 'Event',
+    description:
+      'One entry of the change feed (docs/events.md): a pet committed, at its place in the one feed order. More fields may be added; ignore those you do not know.',
+    type: 'object',
+    properties: {
+      id: { type: 'string', description: 'The event cursor: resume after this event with `after=<id>` or `Last-Event-ID`. Opaque.' },
+      type: { type: 'string', enum: [PET_CREATED_EVENT], description: 'What happened: `pet.created`.' },
+      pet: { $ref: 'Pet#' },
+    },
+    required: ['id', 'type', 'pet'],
+    examples: [OPENAPI_EXAMPLES.events[0]],
+  },
+  { $id: 'Events', description: 'A JSON array of Event, in feed order.', type: 'array', items: { $ref: 'Event#' }, examples: [OPENAPI_EXAMPLES.events] },
+  {
     $id: 'Error',
     description: 'Every error response (spec "Error").',
     type: 'object',
@@ -103,6 +131,37 @@ export const SHARED_SCHEMAS: Schema[] = [
 ];
 
 export const LIST_PETS_QUERY = inputSchema(ListPetsArgs);
+
+export const LIST_EVENTS_QUERY = inputSchema(ListEventsArgs);
+
+/** listEvents' request header: where a reconnecting EventSource resumes. */
+export const LAST_EVENT_ID_HEADER: Schema = {
+  type: 'object',
+  properties: {
+    'Last-Event-ID': {
+      type: 'string',
+      pattern: '^[A-Za-z0-9_-]+$',
+      maxLength: PET_LIMITS.cursorMaxLength,
+      description:
+        'SSE only: the `id` of the last event received; the stream resumes after it. Sent by EventSource when it reconnects; wins over `after`. 400 when not an event cursor.',
+    },
+  },
+};
+
+/** listEvents' 200: the page as JSON, or with `Accept: text/event-stream` the stream. */
+export function eventsResponse(headers: Record<string, Schema>): Schema {
+  return {
+    description:
+      'A JSON array of Event in feed order, with `Link` rel="next" always. With `Accept: text/event-stream`: an SSE stream (`retry:` first, then per ' +
+      `event \`id:\` its cursor, \`event: ${PET_CREATED_EVENT}\`, \`data:\` the Event as JSON; a \`:\` comment at least every ${PET_FEED_LIMITS.heartbeatMs / 1000} s), ` +
+      'replaying after `Last-Event-ID` or `after`, else from now, then live.',
+    headers,
+    content: {
+      'application/json': { schema: { $ref: 'Events#' }, example: OPENAPI_EXAMPLES.events },
+      'text/event-stream': { schema: { type: 'string', description: 'The WHATWG HTML event stream format.' }, example: EVENT_STREAM_EXAMPLE },
+    },
+  };
+}
 
 /** Path parameters of getPet: the REST name `petId` for PetIdArgs.id. */
 export const PET_ID_PARAMS: Schema = {
@@ -141,6 +200,25 @@ export const HEADERS = {
       description: 'Only when more pets follow. RFC 8288: `</v1/pets?limit=20&after=…>; rel="next"`, the next page with the same `limit` and `status`.',
     },
   },
+  /** What http/conditional-get.hook.ts sends on the 200 and the 304 of a route that opts in. */
+  CONDITIONAL: {
+    ETag: {
+      type: 'string',
+      description:
+        'RFC 9110 §8.8.3: the strong entity tag of this answer (its body and `Link`). Send it back in `If-None-Match` to be answered 304 while it is unchanged.',
+    },
+    'Cache-Control': {
+      type: 'string',
+      description: '`private, no-cache`: a browser may keep the answer, but must revalidate it (`If-None-Match`) before each use; no shared cache keeps it.',
+    },
+  },
+  FEED_NEXT_LINK: {
+    Link: {
+      type: 'string',
+      description:
+        'JSON only, always: RFC 8288 `</v1/events?limit=20&after=…>; rel="next"`, after the last event of the page (an empty page repeats its `after`): follow it to poll.',
+    },
+  },
   RETRY_AFTER: { 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying.' } },
   API_KEY_EXPIRES: {
     'API-Key-Expires': {
@@ -164,6 +242,35 @@ export function jsonResponse(
     description,
     ...(Object.keys(headers).length > 0 && { headers }),
     content: { 'application/json': { schema: { $ref: ref }, ...example } },
+  };
+}
+
+/** The request headers of a route that opts in to conditional GET (http/conditional-get.hook.ts), for its `schema.headers`. */
+export const CONDITIONAL_REQUEST_HEADERS: Schema = {
+  type: 'object',
+  properties: {
+    'If-None-Match': {
+      type: 'string',
+      description:
+        'RFC 9110 §13.1.2: entity tags from earlier `ETag`s (comma-separated, `W/` ignored) or `*`. When one matches the current answer: 304 with no body, ' +
+        'and the request is not charged to the rate limit.',
+    },
+  },
+};
+
+/**
+ * The 304 Not Modified (RFC 9110 §15.4.5) of a route that opts in to conditional GET: no body; `headers` are the 200's,
+ * which the 304 carries too ({@link HEADERS}.CONDITIONAL among them).
+ */
+export function notModifiedResponse(headers: Record<string, Schema>): Record<304, Schema> {
+  return {
+    304: {
+      // @fastify/swagger's mark of a response with no content.
+      type: 'null',
+      description:
+        '`If-None-Match` matched the current `ETag`: nothing changed since, no body. Not charged to the rate limit; its `RateLimit` says what is left.',
+      headers,
+    },
   };
 }
 

@@ -5,7 +5,17 @@ import { rejectOtherMethods } from '../http/method-not-allowed';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
 import type { PetPage, PetService } from '../pets/pet.service';
 import { parsePositiveInteger } from '../validation/positive-integer';
-import { HEADERS, LIST_PETS_QUERY, OPENAPI_EXAMPLES, PET_ID_PARAMS, errorResponses, jsonResponse, operationSecurity } from './openapi.schemas';
+import {
+  CONDITIONAL_REQUEST_HEADERS,
+  HEADERS,
+  LIST_PETS_QUERY,
+  OPENAPI_EXAMPLES,
+  PET_ID_PARAMS,
+  errorResponses,
+  jsonResponse,
+  notModifiedResponse,
+  operationSecurity,
+} from './openapi.schemas';
 import { IDEMPOTENCY_LIMITS } from '../limits';
 
 export interface PetControllerOptions {
@@ -28,6 +38,9 @@ const DEPRECATION_HEADERS = Object.fromEntries(Object.entries(DEPRECATION).map((
 const DEPRECATION_HEADER_SCHEMAS = Object.fromEntries(
   Object.entries(DEPRECATION).map(([name, { value, description }]) => [name, { type: 'string', description: `${description} \`${value}\`` }]),
 );
+/** A page's fields, on its 200 and its 304 alike. */
+const LIST_PETS_HEADERS = { ...HEADERS.NEXT_PAGE_LINK, ...HEADERS.CONDITIONAL, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES };
+const GET_PET_HEADERS = { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.CONDITIONAL, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES };
 
 /** A plainly written integer becomes a number so the input rules can judge it; anything else stays a string and fails them. */
 function fromQueryValue(value: unknown): unknown {
@@ -69,16 +82,14 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
           'with the same `limit` and `status` and an `after` cursor; the last page has none. Unknown query parameters are refused.',
         tags: ['pets'],
         querystring: LIST_PETS_QUERY,
+        headers: CONDITIONAL_REQUEST_HEADERS,
         response: {
-          200: jsonResponse(
-            'A JSON array of Pet.',
-            'Pets#',
-            { example: OPENAPI_EXAMPLES.pets },
-            { ...HEADERS.NEXT_PAGE_LINK, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES },
-          ),
+          200: jsonResponse('A JSON array of Pet.', 'Pets#', { example: OPENAPI_EXAMPLES.pets }, LIST_PETS_HEADERS),
+          ...notModifiedResponse(LIST_PETS_HEADERS),
           ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE']),
         },
       },
+      config: { conditionalGet: true },
     },
     async (request, reply) => {
       const query = Object.fromEntries(Object.entries(request.query as Record<string, unknown>).map(([key, value]) => [key, fromQueryValue(value)]));
@@ -154,13 +165,10 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
         tags: ['pets'],
         deprecated: true,
         params: PET_ID_PARAMS,
+        headers: CONDITIONAL_REQUEST_HEADERS,
         response: {
-          200: jsonResponse(
-            'The Pet.',
-            'Pet#',
-            { example: OPENAPI_EXAMPLES.pet },
-            { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES },
-          ),
+          200: jsonResponse('The Pet.', 'Pet#', { example: OPENAPI_EXAMPLES.pet }, GET_PET_HEADERS),
+          ...notModifiedResponse(GET_PET_HEADERS),
           ...errorResponses(
             ['BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE'],
             DEPRECATION_HEADER_SCHEMAS,
@@ -169,6 +177,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
           ...errorResponses(['URI_TOO_LONG']),
         },
       },
+      config: { conditionalGet: true },
       // Set on every answer of this route, errors included.
       onSend: (_request: FastifyRequest, reply: FastifyReply, _payload: unknown, done: () => void) => {
         reply.headers(DEPRECATION_HEADERS);

@@ -82,6 +82,7 @@ describe('the published document', () => {
       listPets: [{ bearerAuth: ['pets:read'] }],
       getPet: [{ bearerAuth: ['pets:read'] }],
       createPet: [{ bearerAuth: ['pets:write'] }],
+      listEvents: [{ bearerAuth: ['pets:read'] }],
       // Public: revoking leaked keys takes none.
       revokeCredentials: [],
     });

@@ -138,9 +138,13 @@ describe('petEvents over WebSocket', () => {
   });
 
   test.each<[string, () => unknown, string]>([
-    ['an edited event cursor', () => `${encodeEventCursor(2).slice(0, -2)}AA`, 'after must be the cursor of an event of the feed, unchanged'],
-    ['a foreign text', () => 'not-a-cursor', 'after must be the cursor of an event of the feed, unchanged'],
-    ['a list cursor', () => encodePetCursor({ afterId: 2 }), 'after is a list cursor (petsConnection, GET /v1/pets), not an event cursor'],
+    [
+      'an edited event cursor',
+      () => `${encodeEventCursor(2).slice(0, -2)}AA`,
+      "after must be an event cursor from this feed (an event's id or cursor, or an after= of a Link), unchanged",
+    ],
+    ['a foreign text', () => 'not-a-cursor', "after must be an event cursor from this feed (an event's id or cursor, or an after= of a Link), unchanged"],
+    ['a list cursor', () => encodePetCursor({ afterId: 2 }), 'after is a list cursor (GET /v1/pets, pets), not an event cursor'],
   ])('when after is %s, then the subscription ends with one BAD_USER_INPUT error before any event, and leaves no follower', async (_case, after, message) => {
     const c = await client();
     const literal = subscribe(c, `subscription { petEvents(after: ${JSON.stringify(after())}) { cursor } }`);

@@ -26,6 +26,29 @@ describe('counters shared through Redis', () => {
   });
 });
 
+describe('a 304 in Redis', () => {
+  test.each(['secret', 'publishable'] as const)(
+    'when a %s key is answered 304, then its unit goes back to its counters in Redis, and a 200 after spends one',
+    async (kind) => {
+      const t = await startTestApp({ env: { RATE_LIMIT_MAX: '5', RATE_LIMIT_NAMESPACE: `rl-${randomUUID()}:`, REDIS_URL } });
+      try {
+        const { key } = await t.apiKeys.create({ name: kind, kind });
+        const remaining = (result: { headers: Headers }) => /;r=(\d+);/.exec(result.headers.get('ratelimit') ?? '')?.[1];
+        const page = await request(t, 'GET', '/v1/pets', { apiKey: key });
+        expect(remaining(page)).toBe('4');
+        const headers = { 'if-none-match': page.headers.get('etag')! };
+        for (let i = 0; i < 3; i++) {
+          const notModified = await request(t, 'GET', '/v1/pets', { apiKey: key, headers });
+          expect([notModified.status, remaining(notModified)]).toEqual([304, '4']);
+        }
+        expect(remaining(await request(t, 'GET', '/v1/pets', { apiKey: key }))).toBe('3');
+      } finally {
+        await t.close();
+      }
+    },
+  );
+});
+
 describe('when the Redis of the counters fails (a private redis-server, paused and killed)', () => {
   let redis: PrivateServer;
   let t: TestApp;

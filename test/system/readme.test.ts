@@ -50,6 +50,7 @@ describe('README', () => {
     const output = await runAgainstFreshServer(firstBashBlock(section(await read('README.md'), '## Try it')));
     expect(output).toMatch(/HTTP\/1\.1 201 Created[\s\S]*location: \/v1\/pets\/1[\s\S]*\{"id":1,"name":"Rex","categoryId":1,"status":"available"\}/i);
     expect(output).toContain('[{"id":1,"name":"Rex","categoryId":1,"status":"available"}]');
+    expect(output).toMatch(/\[\{"id":"[A-Za-z0-9_-]+","type":"pet\.created","pet":\{"id":1,"name":"Rex","categoryId":1,"status":"available"\}\}\]/);
     expect(output).toContain('{"data":{"pets":[{"id":"1","name":"Rex","categoryId":1,"status":"available"}]},"extensions":{"cost":');
   });
 });

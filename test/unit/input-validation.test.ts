@@ -275,7 +275,7 @@ describe('PetIdArgs (getPet)', () => {
 });
 
 describe('PetEventsArgs (petEvents)', () => {
-  const UNCHANGED = 'Invalid input: after must be the cursor of an event of the feed, unchanged.';
+  const UNCHANGED = "Invalid input: after must be an event cursor from this feed (an event's id or cursor, or an after= of a Link), unchanged.";
 
   test('when after is an event cursor, absent or null, then it is accepted, with or without a status', async () => {
     expect((await validateInput(PetEventsArgs, { after: encodeEventCursor(3), status: PetStatus.sold })).after).toBe(encodeEventCursor(3));
@@ -285,7 +285,7 @@ describe('PetEventsArgs (petEvents)', () => {
 
   test('when after is a list cursor, then the refusal says so', async () => {
     expect(await refusal(PetEventsArgs, { after: encodePetCursor({ afterId: 3 }) })).toBe(
-      'Invalid input: after is a list cursor (petsConnection, GET /v1/pets), not an event cursor.',
+      'Invalid input: after is a list cursor (GET /v1/pets, pets), not an event cursor.',
     );
   });
 

@@ -1,0 +1,120 @@
+import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
+import Negotiator from 'negotiator';
+import { AppError } from '../errors/error-catalogue';
+import { type PetEvent, type PetEventPage, type PetEventService, toEventBody } from '../events/pet-event.service';
+import { ConnectionSlots } from '../guard/connection-slots';
+import { callerOf } from '../guard/request.guard';
+import { EventStreams } from '../http/event-stream';
+import { onStopAccepting } from '../http/graceful-shutdown';
+import { rejectOtherMethods } from '../http/method-not-allowed';
+import type { Metrics } from '../observability/metrics.registry';
+import { parsePositiveInteger } from '../validation/positive-integer';
+import {
+  CONDITIONAL_REQUEST_HEADERS,
+  HEADERS,
+  LAST_EVENT_ID_HEADER,
+  LIST_EVENTS_QUERY,
+  errorResponses,
+  eventsResponse,
+  notModifiedResponse,
+  operationSecurity,
+} from './openapi.schemas';
+import { PET_FEED_LIMITS } from '../limits';
+
+export interface EventControllerOptions {
+  petEvents: PetEventService;
+  /** The onRequest hook guarding every operation (guard/request.guard.ts): key, rate limit, caller. */
+  guard: onRequestAsyncHookHandler;
+  metrics: Pick<Metrics, 'countOpenEventStream'>;
+}
+
+/** The media types listEvents answers in, JSON first: what `*\/*` or no Accept gets. */
+const MEDIA_TYPES = ['application/json', 'text/event-stream'];
+
+/** A plainly written integer becomes a number so the input rules can judge it; anything else stays a string and fails them. */
+function fromQueryValue(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  return value === '0' ? 0 : (parsePositiveInteger(value) ?? value);
+}
+
+/** e.g. `</v1/events?limit=20&after=ZTEuNDI…>; rel="next"`: always sent, since the feed has no last page (docs/events.md "Polling"). */
+function nextPageLink(path: string, page: PetEventPage): string {
+  const query = new URLSearchParams({
+    limit: String(page.limit),
+    ...(page.status && { status: page.status }),
+    ...(page.nextCursor && { after: page.nextCursor }),
+  });
+  return `<${path}?${query.toString()}>; rel="next"`;
+}
+
+/** The fields of a JSON page's 200 and of its 304. */
+const EVENTS_PAGE_HEADERS = { ...HEADERS.FEED_NEXT_LINK, ...HEADERS.CONDITIONAL, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES };
+
+/**
+ * `GET /v1/events` (docs/events.md): the change feed a page at a time as JSON, or with `Accept: text/event-stream` as a
+ * server-sent event stream that replays, then follows. Streams count against the key's long-lived connections
+ * (ConnectionSlots, SUBSCRIPTION_LIMITS.maxConnectionsPerKey) and end as the server stops accepting.
+ */
+export const eventController: FastifyPluginAsync<EventControllerOptions> = async (app, { petEvents, guard, metrics }) => {
+  const streams = new EventStreams(app.log);
+  const slots = new ConnectionSlots();
+  onStopAccepting(app, () => streams.close());
+  await app.register(async (operations) => {
+    operations.addHook('onRequest', guard);
+    // Input is validated once, by PetEventService's rules; route schemas only document and serialise.
+    operations.setValidatorCompiler(() => () => true);
+    operations.get(
+      '/events',
+      {
+        schema: {
+          operationId: 'listEvents',
+          security: operationSecurity('listEvents'),
+          summary: 'The change feed: every pet created, in one order',
+          description:
+            'Every committed pet exactly once, in the feed order every instance agrees on (docs/events.md). JSON: a page at a time from the beginning ' +
+            '(without `after`), so walking the `Link` rel="next" pages is the complete list; the link is always there, the way to poll. ' +
+            'With `Accept: text/event-stream`: a server-sent event stream that replays after `Last-Event-ID` (it wins) or `after`, ' +
+            'else starts from now, then goes live. Unknown query parameters are refused.',
+          tags: ['events'],
+          querystring: LIST_EVENTS_QUERY,
+          headers: { type: 'object', properties: { ...CONDITIONAL_REQUEST_HEADERS.properties, ...LAST_EVENT_ID_HEADER.properties } },
+          response: {
+            200: eventsResponse(EVENTS_PAGE_HEADERS),
+            ...notModifiedResponse(EVENTS_PAGE_HEADERS),
+            ...errorResponses(['BAD_USER_INPUT', 'UNAUTHENTICATED', 'FORBIDDEN', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE']),
+          },
+        },
+        // JSON pages only: a stream's body is not bytes, so it gets no tag.
+        config: { conditionalGet: true },
+      },
+      async (request, reply) => {
+        const query = Object.fromEntries(Object.entries(request.query as Record<string, unknown>).map(([key, value]) => [key, fromQueryValue(value)]));
+        const accept = request.headers.accept ?? '*/*';
+        const wantsStream = request.method === 'GET' && new Negotiator({ headers: { accept } }).mediaType(MEDIA_TYPES) === 'text/event-stream';
+        if (!wantsStream) {
+          const page = await petEvents.listEvents(query, callerOf(request));
+          reply.header('Link', nextPageLink(`${app.prefix}/events`, page));
+          return page.events;
+        }
+        const lastEventId = request.headers['last-event-id'];
+        const start = await petEvents.streamStart(query, Array.isArray(lastEventId) ? lastEventId.join(',') : lastEventId);
+        const { apiKeyId } = callerOf(request);
+        if (!slots.take(apiKeyId)) {
+          throw new AppError('TOO_MANY_REQUESTS', `Too many open event streams for this API key: at most ${slots.limit} per instance; close one first.`, {
+            'Retry-After': String(PET_FEED_LIMITS.retryMs / 1000),
+          });
+        }
+        const toFrame = (event: PetEvent) => {
+          const body = toEventBody(event);
+          return { id: body.id, event: body.type, data: JSON.stringify(body) };
+        };
+        metrics.countOpenEventStream(1);
+        return streams.serve(reply, petEvents.follow(start), toFrame, () => {
+          slots.give(apiKeyId);
+          metrics.countOpenEventStream(-1);
+        });
+      },
+    );
+  });
+  rejectOtherMethods(app, '/events', ['GET', 'HEAD']);
+};
