@@ -178,7 +178,7 @@ export async function buildApp({
     keyCommand: keepsDevApiKey(config) ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',
     trustedDocuments: config.trustedDocuments,
     subscriptions: {
-      pubSub: petEvents.pubSub,
+      feed: petEvents.feed,
       guard,
       apiKeys,
       metrics,

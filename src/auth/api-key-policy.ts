@@ -27,7 +27,7 @@ export const OPERATION_SCOPES = Object.freeze({
   graphql: {
     Query: { pets: 'pets:read', petsConnection: 'pets:read', pet: 'pets:read', node: 'pets:read' },
     Mutation: { createPet: 'pets:write' },
-    Subscription: { petCreated: 'pets:read' },
+    Subscription: { petCreated: 'pets:read', petEvents: 'pets:read' },
   },
 } as const satisfies { rest: Record<string, Scope>; public: readonly string[]; graphql: Record<'Query' | 'Mutation' | 'Subscription', Record<string, Scope>> });
 

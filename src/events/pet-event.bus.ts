@@ -1,23 +1,11 @@
-import { setMaxListeners } from 'node:events';
-import { type PubSub, createPubSub } from '@graphql-yoga/subscription';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Database } from '../database/database';
 import type { PetEvents } from '../pets/pet-events';
-import type { Pet } from '../pets/pet.entity';
 import { FeedSequencer } from './feed-sequencer';
 import { PetFeed } from './pet-feed';
 import { PetFeedRepository } from './pet-feed.repository';
 import { REDIS_TIMEOUTS } from '../limits';
-
-/** The in-process topic `Subscription.petCreated` listens to. */
-export const PET_CREATED_TOPIC = 'petCreated';
-
-/** The spec's four Pet fields, JSON-safe (int64 values are safe integers). */
-export type PetCreatedPayload = Pick<Pet, 'id' | 'name' | 'categoryId' | 'status'>;
-
-/** As type-graphql's `buildSchema({ pubSub })` takes it. */
-export type PetPubSub = PubSub<{ [PET_CREATED_TOPIC]: [PetCreatedPayload] }>;
 
 /** `REDIS_URL` and `PET_EVENTS_CHANNEL` (docs/events.md); without Redis, instances find new events by polling alone. */
 export interface PetEventBusOptions {
@@ -27,11 +15,10 @@ export interface PetEventBusOptions {
   readonly log: Pick<Logger, 'warn' | 'info'>;
 }
 
-/** The change feed of one instance: its sequencer, its view of the feed, and the pub/sub `petCreated` reads. */
+/** The change feed of one instance: its sequencer, and its view of the feed, which every subscription and stream follows. */
 export interface PetEventBus extends PetEvents {
   readonly feed: PetFeed;
   readonly sequencer: FeedSequencer;
-  readonly pubSub: PetPubSub;
   close(): Promise<void>;
 }
 
@@ -46,10 +33,6 @@ type FeedPoke = { head: number } | { stored: true };
  * @throws DatabaseDeadlineError when the feed's head cannot be read at start.
  */
 export async function startPetEventBus({ database, redisUrl, channel, log }: PetEventBusOptions): Promise<PetEventBus> {
-  // One listener per subscription, bounded by the subscription limits; Node would warn of a leak at the 11th.
-  const eventTarget = new EventTarget();
-  setMaxListeners(0, eventTarget);
-  const pubSub: PetPubSub = createPubSub({ eventTarget });
   const repository = new PetFeedRepository(database);
   const feed = new PetFeed(repository, log);
   await feed.start();
@@ -89,18 +72,9 @@ export async function startPetEventBus({ database, redisUrl, channel, log }: Pet
   subscriber?.subscribe(channel).catch((error: unknown) => log.warn({ err: error, channel }, 'pet events: cannot subscribe'));
   sequencer.start();
 
-  // petCreated: the live feed, from now on, on this instance.
-  const relay = feed.follow({});
-  const relaying = (async () => {
-    for await (const { pet } of relay) {
-      pubSub.publish(PET_CREATED_TOPIC, { id: pet.id, name: pet.name, categoryId: pet.categoryId, status: pet.status });
-    }
-  })().catch((error: unknown) => log.warn({ err: error }, 'pet feed: petCreated relay stopped'));
-
   return {
     feed,
     sequencer,
-    pubSub,
     stored: () => {
       if (sequencer.isLeader || !publisher) sequencer.nudge();
       else void poke({ stored: true });
@@ -108,8 +82,6 @@ export async function startPetEventBus({ database, redisUrl, channel, log }: Pet
     close: async () => {
       await sequencer.close();
       await feed.close();
-      await relay.return?.();
-      await relaying;
       subscriber?.disconnect();
       publisher?.disconnect();
     },

@@ -18,7 +18,7 @@ function IsEventCursor(name = '$property'): PropertyDecorator {
       defaultMessage: (args) =>
         typeof args?.value === 'string' && cursorKind(args.value) === 'list'
           ? `${name} is a list cursor (GET /v1/pets, pets), not an event cursor`
-          : `${name} must be an event cursor from this feed (an event's id, or an after= of a Link), unchanged`,
+          : `${name} must be an event cursor from this feed (an event's id or cursor, or an after= of a Link), unchanged`,
     },
   });
   const schema = JSONSchema({
@@ -61,4 +61,22 @@ export class LastEventIdInput {
   @IsOptional()
   @IsEventCursor('Last-Event-ID')
   lastEventId?: string;
+}
+
+/** Arguments of the `petEvents` subscription: where to resume, and which pets; the same cursor rule as the REST feed's. */
+@ArgsType()
+export class PetEventsArgs {
+  // Or null: from now.
+  @Field(() => String, {
+    nullable: true,
+    description:
+      'Opaque event cursor: the feed continues after the event it names, on any instance. Take it from an event (`cursor`); ' +
+      'any status filter may follow it. Without it, the feed starts now.',
+  })
+  @IsOptional()
+  @IsEventCursor()
+  after?: string | null;
+
+  @StatusFilter()
+  status?: PetStatus | null;
 }

@@ -1,8 +1,15 @@
 import type { FastifyRequest } from 'fastify';
+import type { PetFeed } from '../events/pet-feed';
 import type { Caller } from '../pets/caller';
 
 /** Resolvers see only `caller`; plugins use `request` to charge its rate limit and label its log line. */
 export interface GraphqlContext {
   readonly caller: Caller;
   readonly request: FastifyRequest;
+}
+
+/** What a subscription over WebSocket sees: its connection's caller, and the change feed its `subscribe` follows. */
+export interface SubscriptionContext {
+  readonly caller: Caller;
+  readonly feed: PetFeed;
 }

@@ -9,7 +9,7 @@ import {
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyService } from '../auth/api-key.service';
-import type { PetPubSub } from '../events/pet-event.bus';
+import type { PetFeed } from '../events/pet-feed';
 import type { Guard } from '../guard/guard';
 import { type RequestGuard, callerOf } from '../guard/request.guard';
 import { rejectOtherMethods } from '../http/method-not-allowed';
@@ -46,7 +46,8 @@ export interface GraphqlPluginOptions {
   trustedDocuments: TrustedDocuments;
   /** Subscriptions over WebSocket on `/graphql` (docs/subscriptions.md). */
   subscriptions: {
-    pubSub: PetPubSub;
+    /** This instance's change feed, which every subscription follows. */
+    feed: PetFeed;
     guard: Guard;
     /** For re-checking open connections' keys. */
     apiKeys: ApiKeyService;
@@ -62,7 +63,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
   { petService, guard, production, keyCommand, trustedDocuments, subscriptions },
 ) => {
   const armor = armorSettings(production);
-  const schema = await buildPetStoreSchema(petService, subscriptions.pubSub);
+  const schema = await buildPetStoreSchema(petService);
   const apollo = new ApolloServer<GraphqlContext>({
     // graphql-jit through Apollo's gateway interface (bench/README.md "What makes it fast").
     gateway: jitExecutorGateway(schema, {

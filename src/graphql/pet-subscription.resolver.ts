@@ -1,26 +1,54 @@
-import { Arg, Resolver, Root, Subscription } from 'type-graphql';
-import { PET_CREATED_TOPIC, type PetCreatedPayload } from '../events/pet-event.bus';
+import { Arg, Args, Resolver, Root, Subscription } from 'type-graphql';
+import { PetEventsArgs } from '../events/pet-event.inputs';
+import type { PetEvent } from '../events/pet-feed';
+import { decodeEventCursor, encodeEventCursor } from '../pets/pet-cursor';
 import { PetStatus } from '../pets/pet-status.enum';
 import { Pet } from '../pets/pet.entity';
+import { validateInput } from '../validation/validate-input';
+import type { SubscriptionContext } from './graphql-context';
+import { PetEventObject } from './pet-event.types';
 import { databaseFieldCost } from './query-limits';
 
-/** The GraphQL subscriptions, over WebSocket only (docs/subscriptions.md). */
-@Resolver(() => Pet)
+/** What a subscription's `subscribe` is given by type-graphql. */
+interface Subscribing<Args> {
+  args: Args;
+  context: SubscriptionContext;
+}
+
+/**
+ * The GraphQL subscriptions, over WebSocket only (docs/subscriptions.md): both follow this instance's change feed, so each
+ * ends, and leaves the feed, when graphql-ws returns its iterator (the client completes, or the socket closes).
+ */
+@Resolver()
 export class PetSubscriptionResolver {
+  /** The change feed, resumable: `after` is checked, as listPets' is, before anything streams. */
+  @Subscription(() => PetEventObject, {
+    description:
+      'The change feed: replays every event after the one whose `cursor` is `after`, then sends each new one, in feed order and ' +
+      'each once, whichever instance stored the pet; from now without `after`. Only pets with `status` when given. Over WebSocket only.',
+    subscribe: async ({ args, context }: Subscribing<PetEventsArgs>) => {
+      const { after, status } = await validateInput(PetEventsArgs, args);
+      return context.feed.follow({ after: after == null ? undefined : decodeEventCursor(after), status: status ?? undefined });
+    },
+    complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
+  })
+  petEvents(@Root() event: PetEvent, @Args(() => PetEventsArgs) _args: PetEventsArgs): PetEventObject {
+    return { cursor: encodeEventCursor(event.seq), type: 'pet.created', pet: event.pet };
+  }
+
   /** Each committed create, on either surface; never an Idempotency-Key replay. */
   @Subscription(() => Pet, {
     description:
       'Each animal added from now on (REST or GraphQL, any instance), after it is stored; only those with `status` when given. ' +
       'Over WebSocket (graphql-transport-ws) only.',
-    topics: PET_CREATED_TOPIC,
-    filter: ({ payload, args }: { payload: PetCreatedPayload; args: { status?: PetStatus | null } }) => args.status == null || payload.status === args.status,
+    subscribe: ({ args, context }: Subscribing<{ status?: PetStatus | null }>) => context.feed.follow({ status: args.status ?? undefined }),
     complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
   petCreated(
-    @Root() pet: PetCreatedPayload,
-    // Read by `filter` above; declared here for the schema.
+    @Root() event: PetEvent,
+    // Read by `subscribe` above; declared here for the schema.
     @Arg('status', () => PetStatus, { nullable: true, description: 'Only pets created with this status.' }) _status?: PetStatus,
-  ): PetCreatedPayload {
-    return pet;
+  ): Pet {
+    return event.pet;
   }
 }

@@ -1,7 +1,6 @@
 import { createPubSub } from '@graphql-yoga/subscription';
 import type { GraphQLSchema } from 'graphql';
 import { buildSchema } from 'type-graphql';
-import type { PetPubSub } from '../events/pet-event.bus';
 import type { PetService } from '../pets/pet.service';
 import { SafeInt } from '../pets/safe-int.type';
 import { PetSubscriptionResolver } from './pet-subscription.resolver';
@@ -10,9 +9,10 @@ import { SafeIntScalar } from './safe-int.scalar';
 
 /**
  * Builds the executable GraphQL schema; without `petService`, for printing only. type-graphql's
- * validation is off: PetService applies the input rules, so REST gets the same ones.
+ * validation is off: PetService applies the input rules, so REST gets the same ones. The
+ * subscriptions follow the change feed of their context (SubscriptionContext).
  */
-export function buildPetStoreSchema(petService?: PetService, pubSub: PetPubSub = createPubSub()): Promise<GraphQLSchema> {
+export function buildPetStoreSchema(petService?: PetService): Promise<GraphQLSchema> {
   const resolvers = new Map<unknown, unknown>([
     [PetResolver, petService && new PetResolver(petService)],
     [PetSubscriptionResolver, new PetSubscriptionResolver()],
@@ -20,7 +20,8 @@ export function buildPetStoreSchema(petService?: PetService, pubSub: PetPubSub =
   return buildSchema({
     resolvers: [PetResolver, PetSubscriptionResolver],
     container: { get: (resolverClass) => resolvers.get(resolverClass) },
-    pubSub,
+    // type-graphql refuses to build Subscription fields without one, though ours `subscribe` themselves and never use it.
+    pubSub: createPubSub(),
     scalarsMap: [{ type: SafeInt, scalar: SafeIntScalar }],
     validate: false,
   });

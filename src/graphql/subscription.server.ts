@@ -5,12 +5,14 @@ import { type ExecutionArgs, GraphQLError, type GraphQLSchema, Kind, OperationTy
 import { type Context, type SubscribePayload, handleProtocols, makeServer } from 'graphql-ws';
 import { WebSocketServer } from 'ws';
 import type { ApiKeyService } from '../auth/api-key.service';
+import type { PetFeed } from '../events/pet-feed';
 import { AppError, toAppError } from '../errors/error-catalogue';
 import type { Guard, GuardState } from '../guard/guard';
 import { rateLimitUnits } from '../guard/rate-limiter';
 import { refuseUpgrade, routeUpgrades } from '../http/upgrade.router';
 import type { Metrics } from '../observability/metrics.registry';
 import { checkDocument } from './document-check';
+import type { SubscriptionContext } from './graphql-context';
 import { createGraphqlErrorFormatter, thrownGraphqlError } from './graphql-error.formatter';
 import { connectionLifecycle } from './subscription.lifecycle';
 import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
@@ -22,6 +24,8 @@ import { type TrustedDocuments, resolveTrustedDocument } from './trusted-documen
 /** What the WebSocket endpoint needs (docs/subscriptions.md). */
 export interface SubscriptionServerOptions {
   schema: GraphQLSchema;
+  /** What the subscriptions follow (their SubscriptionContext). */
+  feed: PetFeed;
   /** The HTTP requests' guard: the same key checks and rate limit. */
   guard: Guard;
   /** Where open connections' keys are checked again. */
@@ -151,7 +155,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       return [thrownGraphqlError(appError)];
     }
     const { document, operationName } = checked;
-    return { schema, document, operationName, variableValues: payload.variables ?? {}, contextValue: { caller: { apiKeyId: connection.apiKeyId } } };
+    const contextValue: SubscriptionContext = { caller: { apiKeyId: connection.apiKeyId }, feed: options.feed };
+    return { schema, document, operationName, variableValues: payload.variables ?? {}, contextValue };
   };
 
   const server = makeServer<Record<string, unknown> | undefined, SocketExtra>({
@@ -166,7 +171,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     onComplete: (ctx, id) => connections.ended(ctx.extra.socket, id),
     onNext: (_ctx, _id, _payload, args, result) => {
       const field = getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
-      metrics.countDeliveredEvent(field?.kind === Kind.FIELD ? field.name.value : 'unknown');
+      // A result without data is the refusal of a `subscribe` (petEvents' bad `after`), not an event.
+      if (result.data !== undefined) metrics.countDeliveredEvent(field?.kind === Kind.FIELD ? field.name.value : 'unknown');
       if (!result.errors) return;
       return { ...result, errors: result.errors.map((error) => formatError(error.toJSON(), error)) };
     },

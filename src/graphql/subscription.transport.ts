@@ -47,6 +47,10 @@ function keepAlive(socket: WebSocket, log: FastifyBaseLogger): void {
 export function openSubscriptionSocket(server: Server<SocketExtra>, socket: WebSocket, request: IncomingMessage, log: FastifyBaseLogger): void {
   // ws has already closed the socket for a protocol error or a reset.
   socket.on('error', (error) => log.debug({ err: error }, 'websocket error'));
+  // Once: its subscriptions return their iterators, so each leaves the change feed.
+  let ended: Promise<void> | undefined;
+  const end = (code: number, reason: string) =>
+    (ended ??= closed(code, reason).catch((error: unknown) => log.error({ err: error }, 'unexpected error ending the subscriptions of a WebSocket')));
   const closed = server.opened(
     {
       protocol: socket.protocol,
@@ -55,6 +59,8 @@ export function openSubscriptionSocket(server: Server<SocketExtra>, socket: WebS
         if (socket.bufferedAmount + Buffer.byteLength(data) > SUBSCRIPTION_LIMITS.maxBufferedBytes) {
           log.warn({ bufferedBytes: socket.bufferedAmount, closeCode: SUBSCRIPTION_CLOSE.slowConsumer.code }, 'closing a WebSocket whose peer stopped reading');
           socket.close(SUBSCRIPTION_CLOSE.slowConsumer.code, SUBSCRIPTION_CLOSE.slowConsumer.reason);
+          // Now, not when the peer that stopped reading answers the close (up to 30 s).
+          void end(SUBSCRIPTION_CLOSE.slowConsumer.code, SUBSCRIPTION_CLOSE.slowConsumer.reason);
           return;
         }
         socket.send(data);
@@ -70,8 +76,6 @@ export function openSubscriptionSocket(server: Server<SocketExtra>, socket: WebS
     },
     { socket, request },
   );
-  socket.once('close', (code: number, reason: Buffer) => {
-    closed(code, String(reason)).catch((error: unknown) => log.error({ err: error }, 'unexpected error ending the subscriptions of a WebSocket'));
-  });
+  socket.once('close', (code: number, reason: Buffer) => void end(code, String(reason)));
   keepAlive(socket, log);
 }

@@ -83,11 +83,11 @@ export function subscribe(client: Client, query: string | (SubscribePayload & { 
     receivedAt,
     state,
     unsubscribe,
-    /** Resolves with the first `n` pets received. */
+    /** Resolves with the first `n` events received: the root field's value (petCreated's pet, petEvents' event). */
     pets: async (n: number) => {
       await until(() => results.length >= n || state.error !== undefined);
       if (state.error !== undefined) throw new Error(`subscription failed: ${JSON.stringify(state.error)}`);
-      return results.slice(0, n).map((result) => (result.data as { petCreated: unknown }).petCreated);
+      return results.slice(0, n).map((result) => Object.values(result.data ?? {})[0]);
     },
     /** Resolves with the error that ended the subscription (the GraphQL errors of an `error` message). */
     error: async () => {

@@ -2,8 +2,10 @@ import 'reflect-metadata';
 import { inspect } from 'graphql/jsutils/inspect';
 import { LosslessNumber } from 'lossless-json';
 import { AppError } from '../../src/errors/error-catalogue';
+import { PetEventsArgs } from '../../src/events/pet-event.inputs';
 import { PetsConnectionArgs } from '../../src/graphql/pet-connection.types';
 import { PET_LIMITS } from '../../src/limits';
+import { encodeEventCursor, encodePetCursor } from '../../src/pets/pet-cursor';
 import { PetStatus } from '../../src/pets/pet-status.enum';
 import { ListPetsArgs, NewPetInput, PetIdArgs } from '../../src/pets/pet.inputs';
 import { UnsafeJsonNumber, isUnsafeInteger } from '../../src/validation/json-number';
@@ -269,5 +271,30 @@ describe('PetIdArgs (getPet)', () => {
 
   test.each([{}, { id: null }])('when id is missing (%p), then "id is required"', async (values) => {
     expect(await refusal(PetIdArgs, values)).toBe('Invalid input: id is required.');
+  });
+});
+
+describe('PetEventsArgs (petEvents)', () => {
+  const UNCHANGED = "Invalid input: after must be an event cursor from this feed (an event's id or cursor, or an after= of a Link), unchanged.";
+
+  test('when after is an event cursor, absent or null, then it is accepted, with or without a status', async () => {
+    expect((await validateInput(PetEventsArgs, { after: encodeEventCursor(3), status: PetStatus.sold })).after).toBe(encodeEventCursor(3));
+    expect((await validateInput(PetEventsArgs, {})).after).toBeUndefined();
+    expect((await validateInput(PetEventsArgs, { after: null, status: null })).after).toBeNull();
+  });
+
+  test('when after is a list cursor, then the refusal says so', async () => {
+    expect(await refusal(PetEventsArgs, { after: encodePetCursor({ afterId: 3 }) })).toBe(
+      'Invalid input: after is a list cursor (GET /v1/pets, pets), not an event cursor.',
+    );
+  });
+
+  test.each([
+    ['an edited event cursor', `${encodeEventCursor(3).slice(0, -1)}A`],
+    ['a foreign text', 'abc'],
+    ['an empty text', ''],
+    ['a number', 3],
+  ])('when after is %s, then it must be an event cursor, unchanged', async (_case, after) => {
+    expect(await refusal(PetEventsArgs, { after })).toBe(UNCHANGED);
   });
 });

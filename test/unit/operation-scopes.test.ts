@@ -33,6 +33,7 @@ describe('the scopes of a GraphQL operation', () => {
     ['mutation { createPet(input: { name: "Rex", categoryId: 1 }) @skip(if: true) { id } __typename }', []],
     ['{ __typename __schema { queryType { name } } }', []],
     ['subscription { petCreated { id } }', ['pets:read']],
+    ['subscription { petEvents(after: null) { cursor pet { id } } }', ['pets:read']],
   ])('when the operation is %s, then it needs %p', (query, scopes) => {
     expect(scopesOf(query)).toEqual(scopes);
   });

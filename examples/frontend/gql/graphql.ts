@@ -86,6 +86,17 @@ export type PetEdge = {
   node: Pet;
 };
 
+/** One entry of the change feed: a pet whose create has committed, at its place in the feed. */
+export type PetEvent = {
+  __typename?: 'PetEvent';
+  /** Pass as `after` to resume the feed right after this event, on any instance, with any status filter. */
+  cursor: Scalars['String']['output'];
+  /** The pet as it was created. */
+  pet: Pet;
+  /** What happened: `pet.created`. */
+  type: Scalars['String']['output'];
+};
+
 /** Availability of an animal in the store. */
 export enum PetStatus {
   /** Can be bought. */
@@ -139,10 +150,18 @@ export type Subscription = {
   __typename?: 'Subscription';
   /** Each animal added from now on (REST or GraphQL, any instance), after it is stored; only those with `status` when given. Over WebSocket (graphql-transport-ws) only. */
   petCreated: Pet;
+  /** The change feed: replays every event after the one whose `cursor` is `after`, then sends each new one, in feed order and each once, whichever instance stored the pet; from now without `after`. Only pets with `status` when given. Over WebSocket only. */
+  petEvents: PetEvent;
 };
 
 
 export type SubscriptionPetCreatedArgs = {
+  status?: InputMaybe<PetStatus>;
+};
+
+
+export type SubscriptionPetEventsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
   status?: InputMaybe<PetStatus>;
 };
 
