@@ -188,6 +188,7 @@ describe('the change feed in the metrics', () => {
       await until(async () => (await value('petstore_feed_position')) === 3);
       expect(await value('petstore_feed_sequencer_leader')).toBe(1);
       expect(await value('petstore_feed_stamped_total')).toBe(3);
+      expect(await value('petstore_feed_followers')).toBe(0);
     } finally {
       await t.close();
     }
