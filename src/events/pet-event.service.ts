@@ -1,5 +1,5 @@
 import type { Caller } from '../pets/caller';
-import { decodeEventCursor, encodeEventCursor } from '../pets/pet-cursor';
+import { decodeEventCursor } from '../pets/pet-cursor';
 import type { PetStatus } from '../pets/pet-status.enum';
 import type { Pet } from '../pets/pet.entity';
 import { validateInput } from '../validation/validate-input';
@@ -35,8 +35,8 @@ export interface EventStreamStart {
 }
 
 /** An event's client form: its cursor as `id`, its type, the pet's four fields. */
-export function toEventBody({ seq, pet }: PetEvent): PetEventBody {
-  return { id: encodeEventCursor(seq), type: PET_CREATED_EVENT, pet: { id: pet.id, name: pet.name, categoryId: pet.categoryId, status: pet.status } };
+export function toEventBody({ cursor, pet }: PetEvent): PetEventBody {
+  return { id: cursor, type: PET_CREATED_EVENT, pet: { id: pet.id, name: pet.name, categoryId: pet.categoryId, status: pet.status } };
 }
 
 /**
@@ -54,7 +54,7 @@ export class PetEventService {
   async listEvents(input: unknown, caller: Caller): Promise<PetEventPage> {
     const { limit, status, after } = await validateInput(ListEventsArgs, input);
     const events = await this.feed.page(after === undefined ? 0 : decodeEventCursor(after)!, limit, status ?? undefined, caller.budget);
-    const nextCursor = events.length > 0 ? encodeEventCursor(events[events.length - 1].seq) : after;
+    const nextCursor = events.length > 0 ? events[events.length - 1].cursor : after;
     return { events: events.map(toEventBody), limit, status: status ?? undefined, nextCursor };
   }
 

@@ -2,14 +2,24 @@ import type { EntityManager } from 'typeorm';
 import type { Database } from '../database/database';
 import { type DatabaseBudget, withinDeadline } from '../database/database-deadline';
 import { toSafeInteger } from '../database/int64';
+import { encodeEventCursor } from '../pets/pet-cursor';
 import type { PetStatus } from '../pets/pet-status.enum';
 import type { Pet } from '../pets/pet.entity';
 import { type PetRow, forceIndex, selectPets, toPet } from '../pets/pet.repository';
 
 /** One entry of the change feed (docs/events.md): a committed pet at its position `seq` (1, 2, 3, … with no gaps). */
-export interface PetEvent {
-  readonly seq: number;
-  readonly pet: Pet;
+export class PetEvent {
+  private encoded: string | undefined;
+
+  constructor(
+    readonly seq: number,
+    readonly pet: Pet,
+  ) {}
+
+  /** Its cursor (docs/events.md "Cursors"), encoded once however many followers send it. */
+  get cursor(): string {
+    return (this.encoded ??= encodeEventCursor(this.seq));
+  }
 }
 
 /** The sequencer lost its lease between two batches: another instance leads now. */
@@ -63,7 +73,7 @@ export class PetFeedRepository {
         const rows: (PetRow & { seq: string | number })[] = status
           ? await manager.query(this.sql.afterByStatus, [status, after, upTo, limit])
           : await manager.query(this.sql.after, [after, upTo, limit]);
-        return rows.map((row) => ({ seq: toSafeInteger(row.seq), pet: toPet(row) }));
+        return rows.map((row) => new PetEvent(toSafeInteger(row.seq), toPet(row)));
       },
       { budget },
     );

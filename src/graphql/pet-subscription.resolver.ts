@@ -1,7 +1,7 @@
 import { Arg, Args, Resolver, Root, Subscription } from 'type-graphql';
 import { PetEventsArgs } from '../events/pet-event.inputs';
 import type { PetEvent } from '../events/pet-feed';
-import { decodeEventCursor, encodeEventCursor } from '../pets/pet-cursor';
+import { decodeEventCursor } from '../pets/pet-cursor';
 import { PetStatus } from '../pets/pet-status.enum';
 import { Pet } from '../pets/pet.entity';
 import { validateInput } from '../validation/validate-input';
@@ -33,7 +33,7 @@ export class PetSubscriptionResolver {
     complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
   petEvents(@Root() event: PetEvent, @Args(() => PetEventsArgs) _args: PetEventsArgs): PetEventObject {
-    return { cursor: encodeEventCursor(event.seq), type: 'pet.created', pet: event.pet };
+    return { cursor: event.cursor, type: 'pet.created', pet: event.pet };
   }
 
   /** Each committed create, on either surface; never an Idempotency-Key replay. */
