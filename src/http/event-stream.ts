@@ -34,10 +34,16 @@ export interface EventStreamLimits {
   heartbeatMs: number;
   retryMs: number;
   closeMs: number;
+  /** Unsent bytes at which a stream stops taking events until its client reads. */
+  pauseAtBytes: number;
+  /** How long a paused stream may wait for its client to read before it is cut. */
+  stallMs: number;
 }
 
 const DEFAULT_LIMITS: EventStreamLimits = {
   maxBufferedBytes: SUBSCRIPTION_LIMITS.maxBufferedBytes,
+  pauseAtBytes: 64 * 1024,
+  stallMs: PET_FEED_LIMITS.stalledReaderMs,
   heartbeatMs: PET_FEED_LIMITS.heartbeatMs,
   retryMs: PET_FEED_LIMITS.retryMs,
   closeMs: SUBSCRIPTION_LIMITS.closeHandshakeMs,
@@ -45,9 +51,11 @@ const DEFAULT_LIMITS: EventStreamLimits = {
 
 /**
  * The open SSE responses of one app (docs/events.md "Server-sent events"): each sends `retry:` first, then its events as
- * they come and a heartbeat comment every `heartbeatMs`. Bytes are never queued beyond `maxBufferedBytes` (the response's
- * and the socket's buffers): a reader that falls that far behind is cut, as a slow WebSocket is, and resumes with
- * Last-Event-ID. {@link close} ends every stream, cutting those whose last bytes are not taken within `closeMs`.
+ * fast as its client reads them, and a heartbeat comment every `heartbeatMs`. Once `pauseAtBytes` wait unsent (the
+ * response's and the socket's buffers), a stream takes no more events until its client reads (its follower holds only a
+ * position, so waiting costs nothing); a client that reads nothing for `stallMs` is cut, as a slow WebSocket is, and
+ * resumes with Last-Event-ID. Nothing ever queues beyond `maxBufferedBytes`. {@link close} ends every stream, cutting
+ * those whose last bytes are not taken within `closeMs`.
  */
 export class EventStreams {
   private readonly open = new Set<{ end: () => void; cut: () => void; closed: Promise<void> }>();
@@ -90,12 +98,15 @@ export class EventStreams {
     let ended = false;
     let corked = false;
     const buffered = () => body.writableLength + body.readableLength + raw.writableLength;
+    const cut = () => {
+      this.log.warn({ bufferedBytes: buffered() }, 'closing an event stream whose client stopped reading');
+      ended = true;
+      raw.destroy();
+    };
     const write = (frame: string | Buffer): boolean => {
       if (ended) return false;
       if (buffered() + Buffer.byteLength(frame) > this.limits.maxBufferedBytes) {
-        this.log.warn({ bufferedBytes: buffered() }, 'closing an event stream whose client stopped reading');
-        ended = true;
-        raw.destroy();
+        cut();
         return false;
       }
       // The events of one feed advance arrive in one turn of the event loop: corked until the next, they leave in one write.
@@ -134,6 +145,10 @@ export class EventStreams {
       try {
         for await (const event of events) {
           if (!write(frameOf(event))) break;
+          if (buffered() >= this.limits.pauseAtBytes && !(await this.readBelow(this.limits.pauseAtBytes, buffered, [body, raw]))) {
+            if (!ended) cut();
+            break;
+          }
         }
       } catch (error) {
         // The client reconnects with Last-Event-ID and loses nothing.
@@ -147,6 +162,34 @@ export class EventStreams {
     // Proxies that buffer answers (nginx) would hold the events back.
     reply.header('X-Accel-Buffering', 'no');
     return reply.send(body);
+  }
+
+  /**
+   * Resolves true once `buffered()` is under `bytes` (each 'drain' of `emitters` is a look), false when it is not within
+   * `stallMs` of the last progress or a stream closes first.
+   */
+  private readBelow(bytes: number, buffered: () => number, emitters: NodeJS.EventEmitter[]): Promise<boolean> {
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout;
+      const settle = (result: boolean) => {
+        clearTimeout(timer);
+        for (const emitter of emitters) {
+          emitter.off('drain', look);
+          emitter.off('close', closed);
+        }
+        resolve(result);
+      };
+      const look = () => {
+        if (buffered() < bytes) return settle(true);
+        timer.refresh();
+      };
+      const closed = () => settle(false);
+      timer = setTimeout(() => settle(false), this.limits.stallMs);
+      for (const emitter of emitters) {
+        emitter.on('drain', look);
+        emitter.on('close', closed);
+      }
+    });
   }
 
   /** Ends every stream (and any opened later); resolves once all are closed, cutting the clients that do not read their end within `closeMs`. */
