@@ -170,7 +170,12 @@ export class EventStreams {
    */
   private readBelow(bytes: number, buffered: () => number, emitters: NodeJS.EventEmitter[]): Promise<boolean> {
     return new Promise((resolve) => {
-      let timer: NodeJS.Timeout;
+      const timer = setTimeout(() => settle(false), this.limits.stallMs);
+      const look = () => {
+        if (buffered() < bytes) return settle(true);
+        timer.refresh();
+      };
+      const closed = () => settle(false);
       const settle = (result: boolean) => {
         clearTimeout(timer);
         for (const emitter of emitters) {
@@ -179,12 +184,6 @@ export class EventStreams {
         }
         resolve(result);
       };
-      const look = () => {
-        if (buffered() < bytes) return settle(true);
-        timer.refresh();
-      };
-      const closed = () => settle(false);
-      timer = setTimeout(() => settle(false), this.limits.stallMs);
       for (const emitter of emitters) {
         emitter.on('drain', look);
         emitter.on('close', closed);
