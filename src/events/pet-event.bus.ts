@@ -30,7 +30,6 @@ type FeedPoke = { head: number } | { stored: true };
  * instance reads past its last event when poked and on its own ticks. With Redis, pokes travel on `channel` so an event
  * reaches every instance within milliseconds; without it (or while it is away) the ticks alone bring it within
  * PET_FEED_LIMITS.stampEveryMs + followEveryMs. Redis carries no event: losing a poke delays, never loses.
- * @throws DatabaseDeadlineError when the feed's head cannot be read at start.
  */
 export async function startPetEventBus({ database, redisUrl, channel, log }: PetEventBusOptions): Promise<PetEventBus> {
   const repository = new PetFeedRepository(database);

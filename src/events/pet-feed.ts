@@ -24,6 +24,8 @@ export interface FollowOptions {
 export class PetFeed {
   /** The last position read and handed to the followers. */
   private delivered = 0;
+  /** Whether `delivered` has been read from the table: until then (say, migrations pending) "now" is unknown. */
+  private started = false;
   /** Events `recentFirst` … `delivered`, contiguous, shared by the followers. */
   private recent: PetEvent[] = [];
   private recentFirst = 1;
@@ -51,13 +53,15 @@ export class PetFeed {
     return this.followers.size;
   }
 
-  /** Starts from the current head, then follows it. @throws DatabaseDeadlineError when the head cannot be read. */
+  /**
+   * Starts from the current head, then follows it. Never throws: while the head cannot be read (the database away, its
+   * migrations pending), each tick tries again, and followers from now wait for it.
+   */
   async start(): Promise<void> {
-    this.delivered = await this.repository.head();
-    this.recent = [];
-    this.recentFirst = this.delivered + 1;
     this.timer = setInterval(() => this.advance(), this.limits.followEveryMs);
     this.timer.unref();
+    this.advance();
+    await this.reading;
   }
 
   /** Reads what follows the last event now (after the read in progress, if any); never throws. */
@@ -77,6 +81,13 @@ export class PetFeed {
 
   private async readNew(): Promise<void> {
     try {
+      if (!this.started) {
+        this.delivered = await this.repository.head();
+        this.recent = [];
+        this.recentFirst = this.delivered + 1;
+        this.started = true;
+        for (const wake of this.followers) wake();
+      }
       for (;;) {
         const events = await this.repository.read({ after: this.delivered, limit: this.limits.readBatch });
         if (this.failing) this.log.info('pet feed: reading new events again');
@@ -120,7 +131,7 @@ export class PetFeed {
    */
   follow({ after, status }: FollowOptions): AsyncIterableIterator<PetEvent> {
     // Registered now, not at the first next(): "from now" is the moment of the call.
-    const follower = new Follower(after ?? this.delivered, status);
+    const follower = new Follower(after ?? (this.started ? this.delivered : undefined), status);
     this.followers.add(follower.wake);
     const events = this.events(follower);
     return {
@@ -142,7 +153,11 @@ export class PetFeed {
   private async *events(follower: Follower): AsyncGenerator<PetEvent, undefined> {
     try {
       while (!follower.stopped) {
-        if (follower.position >= this.delivered) {
+        if (follower.position === undefined) {
+          // From now, called before the feed knew where now is.
+          if (this.started) follower.position = this.delivered;
+          else await follower.wait();
+        } else if (follower.position >= this.delivered) {
           await follower.wait();
         } else if (follower.position + 1 >= this.recentFirst) {
           // Looked up by position each time: the recent events may have moved while this one was being consumed.
@@ -179,7 +194,7 @@ class Follower {
   private resolveWait: (() => void) | undefined;
 
   constructor(
-    public position: number,
+    public position: number | undefined,
     readonly status: PetStatus | undefined,
   ) {}
 
