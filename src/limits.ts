@@ -143,6 +143,8 @@ export const PET_FEED_LIMITS = Object.freeze({
   maxPageSize: 100,
   /** The latest events each instance keeps in memory, shared by its followers (about 300 bytes each). */
   recentEvents: 10_000,
+  /** Unsent bytes at which an SSE stream takes no more events until its client reads. */
+  streamPauseBytes: 64 * KiB,
   /** An SSE client that reads nothing this long while events wait for it is cut (it resumes with Last-Event-ID). */
   stalledReaderMs: 5 * SECOND,
   /** An SSE stream's heartbeat comment (under deploy/nginx.conf's 15 s read timeout, as the WebSocket keep-alive), and its `retry:` field. */

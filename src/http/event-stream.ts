@@ -42,7 +42,7 @@ export interface EventStreamLimits {
 
 const DEFAULT_LIMITS: EventStreamLimits = {
   maxBufferedBytes: SUBSCRIPTION_LIMITS.maxBufferedBytes,
-  pauseAtBytes: 64 * 1024,
+  pauseAtBytes: PET_FEED_LIMITS.streamPauseBytes,
   stallMs: PET_FEED_LIMITS.stalledReaderMs,
   heartbeatMs: PET_FEED_LIMITS.heartbeatMs,
   retryMs: PET_FEED_LIMITS.retryMs,

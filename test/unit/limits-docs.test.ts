@@ -8,6 +8,7 @@ import {
   HTTP_LIMITS,
   IDEMPOTENCY_LIMITS,
   MIGRATION_LOCK,
+  PET_FEED_LIMITS,
   PET_LIMITS,
   QUERY_LIMITS,
   SUBSCRIPTION_LIMITS,
@@ -72,6 +73,15 @@ const SECURITY_ROWS: Record<string, string[]> = {
     `Retry-After: ${SUBSCRIPTION_LIMITS.connectionInitWaitMs / 1000}`,
   ],
   'Events waiting for a WebSocket peer that does not read': [`${mib(SUBSCRIPTION_LIMITS.maxBufferedBytes)} per socket`],
+  'Events waiting for an SSE client (`GET /v1/events`) that does not read': [
+    `${kib(PET_FEED_LIMITS.streamPauseBytes)}, then the stream takes no more events`,
+    `${SUBSCRIPTION_LIMITS.maxConnectionsPerKey} streams per key per instance`,
+    `cut after ${seconds(PET_FEED_LIMITS.stalledReaderMs)} without reading`,
+  ],
+  'Change-feed events kept in memory': [
+    `the latest ${PET_FEED_LIMITS.recentEvents.toLocaleString('en-US')} per instance`,
+    `from the table, ${PET_FEED_LIMITS.replayBatch} at a time`,
+  ],
   'REST body / GraphQL body': [`${kib(HTTP_LIMITS.restBodyBytes)} / ${kib(HTTP_LIMITS.graphqlBodyBytes)}`],
   'Request head': [kib(HTTP_LIMITS.maxHeaderBytes)],
   'Path segment (`petId`)': [`${HTTP_LIMITS.maxParamLength} characters`],
