@@ -167,7 +167,9 @@ export async function buildApp({
   announceKeyChanges(app, config, apiKeys);
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.operationHook });
-  await app.register(eventController, { prefix: SURFACE_PATHS.rest, petEvents: new PetEventService(petEvents.feed), guard: requests.operationHook, metrics });
+  // One service for the feed's operations, on both surfaces.
+  const eventService = new PetEventService(petEvents.feed);
+  await app.register(eventController, { prefix: SURFACE_PATHS.rest, petEvents: eventService, guard: requests.operationHook, metrics });
   // Outside the pet operations' guard: no key; its address pays.
   await app.register(credentialsController, { prefix: SURFACE_PATHS.rest, apiKeys, chargeAddress: requests.addressHook });
   await app.register(graphqlPlugin, {
@@ -178,7 +180,7 @@ export async function buildApp({
     keyCommand: keepsDevApiKey(config) ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',
     trustedDocuments: config.trustedDocuments,
     subscriptions: {
-      feed: petEvents.feed,
+      events: eventService,
       guard,
       apiKeys,
       metrics,

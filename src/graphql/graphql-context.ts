@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { PetFeed } from '../events/pet-feed';
+import type { PetEventService } from '../events/pet-event.service';
 import type { Caller } from '../pets/caller';
 
 /** Resolvers see only `caller`; plugins use `request` to charge its rate limit and label its log line. */
@@ -8,8 +8,8 @@ export interface GraphqlContext {
   readonly request: FastifyRequest;
 }
 
-/** What a subscription over WebSocket sees: its connection's caller, and the change feed its `subscribe` follows. */
+/** What a subscription over WebSocket sees: its connection's caller, and the change feed's operations its `subscribe` calls. */
 export interface SubscriptionContext {
   readonly caller: Caller;
-  readonly feed: PetFeed;
+  readonly events: PetEventService;
 }

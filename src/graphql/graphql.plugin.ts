@@ -9,7 +9,7 @@ import {
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKeyService } from '../auth/api-key.service';
-import type { PetFeed } from '../events/pet-feed';
+import type { PetEventService } from '../events/pet-event.service';
 import type { Guard } from '../guard/guard';
 import { type RequestGuard, callerOf } from '../guard/request.guard';
 import { rejectOtherMethods } from '../http/method-not-allowed';
@@ -46,8 +46,8 @@ export interface GraphqlPluginOptions {
   trustedDocuments: TrustedDocuments;
   /** Subscriptions over WebSocket on `/graphql` (docs/subscriptions.md). */
   subscriptions: {
-    /** This instance's change feed, which every subscription follows. */
-    feed: PetFeed;
+    /** The change feed's operations (REST's too), which every subscription follows. */
+    events: PetEventService;
     guard: Guard;
     /** For re-checking open connections' keys. */
     apiKeys: ApiKeyService;

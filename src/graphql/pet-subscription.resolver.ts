@@ -1,10 +1,8 @@
 import { Arg, Args, Resolver, Root, Subscription } from 'type-graphql';
 import { PetEventsArgs } from '../events/pet-event.inputs';
 import type { PetEvent } from '../events/pet-feed';
-import { decodeEventCursor } from '../pets/pet-cursor';
 import { PetStatus } from '../pets/pet-status.enum';
 import { Pet } from '../pets/pet.entity';
-import { validateInput } from '../validation/validate-input';
 import type { SubscriptionContext } from './graphql-context';
 import { PetEventObject } from './pet-event.types';
 import { databaseFieldCost } from './query-limits';
@@ -26,10 +24,8 @@ export class PetSubscriptionResolver {
     description:
       'The change feed: replays every event after the one whose `cursor` is `after`, then sends each new one, in feed order and ' +
       'each once, whichever instance stored the pet; from now without `after`. Only pets with `status` when given. Over WebSocket only.',
-    subscribe: async ({ args, context }: Subscribing<PetEventsArgs>) => {
-      const { after, status } = await validateInput(PetEventsArgs, args);
-      return context.feed.follow({ after: after == null ? undefined : decodeEventCursor(after), status: status ?? undefined });
-    },
+    // The REST stream's rules and start, through the same service.
+    subscribe: async ({ args, context }: Subscribing<PetEventsArgs>) => context.events.follow(await context.events.streamStart(args)),
     complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
   petEvents(@Root() event: PetEvent, @Args(() => PetEventsArgs) _args: PetEventsArgs): PetEventObject {
@@ -41,7 +37,7 @@ export class PetSubscriptionResolver {
     description:
       'Each animal added from now on (REST or GraphQL, any instance), after it is stored; only those with `status` when given. ' +
       'Over WebSocket (graphql-transport-ws) only.',
-    subscribe: ({ args, context }: Subscribing<{ status?: PetStatus | null }>) => context.feed.follow({ status: args.status ?? undefined }),
+    subscribe: ({ args, context }: Subscribing<{ status?: PetStatus | null }>) => context.events.follow({ status: args.status ?? undefined }),
     complexity: ({ childComplexity }) => databaseFieldCost(1, childComplexity),
   })
   petCreated(

@@ -5,7 +5,7 @@ import { type ExecutionArgs, GraphQLError, type GraphQLSchema, Kind, OperationTy
 import { type Context, type SubscribePayload, handleProtocols, makeServer } from 'graphql-ws';
 import { WebSocketServer } from 'ws';
 import type { ApiKeyService } from '../auth/api-key.service';
-import type { PetFeed } from '../events/pet-feed';
+import type { PetEventService } from '../events/pet-event.service';
 import { AppError, toAppError } from '../errors/error-catalogue';
 import type { Guard, GuardState } from '../guard/guard';
 import { rateLimitUnits } from '../guard/rate-limiter';
@@ -24,8 +24,8 @@ import { type TrustedDocuments, resolveTrustedDocument } from './trusted-documen
 /** What the WebSocket endpoint needs (docs/subscriptions.md). */
 export interface SubscriptionServerOptions {
   schema: GraphQLSchema;
-  /** What the subscriptions follow (their SubscriptionContext). */
-  feed: PetFeed;
+  /** The change feed's operations the subscriptions call (their SubscriptionContext). */
+  events: PetEventService;
   /** The HTTP requests' guard: the same key checks and rate limit. */
   guard: Guard;
   /** Where open connections' keys are checked again. */
@@ -155,7 +155,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       return [thrownGraphqlError(appError)];
     }
     const { document, operationName } = checked;
-    const contextValue: SubscriptionContext = { caller: { apiKeyId: connection.apiKeyId }, feed: options.feed };
+    const contextValue: SubscriptionContext = { caller: { apiKeyId: connection.apiKeyId }, events: options.events };
     return { schema, document, operationName, variableValues: payload.variables ?? {}, contextValue };
   };
 
