@@ -8,7 +8,6 @@ import { EventStreams } from '../http/event-stream';
 import { onStopAccepting } from '../http/graceful-shutdown';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import type { Metrics } from '../observability/metrics.registry';
-import { parsePositiveInteger } from '../validation/positive-integer';
 import {
   CONDITIONAL_REQUEST_HEADERS,
   HEADERS,
@@ -19,6 +18,7 @@ import {
   notModifiedResponse,
   operationSecurity,
 } from './openapi.schemas';
+import { queryInput } from './query-input';
 import { PET_FEED_LIMITS } from '../limits';
 
 export interface EventControllerOptions {
@@ -30,12 +30,6 @@ export interface EventControllerOptions {
 
 /** The media types listEvents answers in, JSON first: what `*\/*` or no Accept gets. */
 const MEDIA_TYPES = ['application/json', 'text/event-stream'];
-
-/** A plainly written integer becomes a number so the input rules can judge it; anything else stays a string and fails them. */
-function fromQueryValue(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  return value === '0' ? 0 : (parsePositiveInteger(value) ?? value);
-}
 
 /** e.g. `</v1/events?limit=20&after=ZTEuNDI…>; rel="next"`: always sent, since the feed has no last page (docs/events.md "Polling"). */
 function nextPageLink(path: string, page: PetEventPage): string {
@@ -88,7 +82,7 @@ export const eventController: FastifyPluginAsync<EventControllerOptions> = async
         config: { conditionalGet: true },
       },
       async (request, reply) => {
-        const query = Object.fromEntries(Object.entries(request.query as Record<string, unknown>).map(([key, value]) => [key, fromQueryValue(value)]));
+        const query = queryInput(request.query);
         const accept = request.headers.accept ?? '*/*';
         const wantsStream = request.method === 'GET' && new Negotiator({ headers: { accept } }).mediaType(MEDIA_TYPES) === 'text/event-stream';
         if (!wantsStream) {

@@ -4,7 +4,6 @@ import { callerOf } from '../guard/request.guard';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
 import type { PetPage, PetService } from '../pets/pet.service';
-import { parsePositiveInteger } from '../validation/positive-integer';
 import {
   CONDITIONAL_REQUEST_HEADERS,
   HEADERS,
@@ -16,6 +15,7 @@ import {
   notModifiedResponse,
   operationSecurity,
 } from './openapi.schemas';
+import { queryInput } from './query-input';
 import { IDEMPOTENCY_LIMITS } from '../limits';
 
 export interface PetControllerOptions {
@@ -41,12 +41,6 @@ const DEPRECATION_HEADER_SCHEMAS = Object.fromEntries(
 /** A page's fields, on its 200 and its 304 alike. */
 const LIST_PETS_HEADERS = { ...HEADERS.NEXT_PAGE_LINK, ...HEADERS.CONDITIONAL, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES };
 const GET_PET_HEADERS = { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.CONDITIONAL, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES };
-
-/** A plainly written integer becomes a number so the input rules can judge it; anything else stays a string and fails them. */
-function fromQueryValue(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  return value === '0' ? 0 : (parsePositiveInteger(value) ?? value);
-}
 
 /** e.g. `</v1/pets?limit=20&status=sold&after=MS5zb2xk…>; rel="next"` (docs/pagination.md). */
 function nextPageLink(path: string, page: PetPage): string {
@@ -92,7 +86,7 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
       config: { conditionalGet: true },
     },
     async (request, reply) => {
-      const query = Object.fromEntries(Object.entries(request.query as Record<string, unknown>).map(([key, value]) => [key, fromQueryValue(value)]));
+      const query = queryInput(request.query);
       const page = await petService.listPets(query, callerOf(request));
       if (page.nextCursor !== null) reply.header('Link', nextPageLink(`${app.prefix}/pets`, page));
       return page.pets;
