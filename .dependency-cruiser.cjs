@@ -36,6 +36,12 @@ module.exports = {
       { path: '^test/support/' },
       { path: '^(test/(?!support/)|bench/)' },
     ),
+    forbid(
+      'src-only-production-dependencies',
+      'The product runs after `npm prune --omit=dev` (docs/operations.md "Production install"): what it loads is in "dependencies" or Node itself. Types are erased.',
+      { path: '^src/' },
+      { dependencyTypes: ['npm-dev', 'npm-no-pkg', 'npm-unknown'], dependencyTypesNot: ['type-only'] },
+    ),
     forbid('src-not-to-bench', 'The product does not depend on its benchmark.', { path: '^src/' }, { path: '^bench/' }),
     forbid('not-to-examples', 'The client examples are not part of the product or the benchmark.', { path: '^(src|bench)/' }, { path: '^examples/' }),
     forbid(

@@ -83,6 +83,10 @@ describe('the layer rules (.dependency-cruiser.cjs, and the seam in eslint.confi
       ['not-to-examples', 'src/cli/examples-probe.ts', "import '../../examples/examples-probe';", 'examples/examples-probe.ts'],
       ['examples-only-clients', 'examples/src-probe.ts', "import '../src/errors/error-catalogue';", 'src/errors/error-catalogue.ts'],
       ['examples-only-clients', 'examples/test-probe.ts', "import '../test/helpers/probe';", 'test/helpers/probe.ts'],
+      ['src-only-production-dependencies', 'src/cli/dev-dependency-probe.ts', "import 'graphql-request';", 'graphql-request'],
+      ['src-only-production-dependencies', 'src/cli/require-probe.ts', "export const probe: unknown = require('axios');", 'axios'],
+      // Installed for a dependency of ours, so gone when that one drops it: name it in "dependencies" to use it.
+      ['src-only-production-dependencies', 'src/observability/undeclared-probe.ts', "import 'pino-std-serializers';", 'pino-std-serializers'],
     ];
     let tree: string;
     let violations: Violation[];
@@ -93,7 +97,7 @@ describe('the layer rules (.dependency-cruiser.cjs, and the seam in eslint.confi
       tree = mkdtempSync(path.join(tmpdir(), 'dependency-rules-'));
       try {
         cpSync(path.join(ROOT, 'src'), path.join(tree, 'src'), { recursive: true });
-        for (const file of ['tsconfig.json', 'tsconfig.eslint.json', 'eslint.config.mjs']) cpSync(path.join(ROOT, file), path.join(tree, file));
+        for (const file of ['package.json', 'tsconfig.json', 'tsconfig.eslint.json', 'eslint.config.mjs']) cpSync(path.join(ROOT, file), path.join(tree, file));
         symlinkSync(path.join(ROOT, 'node_modules'), path.join(tree, 'node_modules'));
         const extra: Array<[string, string]> = [
           ['src/errors/circle-probe-b.ts', "import './circle-probe-a';"],
@@ -105,6 +109,8 @@ describe('the layer rules (.dependency-cruiser.cjs, and the seam in eslint.confi
           // ESLint's seam: the operations read no header and name no request; a surface casts no input.
           ['src/pets/pet.service.ts', "export const probeHeader = (request: { headers: Record<string, string> }) => request.headers['x'];"],
           ['src/rest/pet.controller.ts', 'export const probeCast = (input: unknown) => input as unknown as NewPetInput;'],
+          // A type from a devDependency is erased from dist/: allowed.
+          ['src/cli/dev-type-probe.ts', "import type { GraphQLClient } from 'graphql-request';\nexport type ProbeClient = GraphQLClient;"],
         ];
         for (const [file, code] of [...probes.map(([, file, code]): [string, string] => [file, code]), ...extra]) {
           mkdirSync(path.dirname(path.join(tree, file)), { recursive: true });
@@ -134,6 +140,10 @@ describe('the layer rules (.dependency-cruiser.cjs, and the seam in eslint.confi
 
     test('when a surface casts its input to a validated type, then ESLint reports it', () => {
       expect(linted['src/rest/pet.controller.ts']).toEqual(['Pass the input on as received: the pet operations validate it.']);
+    });
+
+    test('when src/ imports only a type from a devDependency, then src-only-production-dependencies leaves it: types are erased', () => {
+      expect(violations.filter((violation) => violation.from === 'src/cli/dev-type-probe.ts')).toEqual([]);
     });
 
     test('when a module the pet operations reach imports a transport, then operations-no-transport reports the path from them', () => {

@@ -317,6 +317,24 @@ describe('Dockerfile', () => {
     expect(envOf(build).NODE_ENV).not.toBe('production');
   });
 
+  test('when the stages are read, then both run on Node 24 LTS, the line package.json "engines" names beside Node 20', () => {
+    expect(stages.map((stage) => stage[0].args.split(/\s+/)[0])).toEqual(['node:24-bookworm-slim', 'node:24-bookworm-slim']);
+    const { engines } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+    expect(engines.node).toContain('^24.');
+  });
+
+  test('when the build stage is read, then it takes the production install path: npm ci, npm run build, npm prune --omit=dev', () => {
+    const runs = (stages[0] ?? []).filter((i) => i.keyword === 'RUN').map((i) => i.args);
+    const order = ['npm ci', 'npm run build', 'npm prune --omit=dev'].map((command) => runs.join(' && ').indexOf(command));
+    expect(order.every((at) => at >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+  });
+
+  test('when the final stage is read, then it copies the pruned node_modules of the build stage and installs nothing itself', () => {
+    expect(final.filter((i) => i.keyword === 'COPY').map((i) => i.args)).toContainEqual(expect.stringMatching(/--from=\S+\s+\S*node_modules\b/));
+    expect(final.filter((i) => i.keyword === 'RUN').map((i) => i.args)).not.toContainEqual(expect.stringMatching(/\bnpm (ci|install|i)\b/));
+  });
+
   test('when the final stage is read, then it has a HEALTHCHECK on /healthz', () => {
     const healthcheck = last('HEALTHCHECK');
     expect(healthcheck?.args).toMatch(/\bCMD\b/);
@@ -349,11 +367,11 @@ function dockerCommand(): string {
   return argv[2];
 }
 
-/** The shell command of package.json's `start` script after its build step. */
+/** The shell command of package.json's `start:prod` script, which `start` runs after its build step. */
 function startCommand(): string {
   const { scripts } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  expect(scripts.start.startsWith('tsc -b && ')).toBe(true);
-  return scripts.start.slice('tsc -b && '.length);
+  expect(scripts.start).toBe(`tsc -b && ${scripts['start:prod']}`);
+  return scripts['start:prod'];
 }
 
 /** What a launch command sets NODE_OPTIONS to, and the command it runs with it. */
@@ -379,13 +397,13 @@ async function heapLimitWith(options: string[]): Promise<number> {
 }
 
 describe('the heap cap (docs/configuration.md "Heap cap")', () => {
-  test('when the start script and the Dockerfile are read, then both launch the same way, with the NODE_OPTIONS of node-options.cli.js', () => {
+  test('when the start scripts and the Dockerfile are read, then all launch the same way, with the NODE_OPTIONS of node-options.cli.js', () => {
     expect(dockerCommand()).toBe(startCommand());
     expect(startCommand()).toBe('NODE_OPTIONS="$(node dist/src/cli/node-options.cli.js)" exec node dist/src/main.js');
   });
 
   test.each([
-    ['npm start', startCommand],
+    ['npm run start:prod (npm start after its build)', startCommand],
     ['the Docker image', dockerCommand],
   ])('when %s runs with no NODE_OPTIONS, then node gets the cap; with a --max-old-space-size in NODE_OPTIONS, that one', async (_name, command) => {
     const capped = await heapLimitWith([HEAP_CAP_NODE_OPTION]);

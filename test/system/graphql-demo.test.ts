@@ -1,14 +1,14 @@
 import { built, runNode } from '../helpers/processes';
 import { startTestApp, type TestApp } from '../helpers/test-app';
 
-describe('npm run demo:graphql (graphql-request and graphql-ws clients)', () => {
+describe("npm run demo:graphql (Node's fetch and a graphql-ws client)", () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await startTestApp();
   });
   afterAll(() => t.close());
 
-  test('when run against the server, then every operation succeeds through a real GraphQL client', async () => {
+  test('when run against the server, then every operation succeeds over HTTP and WebSocket', async () => {
     const result = await runNode(built('src/cli/graphql-demo.cli.js'), [], {
       cwd: process.cwd(),
       env: { API_KEY: t.apiKey, GRAPHQL_URL: `${t.url}/graphql` },

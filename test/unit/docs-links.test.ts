@@ -67,7 +67,9 @@ function code(): string[] {
     });
   // This file's own examples of links aside.
   const own = path.relative(ROOT, __filename);
-  return [...inFolder('src'), ...inFolder('bench'), ...inFolder('test'), 'Dockerfile', path.join('.ci', 'run')].filter((file) => file !== own);
+  return [...inFolder('src'), ...inFolder('bench'), ...inFolder('test'), 'Dockerfile', path.join('.ci', 'run'), path.join('.ci', 'production-install')].filter(
+    (file) => file !== own,
+  );
 }
 
 /**
