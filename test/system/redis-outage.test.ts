@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { REDIS_TIMEOUTS } from '../../src/limits';
 import { createLogger } from '../../src/observability/logger';
 import { type Metrics, createMetrics } from '../../src/observability/metrics.registry';
 import { type PrivateServer, startPrivateRedis } from '../helpers/private-servers';
@@ -17,6 +18,7 @@ import { type TestApp, request, startTestApp } from '../helpers/test-app';
 /** The promise of docs/failures.md: the shared counters are used again within this of Redis answering. */
 const BACK_WITHIN_MS = 2000;
 const QUOTA = 1000;
+const REDIS_COMMAND_TIMEOUT_MS = REDIS_TIMEOUTS.commandMs;
 
 /** An app whose log lines at info and above are kept, with metrics of its own. */
 interface ObservedApp {
@@ -205,5 +207,46 @@ describe('when the Redis of an instance with RATE_LIMIT_ON_REDIS_FAILURE=refuse 
     expect(redisLines(c, WARN, 'Redis unreachable')).toHaveLength(1);
     expect(redisLines(c, INFO, 'Redis answers again')).toHaveLength(1);
     console.info(`RATE_LIMIT_ON_REDIS_FAILURE=refuse: 503 while Redis was away; 200 again ${back} ms after it was back`);
+  });
+});
+
+describe('when the Redis of an instance stalls (a private redis-server paused; RATE_LIMIT_ON_REDIS_FAILURE unset)', () => {
+  let redis: PrivateServer;
+  let d: ObservedApp;
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    d = await startObserved({ REDIS_URL: redis.url });
+  });
+  afterAll(async () => {
+    redis?.resume();
+    await d?.t.close();
+    await redis?.stop();
+  });
+
+  test('then calls answer 200 without hanging, /readyz names it degraded once its PING fails, and it is used again once it resumes', async () => {
+    expect((await request(d.t, 'GET', '/v1/pets')).status).toBe(200);
+    redis.pause();
+    const start = performance.now();
+    // The first calls wait for their commands' 1 s timeout, then count in memory.
+    const first = await request(d.t, 'GET', '/v1/pets');
+    const firstMs = Math.round(performance.now() - start);
+    expect(first.status).toBe(200);
+    expect(firstMs).toBeLessThan(3000); // the promise: no hang
+    const degradedAfter = await until(async () => (await readyz(d)).body.redis.state === 'degraded', 3000, '/readyz names Redis degraded');
+    // The stalled connection is dropped: calls no longer wait for it.
+    const after = performance.now();
+    expect((await request(d.t, 'GET', '/v1/pets')).status).toBe(200);
+    const afterMs = Math.round(performance.now() - after);
+    expect(afterMs).toBeLessThan(REDIS_COMMAND_TIMEOUT_MS);
+    expect((await readyz(d)).status).toBe(200);
+
+    redis.resume();
+    const back = await until(async () => (await readyz(d)).body.redis.state === 'ok', BACK_WITHIN_MS, 'Redis used again');
+    expect(redisLines(d, WARN, 'Redis unreachable')).toHaveLength(1);
+    expect(redisLines(d, INFO, 'Redis answers again')).toHaveLength(1);
+    console.info(
+      `Redis paused (serve-local): first call 200 after ${firstMs} ms; degraded in /readyz ${degradedAfter} ms later; ` +
+        `then calls 200 in ${afterMs} ms; ok again ${back} ms after it resumed`,
+    );
   });
 });
