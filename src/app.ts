@@ -142,7 +142,7 @@ export async function buildApp({
 
   const idempotency = new IdempotencyService(database);
   const deprecations = new DeprecationTracker(metrics, app.log);
-  // One judge of Redis for the rate limit, the key changes and the feed (docs/failures.md "Redis"); closed last.
+  // One judge of Redis for the rate limit, the key changes and the feed (docs/failures.md "Redis"), connected before they start.
   const { redisUrl, onRedisFailure } = config.rateLimit;
   const redisHealth = redisUrl ? new RedisHealthMonitor(redisUrl, onRedisFailure, app.log) : undefined;
   if (redisHealth) {

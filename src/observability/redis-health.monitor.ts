@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { type Command, Redis, type RedisOptions } from 'ioredis';
 import { REDIS_TIMEOUTS } from '../limits';
 
 /** RATE_LIMIT_ON_REDIS_FAILURE (docs/configuration.md): what the rate limit does while Redis is away. */
@@ -52,16 +52,31 @@ export function redisConnectionOptions(extra: RedisOptions = {}): RedisOptions {
   };
 }
 
+/** An ioredis connection that reports each command timing out: the sign of a Redis that stalls with the connection open. */
+class TimedRedis extends Redis {
+  onCommandTimeout: () => void = () => undefined;
+
+  override sendCommand(command: Command, ...rest: Parameters<Redis['sendCommand']> extends [Command, ...infer R] ? R : never): unknown {
+    const sent = super.sendCommand(command, ...rest);
+    // ioredis's own message for commandTimeout (Command.setTimeout); other failures have their events.
+    command.promise.catch((error: Error) => {
+      if (error.message === 'Command timed out') this.onCommandTimeout();
+    });
+    return sent;
+  }
+}
+
 /**
  * The one judge of whether Redis (`REDIS_URL`) answers, shared by the rate limiter, the API key change channel and the
  * change feed (docs/failures.md "Redis"). It owns the command connection the rate limiter counts on ({@link client}):
- * `ready` and `close` on it, and a PING every REDIS_TIMEOUTS.checkEveryMs, move {@link state}; each change is logged
+ * `ready` and `close` on it, a command timing out on it, and a PING every REDIS_TIMEOUTS.checkEveryMs, move
+ * {@link state}; each change is logged
  * once (a warning when Redis is lost, an info line when it is back), and the other connections' errors, which every
  * reconnection attempt repeats, are logged at debug ({@link watch}).
  *
  * The client fails fast while disconnected (no offline queue, no retry of a command), so a dead Redis never holds a
- * request; a PING that fails on a connection still open (a stalled server) drops it, so the commands after it fail fast
- * too instead of each waiting REDIS_TIMEOUTS.commandMs.
+ * request; a command or PING that times out on a connection still open (a stalled server) drops it, so the commands
+ * after it fail fast too instead of each waiting REDIS_TIMEOUTS.commandMs.
  */
 export class RedisHealthMonitor {
   /** The command connection: rate-limit counters. Connected by {@link start}. */
@@ -79,10 +94,19 @@ export class RedisHealthMonitor {
     private readonly log: RedisHealthLog,
   ) {
     this.firstAnswer = new Promise((resolve) => (this.settleFirst = resolve));
-    this.client = new Redis(
+    const client = new TimedRedis(
       url,
-      redisConnectionOptions({ lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: REDIS_TIMEOUTS.commandMs }),
+      redisConnectionOptions({
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        commandTimeout: REDIS_TIMEOUTS.commandMs,
+        // A stalled server never closes its side: a connection given up is destroyed at once, not 2 s later.
+        disconnectTimeout: 0,
+      }),
     );
+    client.onCommandTimeout = () => this.stalled('a command timed out');
+    this.client = client;
     this.watch(this.client, 'rate limit');
     this.client.on('ready', () => this.observe(true, 'connected'));
     this.client.on('close', () => this.observe(false, 'connection closed'));
@@ -125,16 +149,19 @@ export class RedisHealthMonitor {
     else this.client.disconnect();
   }
 
+  /**
+   * A PING only finds a stall: its timeout reports itself (TimedRedis), a connection lost has its `close`. Only a new
+   * connection's `ready` says Redis is back, never an answer on the connection being given up.
+   */
   private async check(): Promise<void> {
-    if (this.client.status !== 'ready') return;
-    try {
-      await this.client.ping();
-      this.observe(true, 'answered PING');
-    } catch (error) {
-      this.observe(false, `PING failed: ${(error as Error).message}`);
-      // Reconnecting, the client refuses commands at once until Redis answers again.
-      if (!this.closed) this.client.disconnect(true);
-    }
+    if (this.client.status === 'ready') await this.client.ping().catch(() => undefined);
+  }
+
+  /** Reconnecting, the client refuses commands at once until Redis answers again. */
+  private stalled(reason: string): void {
+    if (this.closed || this.client.status !== 'ready') return;
+    this.observe(false, reason);
+    this.client.disconnect(true);
   }
 
   private observe(answering: boolean, reason: string): void {

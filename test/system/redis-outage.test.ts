@@ -164,6 +164,8 @@ describe('when the Redis of two instances stops and restarts under load (RATE_LI
       expect((await readyz(app)).body.redis).toMatchObject({ state: 'ok' });
       expect(await redisUp(app)).toBe(1);
       expect(redisLines(app, WARN, 'Redis unreachable')).toHaveLength(1);
+      // Nothing else of the outage warns: no line per reconnection attempt, connection, poke or call.
+      expect(app.lines.filter((line) => line.level >= WARN).map((line) => line.msg)).toEqual([expect.stringMatching(/^Redis unreachable/)]);
       expect(redisLines(app, INFO, 'Redis answers again')).toHaveLength(1);
     }
     console.info(
