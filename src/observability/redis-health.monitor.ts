@@ -70,9 +70,8 @@ class TimedRedis extends Redis {
  * The one judge of whether Redis (`REDIS_URL`) answers, shared by the rate limiter, the API key change channel and the
  * change feed (docs/failures.md "Redis"). It owns the command connection the rate limiter counts on ({@link client}):
  * `ready` and `close` on it, a command timing out on it, and a PING every REDIS_TIMEOUTS.checkEveryMs, move
- * {@link state}; each change is logged
- * once (a warning when Redis is lost, an info line when it is back), and the other connections' errors, which every
- * reconnection attempt repeats, are logged at debug ({@link watch}).
+ * {@link state}; each change is logged once (a warning when Redis is lost, an info line when it is back), and the other
+ * connections' errors, which every reconnection attempt repeats, are logged at debug ({@link watch}).
  *
  * The client fails fast while disconnected (no offline queue, no retry of a command), so a dead Redis never holds a
  * request; a command or PING that times out on a connection still open (a stalled server) drops it, so the commands
@@ -112,7 +111,10 @@ export class RedisHealthMonitor {
     this.client.on('close', () => this.observe(false, 'connection closed'));
   }
 
-  /** Connects; resolves once Redis has answered or failed once (within about REDIS_TIMEOUTS.connectMs), never rejects. */
+  /**
+   * Connects; resolves once Redis has answered or failed once (within REDIS_TIMEOUTS.connectMs, or commandMs for a
+   * server that accepts the connection but does not answer), never rejects.
+   */
   async start(): Promise<void> {
     this.client.connect().catch((error: unknown) => this.observe(false, (error as Error).message));
     this.timer = setInterval(() => void this.check(), REDIS_TIMEOUTS.checkEveryMs);

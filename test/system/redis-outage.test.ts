@@ -225,7 +225,7 @@ describe('when the Redis of an instance stalls (a private redis-server paused; R
     await redis?.stop();
   });
 
-  test('then calls answer 200 without hanging, /readyz names it degraded once its PING fails, and it is used again once it resumes', async () => {
+  test('then calls answer 200 without hanging, /readyz names it degraded once a command times out, and it is used again once it resumes', async () => {
     expect((await request(d.t, 'GET', '/v1/pets')).status).toBe(200);
     redis.pause();
     const start = performance.now();
@@ -250,5 +250,23 @@ describe('when the Redis of an instance stalls (a private redis-server paused; R
       `Redis paused (serve-local): first call 200 after ${firstMs} ms; degraded in /readyz ${degradedAfter} ms later; ` +
         `then calls 200 in ${afterMs} ms; ok again ${back} ms after it resumed`,
     );
+  });
+
+  test('when an instance starts while it stalls, then it starts, serves on counters of its own, and uses it once it resumes', async () => {
+    redis.pause();
+    const start = performance.now();
+    const late = await startObserved({ REDIS_URL: redis.url });
+    try {
+      const startMs = Math.round(performance.now() - start);
+      expect((await request(late.t, 'GET', '/v1/pets')).status).toBe(200);
+      expect((await readyz(late)).body).toMatchObject({ status: 'ok', redis: { state: 'degraded' } });
+      redis.resume();
+      await until(async () => (await readyz(late)).body.redis.state === 'ok', BACK_WITHIN_MS, 'Redis used once it resumes');
+      expect(redisLines(late, WARN, 'Redis unreachable')).toHaveLength(1);
+      console.info(`an instance started while its Redis was paused: ready after ${startMs} ms`);
+    } finally {
+      redis.resume();
+      await late.t.close();
+    }
   });
 });
