@@ -31,6 +31,7 @@ import { DeprecationTracker } from './observability/deprecation.tracker';
 import { healthRoutes } from './observability/health.routes';
 import { createLogger } from './observability/logger';
 import { type Metrics, createMetrics } from './observability/metrics.registry';
+import { RedisHealthMonitor } from './observability/redis-health.monitor';
 import type { ServiceState } from './observability/service-state';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
@@ -83,10 +84,10 @@ export function createApiKeys(config: Config, database: Database, log?: FastifyB
  * With Redis, `apiKeys` announces the keys it revokes or rolls on the key change channel and forgets those announced
  * by other processes (docs/api-keys.md "Revocation"), until `app` closes; without Redis, nothing changes.
  */
-function announceKeyChanges(app: FastifyInstance, config: Config, apiKeys: ApiKeyService): void {
+function announceKeyChanges(app: FastifyInstance, config: Config, apiKeys: ApiKeyService, redisHealth?: RedisHealthMonitor): void {
   const { redisUrl, namespace } = config.rateLimit;
   if (!redisUrl) return;
-  const keyChanges = new KeyChangeChannel({ redisUrl, namespace, log: app.log });
+  const keyChanges = new KeyChangeChannel({ redisUrl, namespace, log: app.log, redisHealth });
   keyChanges.listen(apiKeys);
   apiKeys.announceChangesTo(keyChanges);
   app.addHook('onClose', async () => {
@@ -141,8 +142,16 @@ export async function buildApp({
 
   const idempotency = new IdempotencyService(database);
   const deprecations = new DeprecationTracker(metrics, app.log);
+  // One judge of Redis for the rate limit, the key changes and the feed (docs/failures.md "Redis"), connected before they start.
+  const { redisUrl, onRedisFailure } = config.rateLimit;
+  const redisHealth = redisUrl ? new RedisHealthMonitor(redisUrl, onRedisFailure, app.log) : undefined;
+  if (redisHealth) {
+    app.addHook('onClose', () => redisHealth.close());
+    await redisHealth.start();
+    metrics.watchRedis(() => redisHealth.state === 'ok');
+  }
   // The change feed; with Redis, instances poke each other so an event reaches all within milliseconds.
-  const petEvents = await startPetEventBus({ database, redisUrl: config.rateLimit.redisUrl, channel: config.petEventsChannel, log: app.log });
+  const petEvents = await startPetEventBus({ database, redisUrl, redisHealth, channel: config.petEventsChannel, log: app.log });
   app.addHook('onClose', () => petEvents.close());
   metrics.watchFeed(() => ({
     position: petEvents.feed.position,
@@ -158,13 +167,12 @@ export async function buildApp({
   parseJsonExactly(app);
   app.setErrorHandler(sendError);
   app.setNotFoundHandler(refuseUnknownRoute);
-  const limiter = createRateLimiter(config.rateLimit, app.log);
-  app.addHook('onClose', () => limiter.close());
+  const limiter = createRateLimiter(config.rateLimit, redisHealth);
   const guard = createGuard(apiKeys, limiter);
   // After the JSON newline, so a tag covers the bytes sent; before the guard's hook, which gives a 304's unit back.
   answerConditionalGets(app);
   const requests = guardRequests(app, guard);
-  announceKeyChanges(app, config, apiKeys);
+  announceKeyChanges(app, config, apiKeys, redisHealth);
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.operationHook });
   // One service for the feed's operations, on both surfaces.
@@ -190,7 +198,7 @@ export async function buildApp({
   });
   await serveOpenapi(app);
   // Outside the guard: no key, no rate limit.
-  await app.register(healthRoutes, { database, state });
+  await app.register(healthRoutes, { database, state, redisHealth });
   await app.register(landingPageRoutes);
   await app.ready();
   return app;

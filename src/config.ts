@@ -5,6 +5,7 @@ import type { DatabaseConfig } from './database/database-config';
 import type { RateLimitConfig } from './guard/rate-limiter';
 import { TrustedDocuments } from './graphql/trusted-documents';
 import { LOG_LEVELS } from './observability/logger';
+import { REDIS_FAILURE_POLICIES } from './observability/redis-health.monitor';
 import { parsePositiveInteger } from './validation/positive-integer';
 import { API_KEY_CACHE, DATABASE_DEADLINES } from './limits';
 
@@ -165,6 +166,13 @@ export const CONFIG_SPEC = Object.freeze({
     default: 'pet-store:pet-created',
     desc: "Redis pub/sub channel of the change feed's pokes with REDIS_URL, one per deployment sharing a Redis.",
   }),
+  RATE_LIMIT_ON_REDIS_FAILURE: str({
+    choices: REDIS_FAILURE_POLICIES,
+    default: 'serve-local',
+    desc:
+      'With REDIS_URL, while Redis is away: serve-local (each instance counts rate limits alone, /readyz stays 200) ' +
+      'or refuse (rate-limited calls answer 503 and /readyz 503 until it is back).',
+  }),
   RATE_LIMIT_NAMESPACE: str({
     default: 'petstore-rate-limit:',
     desc: "Prefix of the counters' keys and of the API key changes' channel, one per deployment sharing a Redis.",
@@ -245,6 +253,7 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
     unauthenticatedMax: clean.RATE_LIMIT_UNAUTHENTICATED_MAX,
     windowSeconds: clean.RATE_LIMIT_WINDOW_SECONDS,
     namespace: clean.RATE_LIMIT_NAMESPACE,
+    onRedisFailure: clean.RATE_LIMIT_ON_REDIS_FAILURE,
     ...(clean.REDIS_URL && { redisUrl: clean.REDIS_URL }),
   };
   return Object.freeze({

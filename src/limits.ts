@@ -175,5 +175,12 @@ export const API_KEY_LIMITS = Object.freeze({
   publishableCeilingFactor: 100,
 });
 
-/** Redis (rate-limit counters, pet events). */
-export const REDIS_TIMEOUTS = Object.freeze({ connectMs: SECOND, commandMs: SECOND });
+/** Redis (rate-limit counters, pet events, API key changes) and how fast an instance notices it leave and come back (docs/failures.md). */
+export const REDIS_TIMEOUTS = Object.freeze({
+  connectMs: SECOND,
+  commandMs: SECOND,
+  /** The longest pause between two reconnection attempts, so the shared state is used again within 2 s of Redis answering. */
+  reconnectMaxMs: 500,
+  /** A PING this often finds a Redis that stalls with its connections open (a failed one takes `commandMs`). */
+  checkEveryMs: SECOND,
+});

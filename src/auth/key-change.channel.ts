@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import type { ApiKeyService, KeyChangeAnnouncer } from './api-key.service';
 import { REDIS_TIMEOUTS } from '../limits';
+import { type RedisHealthMonitor, redisConnectionOptions } from '../observability/redis-health.monitor';
 
 /** The Redis pub/sub channel of API key changes for a deployment's RATE_LIMIT_NAMESPACE (docs/configuration.md). */
 export function keyChangeChannelName(namespace: string): string {
@@ -12,11 +13,15 @@ export interface KeyChangeLog {
   warn(fields: object, message: string): void;
 }
 
-/** `REDIS_URL`, and RATE_LIMIT_NAMESPACE, which names the channel (one per deployment sharing a Redis). */
+/**
+ * `REDIS_URL`, and RATE_LIMIT_NAMESPACE, which names the channel (one per deployment sharing a Redis). `redisHealth`
+ * (the service's) reports Redis's outages, so the channel's connections log their errors at debug only; the CLI has none.
+ */
 export interface KeyChangeChannelOptions {
   readonly redisUrl: string;
   readonly namespace: string;
   readonly log: KeyChangeLog;
+  readonly redisHealth?: RedisHealthMonitor;
 }
 
 /** A message's ids, or null when it is not `{"ids": [<positive integers>]}`. */
@@ -52,13 +57,16 @@ export class KeyChangeChannel implements KeyChangeAnnouncer {
 
   constructor(private readonly options: KeyChangeChannelOptions) {
     this.name = keyChangeChannelName(options.namespace);
-    this.publisher = new Redis(options.redisUrl, {
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      connectTimeout: REDIS_TIMEOUTS.connectMs,
-      commandTimeout: REDIS_TIMEOUTS.commandMs,
-    });
-    this.publisher.on('error', (error) => options.log.warn({ err: error, channel: this.name }, 'API key changes store (Redis) unreachable'));
+    this.publisher = new Redis(
+      options.redisUrl,
+      redisConnectionOptions({ lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: REDIS_TIMEOUTS.commandMs }),
+    );
+    this.reportErrorsOf(this.publisher);
+  }
+
+  private reportErrorsOf(connection: Redis): void {
+    if (this.options.redisHealth) this.options.redisHealth.watch(connection, 'API key changes');
+    else connection.on('error', (error) => this.options.log.warn({ err: error, channel: this.name }, 'API key changes store (Redis) unreachable'));
   }
 
   /** Publishes `ids` (nothing for none); resolves once Redis has them, or the failure is logged. */
@@ -80,10 +88,10 @@ export class KeyChangeChannel implements KeyChangeAnnouncer {
     if (this.subscriber) throw new Error('this channel already has a listener');
     // A subscribed connection can do nothing else, hence its own; it retries for ever. Subscribed by hand on each
     // `ready`, so the cache is flushed once the subscription is back, not before.
-    const subscriber = new Redis(this.options.redisUrl, { maxRetriesPerRequest: null, connectTimeout: REDIS_TIMEOUTS.connectMs, autoResubscribe: false });
+    const subscriber = new Redis(this.options.redisUrl, redisConnectionOptions({ maxRetriesPerRequest: null, autoResubscribe: false }));
     this.subscriber = subscriber;
     const log = this.options.log;
-    subscriber.on('error', (error) => log.warn({ err: error, channel: this.name }, 'API key changes store (Redis) unreachable'));
+    this.reportErrorsOf(subscriber);
     subscriber.on('message', (from: string, message: string) => {
       if (from !== this.name) return;
       const ids = idsOf(message);

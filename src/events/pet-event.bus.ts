@@ -5,14 +5,18 @@ import type { PetEvents } from '../pets/pet-events';
 import { FeedSequencer } from './feed-sequencer';
 import { PetFeed } from './pet-feed';
 import { PetFeedRepository } from './pet-feed.repository';
-import { REDIS_TIMEOUTS } from '../limits';
+import { type RedisHealthMonitor, redisConnectionOptions } from '../observability/redis-health.monitor';
 
-/** `REDIS_URL` and `PET_EVENTS_CHANNEL` (docs/events.md); without Redis, instances find new events by polling alone. */
+/**
+ * `REDIS_URL` and `PET_EVENTS_CHANNEL` (docs/events.md); without Redis, instances find new events by polling alone.
+ * `redisHealth` reports Redis's outages, so the bus's connections log their errors at debug only.
+ */
 export interface PetEventBusOptions {
   readonly database: Database;
   readonly redisUrl?: string;
+  readonly redisHealth?: RedisHealthMonitor;
   readonly channel: string;
-  readonly log: Pick<Logger, 'warn' | 'info'>;
+  readonly log: Pick<Logger, 'warn' | 'info' | 'debug'>;
 }
 
 /** The change feed of one instance: its sequencer, and its view of the feed, which every subscription and stream follows. */
@@ -31,16 +35,21 @@ type FeedPoke = { head: number } | { stored: true };
  * reaches every instance within milliseconds; without it (or while it is away) the ticks alone bring it within
  * PET_FEED_LIMITS.stampEveryMs + followEveryMs. Redis carries no event: losing a poke delays, never loses.
  */
-export async function startPetEventBus({ database, redisUrl, channel, log }: PetEventBusOptions): Promise<PetEventBus> {
+export async function startPetEventBus({ database, redisUrl, redisHealth, channel, log }: PetEventBusOptions): Promise<PetEventBus> {
   const repository = new PetFeedRepository(database);
   const feed = new PetFeed(repository, log);
   await feed.start();
 
-  const publisher = redisUrl ? new Redis(redisUrl, { maxRetriesPerRequest: 1, connectTimeout: REDIS_TIMEOUTS.connectMs }) : undefined;
+  // A poke is not worth waiting for: while Redis is away it fails at once, and the ticks find the event.
+  const publisher = redisUrl ? new Redis(redisUrl, redisConnectionOptions({ maxRetriesPerRequest: 0, enableOfflineQueue: false })) : undefined;
   // A subscribed connection can do nothing else, hence two; it retries forever: a subscription is never given up.
-  const subscriber = redisUrl ? new Redis(redisUrl, { maxRetriesPerRequest: null, connectTimeout: REDIS_TIMEOUTS.connectMs }) : undefined;
+  const subscriber = redisUrl ? new Redis(redisUrl, redisConnectionOptions({ maxRetriesPerRequest: null })) : undefined;
   const poke = (message: FeedPoke) =>
-    publisher?.publish(channel, JSON.stringify(message)).catch((error: unknown) => log.warn({ err: error, channel }, 'pet feed: poke not published'));
+    publisher?.publish(channel, JSON.stringify(message)).catch((error: unknown) => {
+      // An outage is reported once by the health monitor, not once per event.
+      if (redisHealth) log.debug({ err: error, channel }, 'pet feed: poke not published');
+      else log.warn({ err: error, channel }, 'pet feed: poke not published');
+    });
 
   const sequencer = new FeedSequencer(
     repository,
@@ -51,7 +60,9 @@ export async function startPetEventBus({ database, redisUrl, channel, log }: Pet
     log,
   );
   for (const connection of [publisher, subscriber]) {
-    connection?.on('error', (error) => log.warn({ err: error, channel }, 'pet events store (Redis) unreachable'));
+    if (!connection) continue;
+    if (redisHealth) redisHealth.watch(connection, 'pet feed');
+    else connection.on('error', (error) => log.warn({ err: error, channel }, 'pet events store (Redis) unreachable'));
   }
   subscriber?.on('message', (from: string, message: string) => {
     if (from !== channel) return;

@@ -1,8 +1,6 @@
-import type { FastifyBaseLogger } from 'fastify';
-import { Redis } from 'ioredis';
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors/error-catalogue';
-import { REDIS_TIMEOUTS } from '../limits';
+import type { RedisFailurePolicy, RedisHealthMonitor } from '../observability/redis-health.monitor';
 
 /** What one rate-limited client may spend per window (docs/security.md "Limits"). */
 export interface RateLimitConfig {
@@ -13,6 +11,8 @@ export interface RateLimitConfig {
   /** Counters shared by instances; in memory when absent. */
   readonly redisUrl?: string;
   readonly namespace: string;
+  /** RATE_LIMIT_ON_REDIS_FAILURE: with Redis away, count in this instance's memory, or refuse (503). */
+  readonly onRedisFailure: RedisFailurePolicy;
 }
 
 /** The rate limit's price of a request, for both surfaces: one unit per pet-store call, at least 1 (docs/security.md "Limits"). */
@@ -43,8 +43,8 @@ export interface RateLimiter {
   readonly config: RateLimitConfig;
   /**
    * Charges all `units` to every one of `counters`, or nothing to any. `status` is the counter with the least left
-   * (the one that refused, when one did). Throws SERVICE_UNAVAILABLE when the counters cannot be read: failing closed,
-   * so no client gets past its limit while Redis is away.
+   * (the one that refused, when one did). While Redis is away, counts in this instance's memory (`serve-local`), or
+   * throws SERVICE_UNAVAILABLE (`refuse`: failing closed, so no client gets past its limit across instances).
    */
   charge(counters: readonly RateLimitCounter[], units: number): Promise<{ charged: boolean; status: RateLimitStatus }>;
   /**
@@ -53,24 +53,30 @@ export interface RateLimiter {
    * store's error when the counters cannot be reached.
    */
   refund(counters: readonly RateLimitCounter[], units: number): Promise<RateLimitStatus>;
-  close(): Promise<void>;
 }
 
-/** The rate limiter on rate-limiter-flexible; keys `<namespace>key:<id>` and `<namespace>ip:<address>`. */
-export function createRateLimiter(config: RateLimitConfig, log: FastifyBaseLogger): RateLimiter {
-  const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: REDIS_TIMEOUTS.connectMs, commandTimeout: REDIS_TIMEOUTS.commandMs })
-    : undefined;
-  // ioredis reconnects by itself; without a listener it would print each failure as plain text.
-  redis?.on('error', (error) => log.warn({ err: error }, 'rate-limit store (Redis) unreachable'));
-  // No insurance limiter: a Redis failure rejects with its Error (not a RateLimiterRes), which fails closed below.
+/**
+ * The rate limiter on rate-limiter-flexible; keys `<namespace>key:<id>` and `<namespace>ip:<address>`. With `redis`
+ * (the monitor of `config.redisUrl`, whose connection it counts on), the counters are in Redis; while its connection is
+ * not ready, rate-limiter-flexible's insurance limiter counts in memory (`serve-local`) or the charge fails (`refuse`).
+ */
+export function createRateLimiter(config: RateLimitConfig, redis?: RedisHealthMonitor): RateLimiter {
   // One limiter per quota: quotas are few (the defaults and what operators set per key).
   const limiters = new Map<number, RateLimiterAbstract>();
   const limiterOf = (points: number): RateLimiterAbstract => {
     let limiter = limiters.get(points);
     if (!limiter) {
       const options = { points, duration: config.windowSeconds, keyPrefix: '' };
-      limiter = redis ? new RateLimiterRedis({ ...options, storeClient: redis }) : new RateLimiterMemory(options);
+      limiter = redis
+        ? new RateLimiterRedis({
+            ...options,
+            storeClient: redis.client,
+            // A connection that is not ready fails at once, so a dead Redis holds no request.
+            rejectIfRedisNotReady: true,
+            // Without insurance, a Redis failure rejects with its Error (not a RateLimiterRes): refused below.
+            ...(config.onRedisFailure === 'serve-local' && { insuranceLimiter: new RateLimiterMemory(options) }),
+          })
+        : new RateLimiterMemory(options);
       limiters.set(points, limiter);
     }
     return limiter;
@@ -129,6 +135,5 @@ export function createRateLimiter(config: RateLimitConfig, log: FastifyBaseLogge
       }
       return least(statuses);
     },
-    close: async () => void (await redis?.quit()),
   };
 }

@@ -4,12 +4,15 @@ import type { Database } from '../database/database';
 import { withinDeadline } from '../database/database-deadline';
 import { AppError } from '../errors/error-catalogue';
 import { DATABASE_DEADLINES } from '../limits';
+import type { RedisHealthMonitor } from './redis-health.monitor';
 import type { ServiceState } from './service-state';
 import { SURFACE_PATHS } from '../surface-paths';
 
 export interface HealthRoutesOptions {
   database: Database;
   state: ServiceState;
+  /** With REDIS_URL: its state is in the body, and with RATE_LIMIT_ON_REDIS_FAILURE=refuse its absence fails readiness. */
+  redisHealth?: RedisHealthMonitor;
 }
 
 /** Migrations only run at start-up, so once none is pending the primary is not asked again. */
@@ -32,9 +35,9 @@ function migrationsApplied(database: Database): () => Promise<boolean> {
 
 /**
  * `GET /healthz` (liveness; never touches the database) and `GET /readyz` (readiness: 200, or 503
- * SERVICE_UNAVAILABLE with the reason; both carry `nodes`). docs/operations.md "Endpoints".
+ * SERVICE_UNAVAILABLE with the reason; both carry `nodes`, and `redis` with REDIS_URL). docs/operations.md "Endpoints".
  */
-export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app, { database, state }) => {
+export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app, { database, state, redisHealth }) => {
   const migrated = migrationsApplied(database);
   const schema = { hide: true } as const;
 
@@ -49,12 +52,15 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app,
         ? `The database (${primary.name}) cannot serve: ${primary.state}.`
         : !(await migrated())
           ? 'Database migrations are pending.'
-          : undefined;
-    if (!problem) return { status: 'ok', nodes };
+          : redisHealth && !redisHealth.ready
+            ? 'Redis cannot be reached, and RATE_LIMIT_ON_REDIS_FAILURE is refuse.'
+            : undefined;
+    const redis = redisHealth && { redis: redisHealth.report() };
+    if (!problem) return { status: 'ok', nodes, ...redis };
     const error = new AppError('SERVICE_UNAVAILABLE', problem);
     return reply
       .code(error.status)
       .headers(error.headers)
-      .send({ ...error.toBody(), nodes });
+      .send({ ...error.toBody(), nodes, ...redis });
   });
 };

@@ -35,6 +35,8 @@ export interface Metrics {
   countActiveSubscription: (delta: 1 | -1) => void;
   /** `subscription` is the root field, e.g. `petCreated`. */
   countDeliveredEvent: (subscription: string) => void;
+  /** Reports whether Redis (`REDIS_URL`) answers, as the Redis health monitor judges it, read at each scrape. */
+  watchRedis: (up: () => boolean) => void;
 }
 
 /** Creates the metrics in a fresh registry, so several apps can run in one process. */
@@ -145,6 +147,15 @@ export function createMetrics(): Metrics {
       for (const state of feeds) this.inc(state().stamped);
     },
   });
+  const redisUp: (() => boolean)[] = [];
+  new Gauge({
+    name: 'petstore_redis_up',
+    help: 'Whether Redis (REDIS_URL) answers (1) or is away (0), rate limits then counted per instance or refused (RATE_LIMIT_ON_REDIS_FAILURE); absent without REDIS_URL.',
+    registers: [registry],
+    collect() {
+      for (const up of redisUp) this.set(up() ? 1 : 0);
+    },
+  });
   return {
     registry,
     observeRequest: ({ status, ...labels }, seconds) => duration.observe({ ...labels, status: String(status) }, seconds),
@@ -155,5 +166,6 @@ export function createMetrics(): Metrics {
     countOpenEventStream: (delta) => eventStreams.inc(delta),
     countActiveSubscription: (delta) => subscriptions.inc(delta),
     countDeliveredEvent: (subscription) => delivered.inc({ subscription }),
+    watchRedis: (up) => void redisUp.push(up),
   };
 }

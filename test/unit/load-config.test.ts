@@ -23,7 +23,7 @@ function configError(env: NodeJS.ProcessEnv): string {
 const MYSQL = 'mysql://user:pass@db:3306/petstore';
 
 describe('the variables read', () => {
-  test('when listed, then the 25 variables of CONFIG_SPEC, frozen', () => {
+  test('when listed, then the 26 variables of CONFIG_SPEC, frozen', () => {
     expect(Object.keys(CONFIG_SPEC)).toEqual([
       'PORT',
       'HOST',
@@ -39,6 +39,7 @@ describe('the variables read', () => {
       'RATE_LIMIT_WINDOW_SECONDS',
       'REDIS_URL',
       'PET_EVENTS_CHANNEL',
+      'RATE_LIMIT_ON_REDIS_FAILURE',
       'RATE_LIMIT_NAMESPACE',
       'DATABASE_REPLICA_URLS',
       'DATABASE_REPLICA_MAX_LAG_SECONDS',
@@ -297,6 +298,22 @@ describe('REDIS_URL, PET_EVENTS_CHANNEL, RATE_LIMIT_NAMESPACE', () => {
   test('when the channel and namespace are set, then they are used as given', () => {
     const config = loadConfig({ PET_EVENTS_CHANNEL: 'eu:pets', RATE_LIMIT_NAMESPACE: 'eu-limits:' });
     expect({ channel: config.petEventsChannel, namespace: config.rateLimit.namespace }).toEqual({ channel: 'eu:pets', namespace: 'eu-limits:' });
+  });
+});
+
+describe('RATE_LIMIT_ON_REDIS_FAILURE', () => {
+  test('when unset, then rate limits are counted by each instance while Redis is away (serve-local)', () => {
+    expect(loadConfig({}).rateLimit.onRedisFailure).toBe('serve-local');
+  });
+
+  test.each(['serve-local', 'refuse'])('when it is %p, then it is kept', (value) => {
+    expect(loadConfig({ RATE_LIMIT_ON_REDIS_FAILURE: value }).rateLimit.onRedisFailure).toBe(value);
+  });
+
+  test.each(['', 'Refuse', 'allow', 'fail-open'])('when it is %p, then ConfigError listing the choices', (value) => {
+    expect(configError({ RATE_LIMIT_ON_REDIS_FAILURE: value })).toBe(
+      `Invalid configuration: RATE_LIMIT_ON_REDIS_FAILURE: Value "${value}" not in choices [serve-local,refuse]`,
+    );
   });
 });
 
