@@ -1,15 +1,15 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler, type IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Job, type IJob } from 'kubernetes-models/batch/v1';
 import { PodDisruptionBudget, type IPodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service, type IConfigMap, type ISecret, type IService } from 'kubernetes-models/v1';
-import type { IContainer, IProbe } from 'kubernetes-models/v1';
+import type { IProbe } from 'kubernetes-models/v1';
 import { CONFIG_SPEC, loadConfig } from '../../src/config';
 import { HTTP_LIMITS } from '../../src/limits';
 import { SURFACE_PATHS } from '../../src/surface-paths';
+import { KUBERNETES_DIR, readManifestFile, readManifests } from '../helpers/kubernetes-manifests';
 
 /**
  * deploy/kubernetes/ against the Kubernetes API's JSON schemas (kubernetes-models: validators compiled with ajv from
@@ -17,16 +17,9 @@ import { SURFACE_PATHS } from '../../src/surface-paths';
  * endpoints, the shutdown timeline fits the pod's grace period, and docs/operations.md quotes the manifests' numbers.
  */
 const root = path.join(__dirname, '..', '..');
-const dir = path.join(root, 'deploy', 'kubernetes');
-const read = (file: string) => readFileSync(path.join(dir, file), 'utf8');
-
-/** Every document of a YAML file, parsed; a YAML error fails the test. */
-function documents(file: string): Record<string, unknown>[] {
-  return parseAllDocuments(read(file)).map((document) => {
-    if (document.errors.length > 0) throw new Error(`${file}: ${document.errors.map(String).join('; ')}`);
-    return document.toJS() as Record<string, unknown>;
-  });
-}
+const { kustomization, all: manifests, deployment, job, configMap, secret, service, budget, autoscaler, environment } = readManifests();
+const read = readManifestFile;
+const dir = KUBERNETES_DIR;
 
 /** The schema of each kind the manifests use, as `apiVersion/kind`; a kind missing here is an error, not a pass. */
 const MODELS: Record<string, (manifest: never) => { validate(): void }> = {
@@ -47,29 +40,9 @@ function validate(manifest: Record<string, unknown>): void {
   model(manifest as never).validate();
 }
 
-const kustomization = documents('kustomization.yaml')[0] as { resources: string[]; images: { name: string }[] };
-const manifests = [...kustomization.resources, 'secret.example.yaml'].flatMap((file) => documents(file));
-const only = <T>(kind: string) => {
-  const found = manifests.filter((manifest) => manifest.kind === kind);
-  if (found.length !== 1) throw new Error(`${found.length} ${kind} manifests, not one`);
-  return found[0] as T;
-};
-const deployment = only<IDeployment>('Deployment');
-const job = only<IJob>('Job');
-const configMap = only<IConfigMap>('ConfigMap');
-const secret = only<ISecret>('Secret');
-const service = only<IService>('Service');
-const budget = only<IPodDisruptionBudget>('PodDisruptionBudget');
-const autoscaler = only<IHorizontalPodAutoscaler>('HorizontalPodAutoscaler');
 const pod = deployment.spec!.template.spec!;
 const gateway = pod.containers[0];
 const probe = (name: 'startupProbe' | 'livenessProbe' | 'readinessProbe') => gateway[name] as IProbe;
-/** The container's variables (ConfigMap, Secret, then its own env, which wins), as the service would see them. */
-const environment = (container: IContainer): Record<string, string> => ({
-  ...configMap.data,
-  ...secret.stringData,
-  ...Object.fromEntries((container.env ?? []).map(({ name, value }) => [name, value ?? ''])),
-});
 const config = loadConfig(environment(gateway));
 const portNamed = (name: string) => gateway.ports!.find((port) => port.name === name)!.containerPort;
 const quantity = (value: unknown) => String(value);
