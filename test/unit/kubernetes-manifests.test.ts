@@ -4,8 +4,7 @@ import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler, type IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Job, type IJob } from 'kubernetes-models/batch/v1';
 import { PodDisruptionBudget, type IPodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { ConfigMap, Secret, Service, type IConfigMap, type ISecret, type IService } from 'kubernetes-models/v1';
-import type { IProbe } from 'kubernetes-models/v1';
+import { ConfigMap, Secret, Service, type IConfigMap, type IProbe, type ISecret, type IService } from 'kubernetes-models/v1';
 import { CONFIG_SPEC, loadConfig } from '../../src/config';
 import { HTTP_LIMITS } from '../../src/limits';
 import { SURFACE_PATHS } from '../../src/surface-paths';
@@ -18,8 +17,6 @@ import { KUBERNETES_DIR, readManifestFile, readManifests } from '../helpers/kube
  */
 const root = path.join(__dirname, '..', '..');
 const { kustomization, all: manifests, deployment, job, configMap, secret, service, budget, autoscaler, environment } = readManifests();
-const read = readManifestFile;
-const dir = KUBERNETES_DIR;
 
 /** The schema of each kind the manifests use, as `apiVersion/kind`; a kind missing here is an error, not a pass. */
 const MODELS: Record<string, (manifest: never) => { validate(): void }> = {
@@ -56,7 +53,7 @@ describe('deploy/kubernetes against the Kubernetes schemas', () => {
   );
 
   it('has every file of the folder in the kustomization, but the example Secret, which would overwrite the real one', () => {
-    const files = readdirSync(dir).filter((file) => file.endsWith('.yaml') && file !== 'kustomization.yaml');
+    const files = readdirSync(KUBERNETES_DIR).filter((file) => file.endsWith('.yaml') && file !== 'kustomization.yaml');
     expect([...kustomization.resources].sort()).toEqual(files.filter((file) => file !== 'secret.example.yaml').sort());
     expect(kustomization.images.map((image) => image.name)).toEqual([gateway.image]);
   });
@@ -89,7 +86,7 @@ describe('deploy/kubernetes against the service', () => {
   const known = new Set(Object.keys(CONFIG_SPEC));
 
   it('names only variables the service reads (src/config.ts CONFIG_SPEC), commented-out examples included', () => {
-    const commented = [...read('configmap.yaml').matchAll(/^\s*#\s*([A-Z][A-Z0-9_]*):/gm)].map((match) => match[1]);
+    const commented = [...readManifestFile('configmap.yaml').matchAll(/^\s*#\s*([A-Z][A-Z0-9_]*):/gm)].map((match) => match[1]);
     const named = [
       ...Object.keys(configMap.data ?? {}),
       ...commented,
