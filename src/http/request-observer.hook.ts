@@ -17,9 +17,12 @@ export function requestIdOf(request: IncomingMessage): string {
 function labelsOf(request: FastifyRequest, status: number): RequestLabels {
   const route = request.routeOptions.url;
   const method = request.method;
-  if (route === undefined) return { surface: 'other', route: 'unmatched', method, status };
+  if (route === undefined) return { surface: 'other', method, status };
   if (route.startsWith(SURFACE_PATHS.pets) || route === SURFACE_PATHS.events) return { surface: 'rest', route, method, status };
-  if (route === SURFACE_PATHS.graphql) return { surface: 'graphql', route: contextOf(request)?.graphqlOperation?.label ?? route, method, status };
+  if (route === SURFACE_PATHS.graphql) {
+    const operation = contextOf(request)?.graphqlOperation?.label;
+    return { surface: 'graphql', route, ...(operation !== undefined && { graphqlOperation: operation }), method, status };
+  }
   return { surface: 'other', route, method, status };
 }
 
