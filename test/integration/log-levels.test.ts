@@ -76,6 +76,26 @@ describe('a /readyz 503 that is not a drain', () => {
       await drop();
     }
   });
+
+  test('when the database cannot serve, then the 503 is logged at warn', async () => {
+    const { database: config, drop } = await createTestDatabase();
+    const database = await openDatabase(config);
+    const lines: Line[] = [];
+    const app = await buildApp({ config: testConfig(), database, logger: loggerInto(lines) });
+    try {
+      await database.writer.destroy(); // the primary's pool closed: its check fails
+      const response = await app.inject({ method: 'GET', url: '/readyz' });
+      expect(response.statusCode).toBe(503);
+      expect(response.json().message).toMatch(/^The database \(primary\) cannot serve: /);
+      expect(lines.filter((line) => line.msg === 'request completed').map(({ level, status }) => ({ level, status }))).toEqual([{ level: WARN, status: 503 }]);
+    } finally {
+      // The check reconnects the primary in the background: let it finish, so that close() ends that pool too.
+      await database.nodes[0].connecting;
+      await app.close();
+      await database.close();
+      await drop();
+    }
+  });
 });
 
 describe('migrations at start-up', () => {
