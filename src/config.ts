@@ -7,7 +7,7 @@ import { TrustedDocuments } from './graphql/trusted-documents';
 import { LOG_LEVELS } from './observability/logger';
 import { parsePositiveInteger } from './validation/positive-integer';
 import { API_KEY_CACHE, DATABASE_DEADLINES } from './limits';
-import { findMisspeltVariables } from './misspelt-variables';
+import { findMisspeltVariables } from './validation/misspelt-variables';
 
 /** Parses an absolute URL whose scheme is one of `schemes`; the error shows `example`. */
 function parseUrl(input: string, schemes: readonly string[], example: string): URL {
