@@ -109,7 +109,7 @@ export async function buildApp({
   const loggerInstance: FastifyBaseLogger = logger;
   const app = fastify({
     loggerInstance,
-    logController: new RequestLogController(),
+    logController: new RequestLogController(state),
     requestIdHeader: false,
     genReqId: requestIdOf,
     // The listener closes first, so requests still arriving are the last ones: served, not 503.

@@ -8,6 +8,7 @@ import { LOG_LEVELS } from './observability/logger';
 import { REDIS_FAILURE_POLICIES } from './observability/redis-health.monitor';
 import { parsePositiveInteger } from './validation/positive-integer';
 import { API_KEY_CACHE, DATABASE_DEADLINES } from './limits';
+import { findMisspeltVariables } from './validation/misspelt-variables';
 
 /** Parses an absolute URL whose scheme is one of `schemes`; the error shows `example`. */
 function parseUrl(input: string, schemes: readonly string[], example: string): URL {
@@ -129,6 +130,12 @@ export const CONFIG_SPEC = Object.freeze({
     desc: `The MySQL database; unset: the embedded SQLite file ${EMBEDDED_DATABASE_PATH} (relative to the working directory).`,
     example: 'mysql://user:pass@host:3306/db',
   }),
+  EMBEDDED_DATABASE: bool({
+    default: false,
+    desc:
+      `true: run on the embedded SQLite file ${EMBEDDED_DATABASE_PATH} on purpose. Outside production it is used anyway when DATABASE_URL is unset; ` +
+      'in production one of the two must be set, or the service refuses to start.',
+  }),
   NODE_ENV: str({
     choices: ['development', 'test', 'production'] as const,
     default: 'development',
@@ -223,7 +230,12 @@ export const CONFIG_SPEC = Object.freeze({
   }),
 });
 
-/** Reads {@link CONFIG_SPEC} from `env`, then the rules between variables; throws ConfigError naming every bad key at once. */
+/**
+ * Reads {@link CONFIG_SPEC} from `env`, then the rules between variables (docs/configuration.md "Production"): in
+ * production an explicit database and no misspelt variable. Outside production a misspelt variable is only returned,
+ * in `misspeltVariables`, for start-up to warn about.
+ * @throws ConfigError naming every bad key at once, in one line.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv) {
   const clean = cleanEnv(env, CONFIG_SPEC, {
     reporter: ({ errors }) => {
@@ -232,7 +244,15 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
     },
   });
   const metricsPort = clean.METRICS_PORT ?? clean.PORT + METRICS_PORT_OFFSET;
+  const production = clean.NODE_ENV === 'production';
+  const misspelt = findMisspeltVariables(env, Object.keys(CONFIG_SPEC));
   const crossChecks = [
+    ...(production ? misspelt.map((variable) => variable.message) : []),
+    production &&
+      !clean.DATABASE_URL &&
+      !clean.EMBEDDED_DATABASE &&
+      `DATABASE_URL: NODE_ENV=production needs an explicit database: set DATABASE_URL, or EMBEDDED_DATABASE=true to run on the embedded file ${EMBEDDED_DATABASE_PATH}`,
+    clean.DATABASE_URL && clean.EMBEDDED_DATABASE && 'EMBEDDED_DATABASE: set it or DATABASE_URL, not both',
     metricsPort === clean.PORT && 'METRICS_PORT: must differ from PORT',
     metricsPort > 65535 && `METRICS_PORT: unset, it would be PORT + ${METRICS_PORT_OFFSET} = ${metricsPort}, past 65535: set it`,
     clean.DATABASE_REPLICA_URLS.length > 0 && !clean.DATABASE_URL && 'DATABASE_REPLICA_URLS: needs DATABASE_URL (the primary)',
@@ -272,6 +292,7 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
     apiKeyCacheSeconds: clean.API_KEY_CACHE_SECONDS,
     petEventsChannel: clean.PET_EVENTS_CHANNEL,
     trustedDocuments: clean.TRUSTED_DOCUMENTS ?? TrustedDocuments.none(),
+    misspeltVariables: Object.freeze(misspelt),
     ...(clean.PUBLIC_BASE_URL && { publicBaseUrl: clean.PUBLIC_BASE_URL }),
     ...(clean.STAGING_BASE_URL && { stagingBaseUrl: clean.STAGING_BASE_URL }),
   });

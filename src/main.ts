@@ -35,6 +35,8 @@ function devKeyNotice(devKey: DevApiKeyState | null, origin: string): string {
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const log = createLogger(config.logLevel);
+  // In production loadConfig has refused them already (docs/configuration.md "Production").
+  for (const { name, suggestion, message } of config.misspeltVariables) log.warn({ variable: name, suggestion }, message);
   const unlock = await lockEmbeddedDatabase(config.database);
   const database = await openDatabase(config.database, {
     attempts: config.databaseConnectAttempts,

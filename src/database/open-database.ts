@@ -48,7 +48,8 @@ function describe(database: DatabaseConfig): string {
 
 /**
  * Connects, retrying transient failures, and migrates under the migration lock so instances starting together apply each
- * migration once; opens and watches the replicas (docs/operations.md "Scale-out notes"). `close()` the returned Database.
+ * migration once, each one it applies an info line on `log`; opens and watches the replicas (docs/operations.md "Scale-out
+ * notes"). `close()` the returned Database.
  * @throws DatabaseRefusedError (no retry); DatabaseUnreachableError; MigrationLockTimeoutError; a failed migration's error.
  */
 export async function openDatabase(database: DatabaseConfig, { attempts = 1, migrate = true, onRetry, log }: OpenDatabaseOptions = {}): Promise<Database> {
@@ -70,7 +71,8 @@ export async function openDatabase(database: DatabaseConfig, { attempts = 1, mig
   const opened = await withReplicas(dataSource, database, log);
   if (!migrate) return opened;
   try {
-    await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }));
+    const applied = await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }));
+    for (const migration of applied) log?.info({ component: 'database', migration: migration.name }, 'applied migration');
   } catch (error) {
     await opened.close();
     throw error;

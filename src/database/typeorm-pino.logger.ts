@@ -20,8 +20,9 @@ export class TypeormPinoLogger implements Logger {
     this.output.debug({ component: 'database' }, message);
   }
 
+  /** TypeORM says only a migration's failure here; openDatabase logs each applied migration at info itself. */
   logMigration(message: string): void {
-    this.output.info({ component: 'database' }, message);
+    this.output.error({ component: 'database' }, message);
   }
 
   log(level: 'log' | 'info' | 'warn', message: unknown): void {

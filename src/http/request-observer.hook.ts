@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Metrics, RequestLabels } from '../observability/metrics.registry';
+import type { ServiceState } from '../observability/service-state';
 import { contextOf } from './request-context';
 import { SURFACE_PATHS } from '../surface-paths';
 
@@ -16,16 +17,34 @@ export function requestIdOf(request: IncomingMessage): string {
 function labelsOf(request: FastifyRequest, status: number): RequestLabels {
   const route = request.routeOptions.url;
   const method = request.method;
-  if (route === undefined) return { surface: 'other', route: 'unmatched', method, status };
+  if (route === undefined) return { surface: 'other', method, status };
   if (route.startsWith(SURFACE_PATHS.pets) || route === SURFACE_PATHS.events) return { surface: 'rest', route, method, status };
-  if (route === SURFACE_PATHS.graphql) return { surface: 'graphql', route: contextOf(request)?.graphqlOperation?.label ?? route, method, status };
+  if (route === SURFACE_PATHS.graphql) {
+    const operation = contextOf(request)?.graphqlOperation?.label;
+    return { surface: 'graphql', route, ...(operation !== undefined && { graphqlOperation: operation }), method, status };
+  }
   return { surface: 'other', route, method, status };
 }
 
-/** One log line per request, once its response is sent (docs/operations.md "Logs"). */
+type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** The probes' paths: answered every few seconds per instance, so a healthy answer is not news. */
+const PROBES: ReadonlySet<string> = new Set([SURFACE_PATHS.healthz, SURFACE_PATHS.readyz]);
+
+/** One log line per request, once its response is sent, at the level its outcome deserves (docs/operations.md "Logs"). */
 export class RequestLogController extends LogController {
-  constructor() {
+  /** @param state - the shutdown's flag: a 503 from /readyz while draining is the drain working, not a fault. */
+  constructor(private readonly state: ServiceState) {
     super({ requestIdLogLabel: 'requestId' });
+  }
+
+  private levelOf(error: Error | null | undefined, route: string | undefined, status: number): LogLevel {
+    if (error) return 'error';
+    if (route !== undefined && PROBES.has(route)) {
+      if (status < 400) return 'debug';
+      if (route === SURFACE_PATHS.readyz && status === 503) return this.state.draining ? 'info' : 'warn';
+    }
+    return status >= 500 ? 'error' : 'info';
   }
 
   override incomingRequest(): void {}
@@ -41,8 +60,7 @@ export class RequestLogController extends LogController {
       apiKeyId: context?.guard?.apiKeyId ?? null,
       ...(operation && { operation: operation.label, operationName: operation.name ?? null }),
     };
-    if (error || reply.statusCode >= 500) reply.log.error({ ...line, ...(error && { err: error }) }, 'request completed');
-    else reply.log.info(line, 'request completed');
+    reply.log[this.levelOf(error, request.routeOptions.url, reply.statusCode)]({ ...line, ...(error && { err: error }) }, 'request completed');
   }
 }
 

@@ -1,13 +1,38 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from '../database/database';
 
-/** Label values of one served request. */
+/** What the metrics know of one served request. */
 export interface RequestLabels {
   surface: 'rest' | 'graphql' | 'other';
-  /** REST: the route pattern (`/v1/pets/:petId`); GraphQL: the operation type and root fields (`query pets`); else the route or `unmatched`. */
-  route: string;
+  /** The route template as Fastify matched it (`/v1/pets/:petId`, `/graphql`); absent when no route matched. */
+  route?: string;
+  /** GraphQL: the operation type and root fields (`query pets`), a set bounded by the schema; absent elsewhere. */
+  graphqlOperation?: string;
   method: string;
   status: number;
+}
+
+/**
+ * The buckets OpenTelemetry's HTTP semantic conventions advise for `http.server.request.duration`, in seconds
+ * (https://opentelemetry.io/docs/specs/semconv/http/http-metrics/#metric-httpserverrequestduration).
+ */
+export const HTTP_SERVER_DURATION_BUCKETS = Object.freeze([0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10]);
+
+/** The methods the semantic conventions name; any other is reported as `_OTHER`, so a client cannot grow the series. */
+const KNOWN_METHODS: ReadonlySet<string> = new Set(['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE']);
+
+/** The `version` of the project's package.json, found from here whether this runs from src/ or from dist/. */
+function packageVersion(): string {
+  let root = __dirname;
+  while (!existsSync(path.join(root, 'package.json')) && path.dirname(root) !== root) root = path.dirname(root);
+  try {
+    const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version?: unknown };
+    return typeof version === 'string' ? version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }
 
 /** One instance's change feed (docs/events.md), as the metrics report it. */
@@ -45,11 +70,25 @@ export function createMetrics(): Metrics {
   collectDefaultMetrics({ register: registry });
   const duration = new Histogram({
     name: 'petstore_http_request_duration_seconds',
-    help: 'Time from receiving a request to sending its response, in seconds.',
+    help: 'Deprecated: use http_server_request_duration_seconds; removed in the next release. Time from receiving a request to sending its response, in seconds.',
     labelNames: ['surface', 'route', 'method', 'status'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
+  // OpenTelemetry's http.server.request.duration, named and labelled as Prometheus exposes it.
+  const serverDuration = new Histogram({
+    name: 'http_server_request_duration_seconds',
+    help: 'Duration of HTTP server requests, from receiving a request to sending its response, in seconds.',
+    labelNames: ['http_request_method', 'http_route', 'http_response_status_code', 'graphql_operation'] as const,
+    buckets: [...HTTP_SERVER_DURATION_BUCKETS],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'petstore_build_info',
+    help: 'Always 1: the running version of the service and of Node.js, in its labels.',
+    labelNames: ['version', 'node_version'] as const,
+    registers: [registry],
+  }).set({ version: packageVersion(), node_version: process.version }, 1);
   const deprecated = new Counter({
     name: 'petstore_deprecated_calls_total',
     help: 'Calls of deprecated operations (getPet, GraphQL Query.pet), by API key id.',
@@ -158,7 +197,18 @@ export function createMetrics(): Metrics {
   });
   return {
     registry,
-    observeRequest: ({ status, ...labels }, seconds) => duration.observe({ ...labels, status: String(status) }, seconds),
+    observeRequest: ({ surface, route, graphqlOperation, method, status }, seconds) => {
+      duration.observe({ surface, route: graphqlOperation ?? route ?? 'unmatched', method, status: String(status) }, seconds);
+      serverDuration.observe(
+        {
+          http_request_method: KNOWN_METHODS.has(method) ? method : '_OTHER',
+          http_response_status_code: String(status),
+          ...(route !== undefined && { http_route: route }),
+          ...(graphqlOperation !== undefined && { graphql_operation: graphqlOperation }),
+        },
+        seconds,
+      );
+    },
     countDeprecatedCall: (operation, apiKeyId) => deprecated.inc({ operation, api_key_id: String(apiKeyId) }),
     watchDatabase: (database) => void databases.push(database),
     watchFeed: (state) => void feeds.push(state),

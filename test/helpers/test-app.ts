@@ -47,6 +47,9 @@ export function testConfig(env: Readonly<Record<string, string>> = {}): Config {
     RATE_LIMIT_MAX: '1000000000',
     RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
     RATE_LIMIT_NAMESPACE: `test-${randomUUID()}:`,
+    // A test app runs on the database startTestApp gives it, never on the configuration's: production's demand for an
+    // explicit one (docs/configuration.md "Production") is met here, unless the test names a DATABASE_URL.
+    ...(env.NODE_ENV === 'production' && env.DATABASE_URL === undefined && { EMBEDDED_DATABASE: 'true' }),
     ...env,
   });
 }

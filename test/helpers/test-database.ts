@@ -62,7 +62,7 @@ export interface ProcessDatabase {
   cwd: string;
   /** The process's database, for the test to open too. */
   database: DatabaseConfig;
-  /** Its environment's database settings: DATABASE_URL on MySQL, nothing on the embedded default. */
+  /** Its environment's database settings: DATABASE_URL on MySQL, EMBEDDED_DATABASE=true on the embedded default (so production starts too). */
   env: Record<string, string>;
   /** Drops the MySQL database (the temporary directory stays). */
   drop: () => Promise<void>;
@@ -79,7 +79,7 @@ export interface ProcessDatabase {
 export async function createProcessDatabase(prefix: string): Promise<ProcessDatabase> {
   const cwd = await mkdtemp(path.join(tmpdir(), prefix));
   if (!TEST_DATABASE_URL) {
-    return { cwd, database: { type: 'sqlite', path: path.join(cwd, EMBEDDED_DATABASE_PATH) }, env: {}, drop: async () => undefined };
+    return { cwd, database: { type: 'sqlite', path: path.join(cwd, EMBEDDED_DATABASE_PATH) }, env: { EMBEDDED_DATABASE: 'true' }, drop: async () => undefined };
   }
   const { database, drop } = await createTestDatabase();
   return { cwd, database, env: { DATABASE_URL: (database as { url: string }).url }, drop };

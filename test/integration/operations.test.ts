@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openDatabase } from '../../src/database/open-database';
 import { buildMetricsServer } from '../../src/observability/metrics.server';
@@ -155,6 +157,66 @@ describe('operations', () => {
       expect(text).toMatch(/petstore_http_request_duration_seconds_count\{surface="graphql",route="mutation createPet",method="POST",status="200"\} [1-9]/);
       expect(text).toMatch(/^process_resident_memory_bytes \d+/m);
       expect(text).toMatch(/^nodejs_eventloop_lag_seconds /m);
+    });
+
+    /** The samples of `name` in `text`, each with its labels (whatever their order) and value. */
+    function samples(text: string, name: string): Array<{ labels: Record<string, string>; value: number }> {
+      return [...text.matchAll(new RegExp(`^${name}(?:\\{(.*)\\})? (\\S+)$`, 'gm'))].map(([, labels = '', value]) => ({
+        labels: Object.fromEntries([...labels.matchAll(/(\w+)="((?:[^"\\\\]|\\\\.)*)"/g)].map(([, key, text]) => [key, text])),
+        value: Number(value),
+      }));
+    }
+
+    test('when requests were served, then http_server_request_duration_seconds has them by semconv method, route template and status, the GraphQL operation apart, in the semconv buckets', async () => {
+      const pet = await createPet(t);
+      await request(t, 'GET', `/v1/pets/${pet.id}`);
+      await graphql(t, 'query Named { pets(limit: 1) { id } }');
+      await request(t, 'GET', '/no/such/route', { apiKey: null });
+      const text = await scrape();
+      expect(text).toContain('# TYPE http_server_request_duration_seconds histogram');
+      const counts = samples(text, 'http_server_request_duration_seconds_count');
+      expect(counts).toEqual(
+        expect.arrayContaining([
+          { labels: { http_request_method: 'POST', http_route: '/v1/pets', http_response_status_code: '201' }, value: expect.any(Number) },
+          { labels: { http_request_method: 'GET', http_route: '/v1/pets/:petId', http_response_status_code: '200' }, value: expect.any(Number) },
+          {
+            labels: { http_request_method: 'POST', http_route: '/graphql', http_response_status_code: '200', graphql_operation: 'query pets' },
+            value: expect.any(Number),
+          },
+          // No route matched: no http_route (semconv), so unknown paths add no series.
+          { labels: { http_request_method: 'GET', http_response_status_code: '404' }, value: expect.any(Number) },
+        ]),
+      );
+      for (const { labels } of counts)
+        expect(Object.keys(labels).every((key) => ['http_request_method', 'http_route', 'http_response_status_code', 'graphql_operation'].includes(key))).toBe(
+          true,
+        );
+      // The client's operation name (Named) is never a label: it is the client's to choose, unbounded.
+      expect(text).not.toContain('Named');
+      const buckets = samples(text, 'http_server_request_duration_seconds_bucket')
+        .filter(({ labels }) => labels.http_route === '/v1/pets/:petId' && labels.http_response_status_code === '200')
+        .map(({ labels }) => labels.le);
+      expect(buckets).toEqual(['0.005', '0.01', '0.025', '0.05', '0.075', '0.1', '0.25', '0.5', '0.75', '1', '2.5', '5', '7.5', '10', '+Inf']);
+    });
+
+    test('when an unknown method is sent, then it is counted as _OTHER', async () => {
+      const response = await fetch(`${t.url}/v1/pets`, { method: 'PROPFIND' });
+      expect(response.status).toBeGreaterThanOrEqual(400);
+      expect(samples(await scrape(), 'http_server_request_duration_seconds_count').map(({ labels }) => labels.http_request_method)).toContain('_OTHER');
+    });
+
+    test('when scraped, then the old duration histogram is still there, its help saying it is deprecated', async () => {
+      await request(t, 'GET', '/v1/pets');
+      const text = await scrape();
+      expect(text).toMatch(
+        /^# HELP petstore_http_request_duration_seconds Deprecated: use http_server_request_duration_seconds; removed in the next release\./m,
+      );
+      expect(text).toMatch(/^petstore_http_request_duration_seconds_bucket\{le="0.001",surface="rest",route="\/v1\/pets",method="GET",status="200"\} /m);
+    });
+
+    test('when scraped, then petstore_build_info is 1 with the package version and the Node.js version', async () => {
+      const { version } = JSON.parse(readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
+      expect(samples(await scrape(), 'petstore_build_info')).toEqual([{ labels: { version, node_version: process.version }, value: 1 }]);
     });
 
     testOnMysql('when on MySQL, then the pool gauge reports open, idle and waiting connections and the limit', async () => {

@@ -51,6 +51,18 @@ describe('db CLI', () => {
     expect((await db('migrate')).stdout).toBe(`applied ${MIGRATIONS.at(-1)!.name}\n`);
   });
 
+  test.each([
+    ['db.cli.js', ['migrate']],
+    ['apikey.cli.js', ['list']],
+  ])('when %s %p runs with NODE_ENV=production and no explicit database, then it exits 1 naming both ways out', async (script, args) => {
+    const result = await runNode(built(`src/cli/${script}`), args, { cwd, env: { NODE_ENV: 'production' } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /^\w+: Invalid configuration: DATABASE_URL: NODE_ENV=production needs an explicit database: set DATABASE_URL, or EMBEDDED_DATABASE=true/,
+    );
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
   test('when seed gets a bad count, then it exits 1 naming the option', async () => {
     const result = await db('seed', '--count', '0');
     expect(result.code).toBe(1);

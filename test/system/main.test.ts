@@ -281,9 +281,51 @@ describe('the server process (dist/src/main.js)', () => {
     await expect(stat(path.join(cwd, 'data', 'petstore.sqlite.lock'))).rejects.toThrow(); // released on SIGTERM
   });
 
-  test('when NODE_ENV is production, then no key is created, and one log line lists where every surface is', async () => {
+  test('when NODE_ENV is production without DATABASE_URL or EMBEDDED_DATABASE, then it refuses to start with one line naming both', async () => {
     const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
-    const exit = await withServer({ cwd, env: { NODE_ENV: 'production', LOG_LEVEL: 'info' } }, async (server, base) => {
+    const result = await runNode(main(), [], { cwd, env: { NODE_ENV: 'production' } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      'Invalid configuration: DATABASE_URL: NODE_ENV=production needs an explicit database: set DATABASE_URL, or EMBEDDED_DATABASE=true to run on the embedded file data/petstore.sqlite\n',
+    );
+    expect(result.stdout).toBe('');
+    await expect(stat(path.join(cwd, 'data'))).rejects.toThrow(); // no database file was made
+  });
+
+  test('when NODE_ENV is production and DATABSE_URL is set, then it refuses to start naming the typo and its suggestion', async () => {
+    const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
+    const result = await runNode(main(), [], { cwd, env: { NODE_ENV: 'production', DATABSE_URL: 'mysql://user:pass@db:3306/petstore' } });
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toMatch(/^Invalid configuration: DATABSE_URL is not a setting; did you mean DATABASE_URL\?; DATABASE_URL: NODE_ENV=production needs/);
+    expect(result.stderr).not.toMatch(/\s+at /);
+  });
+
+  test('when DATABSE_URL is set outside production, then it starts on the embedded file and logs one JSON warn line naming it', async () => {
+    const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
+    const exit = await withServer({ cwd, env: { DATABSE_URL: 'mysql://user:pass@db:3306/petstore', LOG_LEVEL: 'info' } }, async (server, base) => {
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      const warnings = server.output.stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { level: number; msg: string; variable?: string; suggestion?: string })
+        .filter((line) => line.variable !== undefined);
+      expect(warnings).toEqual([
+        expect.objectContaining({
+          level: 40,
+          variable: 'DATABSE_URL',
+          suggestion: 'DATABASE_URL',
+          msg: 'DATABSE_URL is not a setting; did you mean DATABASE_URL?',
+        }),
+      ]);
+      expect(server.output.stderr).toBe('');
+    });
+    expect(exit).toBe(0);
+  });
+
+  test('when NODE_ENV is production, then no key is created, every line on stdout is one JSON event, and one lists where every surface is', async () => {
+    const cwd = await mkdtemp(path.join(tmpdir(), 'main-'));
+    const exit = await withServer({ cwd, env: { NODE_ENV: 'production', EMBEDDED_DATABASE: 'true', LOG_LEVEL: 'info' } }, async (server, base) => {
       expect(server.output.stdout).not.toContain('Development API key');
       for (let waited = 0; !server.output.stdout.includes(`${base}/graphql`) && waited < 5_000; waited += 50)
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -299,6 +341,7 @@ describe('the server process (dist/src/main.js)', () => {
       expect((await fetch(`${base}/`)).status).toBe(200);
       await expect(stat(path.join(cwd, 'data', 'dev-api-key'))).rejects.toThrow();
       expect((await fetch(`${base}/v1/pets`)).status).toBe(401);
+      for (const line of server.output.stdout.trim().split('\n')) expect(() => JSON.parse(line)).not.toThrow();
     });
     expect(exit).toBe(0);
   });

@@ -27,6 +27,7 @@ describe('loadConfig', () => {
       petEventsChannel: 'pet-store:pet-created',
       apiKeyCacheSeconds: 5,
       trustedDocuments: TrustedDocuments.none(),
+      misspeltVariables: [],
     });
   });
 
@@ -85,6 +86,7 @@ describe('loadConfig', () => {
       petEventsChannel: 'staging:pet-created',
       apiKeyCacheSeconds: 0,
       trustedDocuments: expect.any(TrustedDocuments),
+      misspeltVariables: [],
     });
     expect(config.trustedDocuments.size).toBe(1);
   });

@@ -28,6 +28,7 @@ describe('the variables read', () => {
       'PORT',
       'HOST',
       'DATABASE_URL',
+      'EMBEDDED_DATABASE',
       'NODE_ENV',
       'LOG_LEVEL',
       'PUBLIC_BASE_URL',
@@ -56,7 +57,7 @@ describe('the variables read', () => {
   });
 
   test('when variables outside the spec are set, then they are ignored', () => {
-    expect(loadConfig({ FOO: 'bar', port: '1', DATABASE: 'x', PORT_: '1' })).toEqual(loadConfig({}));
+    expect(loadConfig({ FOO: 'bar', port: '1', DATABASE: 'x', PORTS_OPEN: '1' })).toEqual(loadConfig({}));
   });
 
   test('when process.env holds other values, then only the env given is read', () => {
@@ -168,7 +169,7 @@ describe('PORT, HOST, METRICS_PORT, METRICS_HOST', () => {
 
 describe('NODE_ENV and LOG_LEVEL', () => {
   test.each(['development', 'test', 'production'])('when NODE_ENV is %p, then it is kept', (nodeEnv) => {
-    expect(loadConfig({ NODE_ENV: nodeEnv }).nodeEnv).toBe(nodeEnv);
+    expect(loadConfig({ NODE_ENV: nodeEnv, DATABASE_URL: MYSQL }).nodeEnv).toBe(nodeEnv);
   });
 
   test.each(['', 'Production', 'prod', 'staging'])('when NODE_ENV is %p, then ConfigError listing the choices', (value) => {
@@ -405,5 +406,92 @@ describe('several problems', () => {
 
   test('when a variable is bad, then the rules between variables are not checked yet: only the variable is named', () => {
     expect(configError({ PORT: 'x', DATABASE_REPLICA_URLS: MYSQL })).toBe('Invalid configuration: PORT: Invalid port input: "x"');
+  });
+});
+
+describe('production fails closed (docs/configuration.md "Production")', () => {
+  const NO_DATABASE =
+    'Invalid configuration: DATABASE_URL: NODE_ENV=production needs an explicit database: set DATABASE_URL, ' +
+    `or EMBEDDED_DATABASE=true to run on the embedded file ${EMBEDDED_DATABASE_PATH}`;
+
+  test('when NODE_ENV=production names no database, then one ConfigError line naming both ways out', () => {
+    const message = configError({ NODE_ENV: 'production' });
+    expect(message).toBe(NO_DATABASE);
+    expect(message).not.toContain('\n');
+  });
+
+  test.each(['false', '0', 'no'])('when NODE_ENV=production and EMBEDDED_DATABASE is %p, then still refused', (value) => {
+    expect(configError({ NODE_ENV: 'production', EMBEDDED_DATABASE: value })).toBe(NO_DATABASE);
+  });
+
+  test('when NODE_ENV=production opts in with EMBEDDED_DATABASE=true, then the embedded file', () => {
+    expect(loadConfig({ NODE_ENV: 'production', EMBEDDED_DATABASE: 'true' }).database).toEqual({
+      type: 'sqlite',
+      path: path.resolve(EMBEDDED_DATABASE_PATH),
+    });
+  });
+
+  test('when NODE_ENV=production names DATABASE_URL, then MySQL', () => {
+    expect(loadConfig({ NODE_ENV: 'production', DATABASE_URL: MYSQL }).database).toEqual({ type: 'mysql', url: MYSQL });
+  });
+
+  test.each(['development', 'test', undefined])('when NODE_ENV is %p and nothing names a database, then the embedded file', (nodeEnv) => {
+    expect(loadConfig(nodeEnv === undefined ? {} : { NODE_ENV: nodeEnv }).database.type).toBe('sqlite');
+  });
+
+  test('when both DATABASE_URL and EMBEDDED_DATABASE=true are set, then ConfigError: one or the other', () => {
+    expect(configError({ DATABASE_URL: MYSQL, EMBEDDED_DATABASE: 'true' })).toBe('Invalid configuration: EMBEDDED_DATABASE: set it or DATABASE_URL, not both');
+  });
+
+  test('when EMBEDDED_DATABASE is not a boolean, then ConfigError naming it', () => {
+    expect(configError({ EMBEDDED_DATABASE: 'sure' })).toBe('Invalid configuration: EMBEDDED_DATABASE: Invalid bool input: "sure"');
+  });
+});
+
+describe('misspelt variables (docs/configuration.md "Production")', () => {
+  test.each([
+    ['DATABSE_URL', 'DATABASE_URL'],
+    ['DATABASE_URI', 'DATABASE_URL'],
+    ['DATABAES_URL', 'DATABASE_URL'],
+    ['REDIS_ULR', 'REDIS_URL'],
+    ['LOGLEVEL', 'LOG_LEVEL'],
+    ['RATE_LIMIT_MAXX', 'RATE_LIMIT_MAX'],
+    ['METRIC_PORT', 'METRICS_PORT'],
+    ['PORTS', 'PORT'],
+    ['EMBEDED_DATABASE', 'EMBEDDED_DATABASE'],
+  ])('when %s is set outside production, then it is returned with its suggestion, %s, and the start goes on', (name, suggestion) => {
+    expect(loadConfig({ [name]: 'x' }).misspeltVariables).toEqual([{ name, suggestion, message: `${name} is not a setting; did you mean ${suggestion}?` }]);
+  });
+
+  test('when DATABSE_URL is set in production with DATABASE_URL, then ConfigError naming it and its suggestion', () => {
+    expect(configError({ NODE_ENV: 'production', DATABASE_URL: MYSQL, DATABSE_URL: MYSQL })).toBe(
+      'Invalid configuration: DATABSE_URL is not a setting; did you mean DATABASE_URL?',
+    );
+  });
+
+  test('when DATABSE_URL is the only database in production, then one line with both problems', () => {
+    expect(configError({ NODE_ENV: 'production', DATABSE_URL: MYSQL })).toBe(
+      'Invalid configuration: DATABSE_URL is not a setting; did you mean DATABASE_URL?; DATABASE_URL: NODE_ENV=production needs an explicit database: ' +
+        `set DATABASE_URL, or EMBEDDED_DATABASE=true to run on the embedded file ${EMBEDDED_DATABASE_PATH}`,
+    );
+  });
+
+  test.each([
+    ['a standard variable two edits from one of ours', 'HOME'],
+    ['a standard variable of Node', 'NODE_OPTIONS'],
+    ['the test suite variable', 'TEST_DATABASE_URL'],
+    ['an OpenTelemetry variable', 'OTEL_SERVICE_NAME'],
+    ['a lower-case name', 'database_url'],
+    ['a mixed-case name', 'Database_Url'],
+    ['a name far from every one of ours', 'MYSQL_ROOT_PASSWORD'],
+    ['a short name two edits from PORT', 'PGPORT'],
+    ['one of ours', 'DATABASE_URL'],
+  ])('when %s (%s) is set, then nothing is reported, even in production', (_what, name) => {
+    const env = { NODE_ENV: 'production', DATABASE_URL: MYSQL, [name]: name === 'DATABASE_URL' ? MYSQL : 'x' };
+    expect(loadConfig(env).misspeltVariables).toEqual([]);
+  });
+
+  test('when a name is as near to two of ours, then the nearest is suggested', () => {
+    expect(loadConfig({ METRICS_HOTS: 'x' }).misspeltVariables.map((variable) => variable.suggestion)).toEqual(['METRICS_HOST']);
   });
 });
