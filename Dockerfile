@@ -23,7 +23,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # The GraphQL playground's own script and style, read at start (src/graphql/playground.ts).
 COPY src/graphql/playground ./src/graphql/playground
-# data/ is only used by the embedded SQLite fallback (no DATABASE_URL); it must be writable
+# data/ is only used by the embedded SQLite file, which production runs on only with EMBEDDED_DATABASE=true
+# (docs/configuration.md "Production"); it must be writable
 # by the unprivileged user. Everything else stays root-owned and read-only to the app.
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
