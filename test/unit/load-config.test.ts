@@ -23,7 +23,7 @@ function configError(env: NodeJS.ProcessEnv): string {
 const MYSQL = 'mysql://user:pass@db:3306/petstore';
 
 describe('the variables read', () => {
-  test('when listed, then the 25 variables of CONFIG_SPEC, frozen', () => {
+  test('when listed, then the 26 variables of CONFIG_SPEC, frozen', () => {
     expect(Object.keys(CONFIG_SPEC)).toEqual([
       'PORT',
       'HOST',
@@ -44,6 +44,7 @@ describe('the variables read', () => {
       'DATABASE_REPLICA_MAX_LAG_SECONDS',
       'DATABASE_CONNECT_ATTEMPTS',
       'DATABASE_MIGRATE_ON_START',
+      'DATABASE_SLOW_STATEMENT_MS',
       'API_KEY_CACHE_SECONDS',
       'TRUSTED_DOCUMENTS',
       'METRICS_PORT',
