@@ -2,13 +2,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { openEventStream } from '../helpers/event-stream-client';
 import { type ReceivedSpan, OtlpReceiver } from '../helpers/otlp-receiver';
+import { connectWithKey, subscribe } from '../helpers/subscription-client';
 import { built, runNode, startBuiltServer } from '../helpers/processes';
 import { describeOnMysql } from '../helpers/test-database';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SERVER = 2;
 const CLIENT = 3;
+const PRODUCER = 4;
 
 /** A preload that writes, as the process exits, every module it has loaded: how a test sees what a running server required. */
 async function moduleListPreload(): Promise<{ execArgv: string[]; loaded: () => Promise<string[]> }> {
@@ -151,6 +154,35 @@ describeOnMysql('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set, over http/json (d
     for (const line of lines()) {
       expect(line.trace_id).toBe(traceId);
       expect(traceSpanIds.has(String(line.span_id))).toBe(true);
+    }
+  });
+
+  test('when events are delivered to a WebSocket subscription and an event stream, then each delivery links to its subscribe or stream span', async () => {
+    const connection = await connectWithKey(server);
+    const stream = await openEventStream(server);
+    try {
+      const created = subscribe(connection.client, 'subscription NewPets { petCreated { id } }');
+      const streamTrace = (stream.response.headers.traceparent as string).split('-')[1];
+      // The subscribe span ends once the subscription is set up: wait for it before the event it should see.
+      const subscribeSpan = await receiver.waitFor((all) => all.find((span) => span.name === 'subscription NewPets'));
+      expect(subscribeSpan).toMatchObject({ kind: SERVER, parentSpanId: '' });
+      expect(subscribeSpan.attributes).toEqual({ 'graphql.operation.type': 'subscription', 'graphql.operation.name': 'NewPets' });
+      expect((await call('POST', '/v1/pets', {}, { name: 'Linked', categoryId: 1, status: 'available' })).status).toBe(201);
+      await created.pets(1);
+      const { wsDelivery, sseDelivery } = await receiver.waitFor((all) => {
+        const deliveries = all.filter((span) => span.kind === PRODUCER);
+        const ws = deliveries.find((span) => span.name === 'send petCreated' && span.links.some((link) => link.spanId === subscribeSpan.spanId));
+        const sse = deliveries.find((span) => span.links.some((link) => link.traceId === streamTrace));
+        return ws && sse ? { wsDelivery: ws, sseDelivery: sse } : undefined;
+      });
+      // Each delivery is a trace of its own, linked to its subscription's.
+      expect(wsDelivery.parentSpanId).toBe('');
+      expect(wsDelivery.traceId).not.toBe(subscribeSpan.traceId);
+      expect(sseDelivery.parentSpanId).toBe('');
+      expect(sseDelivery.name).toBe(`send ${stream.frames.find((frame) => frame.event !== undefined)?.event}`);
+    } finally {
+      stream.close();
+      await connection.client.dispose();
     }
   });
 
