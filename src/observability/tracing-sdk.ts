@@ -20,7 +20,6 @@ import {
 } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { SURFACE_PATHS } from '../surface-paths';
-import type { Tracing } from './tracing';
 
 /** What the service calls itself unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise. */
 const SERVICE_NAME = 'pet-store-gateway';
@@ -99,7 +98,7 @@ function exporterOf(env: NodeJS.ProcessEnv): OtlpProtobufExporter | OtlpJsonExpo
  * line logged within a span). Call it before fastify, mysql2, ioredis or pino is required.
  * @throws Error naming the OTEL_* variable whose value is not understood.
  */
-export function startTracing(env: NodeJS.ProcessEnv): Tracing {
+export function startTracing(env: NodeJS.ProcessEnv): { enabled: true; shutdown: () => Promise<void> } {
   const provider = new NodeTracerProvider({
     resource: defaultResource()
       .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: SERVICE_NAME }))
