@@ -300,7 +300,7 @@ async function tracingBench(): Promise<void> {
   const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
   const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
   const scenarios = SCENARIOS.filter((s) => (only ?? TRACING_SCENARIOS).test(`${s.surface} ${s.name}`));
-  const rounds = options.rounds ?? (smoke ? 1 : 2);
+  const rounds = options.rounds ?? (smoke ? 1 : 3);
   const rows = await tracingPhase({
     start: (env) => startService(apiKey, DATABASE_URL, undefined, env),
     run: (system, scenario, rate) => run(system, scenario, context, rate),

@@ -60,7 +60,7 @@ function envOf(variant: TracingVariant, endpoint: string): Record<string, string
 /**
  * `npm run bench -- --tracing` (bench/README.md "Tracing"): the service started once per variant and round (the order
  * reversed every other round), each scenario at the same fixed rate, for the server's CPU time per request. The median
- * round of each variant is kept.
+ * round of each variant (by CPU time per request; of an even count, the upper middle one) is kept.
  */
 export async function tracingPhase({ start, run, scenarios, rate, rounds, log }: TracingPhaseOptions): Promise<TracingCostRow[]> {
   const collector = await startNullCollector();
