@@ -105,6 +105,11 @@ describeOnMysql('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set, over http/json (d
     expect(spans.some((span) => isRedis(span) && descendsFrom(span, serverSpan, spans))).toBe(true);
     // Values are masked: no statement carries the API key's hash or any quoted value.
     for (const span of statements) expect(statementOf(span)).not.toMatch(/'[^']+'/);
+
+    // Probes are not traced: no server span, so no traceparent.
+    const probe = await fetch(`${server.url}/healthz`, { headers: { traceparent: incoming.header } });
+    expect(probe.status).toBe(200);
+    expect(probe.headers.get('traceparent')).toBeNull();
   });
 
   test('when a GraphQL query runs, then its operation span sits between the server span and its statements', async () => {
@@ -186,7 +191,9 @@ describeOnMysql('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set, over http/json (d
     }
   });
 
-  test('when the server runs traced, then the SDK and the instrumentations are loaded (the control of the test below)', async () => {
+  test('when the server runs traced, then no statement is a trace of its own, and the SDK and the instrumentations are loaded (the control of the test below)', async () => {
+    // The change feed's ticks ran statements all along: none of them is a trace of its own.
+    expect(receiver.spans().filter((span) => span.kind === CLIENT && span.parentSpanId === '')).toEqual([]);
     stopped = true;
     await server.stop();
     expect(tracingModules(await modules.loaded()).length).toBeGreaterThan(0);
