@@ -177,3 +177,9 @@ export const API_KEY_LIMITS = Object.freeze({
 
 /** Redis (rate-limit counters, pet events). */
 export const REDIS_TIMEOUTS = Object.freeze({ connectMs: SECOND, commandMs: SECOND });
+
+/** Tracing (docs/operations.md "Tracing"). */
+export const TRACING_LIMITS = Object.freeze({
+  /** After SIGTERM/SIGINT, how long the spans still buffered may take to export: a collector that is away does not hold the exit. */
+  shutdownFlushMs: 2 * SECOND,
+});

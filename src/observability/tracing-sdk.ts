@@ -19,6 +19,7 @@ import {
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { TRACING_LIMITS } from '../limits';
 import { SURFACE_PATHS } from '../surface-paths';
 
 /** What the service calls itself unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise. */
@@ -127,5 +128,14 @@ export function startTracing(env: NodeJS.ProcessEnv): { enabled: true; shutdown:
       new PinoInstrumentation({ disableLogSending: true }),
     ],
   });
-  return { enabled: true, shutdown: () => provider.shutdown().catch(() => undefined) };
+  const shutdown = async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const givenUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, TRACING_LIMITS.shutdownFlushMs)));
+    try {
+      await Promise.race([provider.shutdown().catch(() => undefined), givenUp]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return { enabled: true, shutdown };
 }

@@ -8,7 +8,7 @@
 /** The process's tracing, on or off. */
 export interface Tracing {
   readonly enabled: boolean;
-  /** Exports the spans still buffered, then stops; resolves even when the collector is away. */
+  /** Exports the spans still buffered, then stops; resolves within `TRACING_LIMITS.shutdownFlushMs` even when the collector is away. */
   shutdown(): Promise<void>;
 }
 

@@ -7,6 +7,7 @@ import { type ReceivedSpan, OtlpReceiver } from '../helpers/otlp-receiver';
 import { connectWithKey, subscribe } from '../helpers/subscription-client';
 import { built, runNode, startBuiltServer } from '../helpers/processes';
 import { describeOnMysql } from '../helpers/test-database';
+import { TRACING_LIMITS } from '../../src/limits';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SERVER = 2;
@@ -249,4 +250,29 @@ describe('tracing settings that cannot be honoured', () => {
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split('\n')).toEqual([expect.stringContaining(message)]);
   });
+});
+
+describe('a collector that is away', () => {
+  test('when the OTLP endpoint refuses connections, then requests are still served and traced, and the exit at SIGTERM is not held up', async () => {
+    // The exporter would retry for 30 s: the exit must not wait for it.
+    const server = await startBuiltServer('tracing-away-', {
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_EXPORTER_OTLP_TIMEOUT: '30000' },
+    });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const response = await fetch(`${server.url}/v1/pets`, { headers: { Authorization: `Bearer ${server.apiKey}` } });
+        expect(response.status).toBe(200);
+        expect(response.headers.get('traceparent')).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+        // Past the batch delay, so the next request meets an export that failed.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      // The spans it could not send hold its exit TRACING_LIMITS.shutdownFlushMs at most, beside the rest of the shutdown (about 2 s).
+      const stopping = performance.now();
+      server.server.child.kill('SIGTERM');
+      expect(await server.server.exited).toBe(0);
+      expect(performance.now() - stopping).toBeLessThan(TRACING_LIMITS.shutdownFlushMs + 6000);
+      await server.stop();
+    }
+  }, 60_000);
 });
