@@ -35,12 +35,14 @@ import { type BaselineCheckout, checkOutBaseline } from './baseline-checkout';
 import { measureCausalReads } from './causal-reads';
 import { type FeedResults, type FeedSettings, deliveryFailed, feedPhase } from './feed';
 import { startGaleraCluster } from '../test/support/mariadb-topology';
+import { tracingMarkdown, tracingPhase } from './tracing-cost';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
- *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,baseline,B1,B1c,B0,apollo,yoga,mercurius] [-- --baseline <git ref>]`
+ *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,baseline,B1,B1c,B0,apollo,yoga,mercurius] [-- --baseline <git ref>]
+ *   [-- --tracing [--tracing-rate <n>]]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
  * mysql://root@127.0.0.1:3306/petstore_bench, or petstore_bench_smoke with --smoke; it is
@@ -68,6 +70,8 @@ import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
  * the same rounds and order (baseline-checkout.ts; bench/README.md "Comparing with another commit").
  * Exits 1 when any response had an unexpected status: the harness is broken, not slow.
  * No thresholds are enforced: targets are reported, met or missed.
+ * With `--tracing`, only the tracing phase runs (tracing-cost.ts): the service's CPU time per request with tracing off,
+ * on at 10 % and at 100 % sampling, written to bench/results/tracing.{md,json} (bench/README.md "Tracing").
  */
 /** Every system, in the order of odd rounds; `baseline` runs only with `--baseline`. */
 const ALL_SYSTEMS: readonly SystemName[] = ['service', 'baseline', 'B1', 'B1c', 'B0', ...PEER_NAMES];
@@ -104,6 +108,8 @@ const command = new Command('bench')
   .option('--feed-rate <n>', 'creates per second in the feed phase (default 200; 50 with --smoke)', positiveIntegerArgument)
   .option('--feed-seconds <seconds>', 'seconds of creates in each delivery run of the feed phase (default 20; 1 with --smoke)', positiveNumber)
   .option('--cpu-prof', 'write a V8 CPU profile of each system to bench/results/profiles/<system>/')
+  .option('--tracing', 'only the tracing phase: CPU per request with tracing off, on at 10 % and at 100 % sampling (with --only, --rounds, --duration)')
+  .option('--tracing-rate <n>', 'requests per second of each scenario in the tracing phase (default 300; 50 with --smoke)', positiveIntegerArgument)
   .showHelpAfterError();
 const options = command.parse().opts<{
   smoke?: boolean;
@@ -120,6 +126,8 @@ const options = command.parse().opts<{
   feedRate?: number;
   cpuProf?: boolean;
   baseline?: string;
+  tracing?: boolean;
+  tracingRate?: number;
 }>();
 if (options.systems?.includes('baseline') && options.baseline === undefined) command.error('error: the system baseline needs --baseline <git ref>.');
 if (options.baseline !== undefined && options.systems && !options.systems.includes('baseline')) {
@@ -283,7 +291,44 @@ async function main(): Promise<void> {
   }
 }
 
+/** The scenarios of the tracing phase unless --only says otherwise: a read and a write on each surface. */
+const TRACING_SCENARIOS = /^(rest|graphql) (list-20|create)$/;
+
+/** `--tracing`: the tracing phase alone (tracing-cost.ts), its table printed and written to bench/results/tracing.{md,json}. */
+async function tracingBench(): Promise<void> {
+  log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
+  const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
+  const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
+  const scenarios = SCENARIOS.filter((s) => (only ?? TRACING_SCENARIOS).test(`${s.surface} ${s.name}`));
+  const rounds = options.rounds ?? (smoke ? 1 : 3);
+  const rows = await tracingPhase({
+    start: (env) => startService(apiKey, DATABASE_URL, undefined, env),
+    run: (system, scenario, rate) => run(system, scenario, context, rate),
+    scenarios,
+    rate: options.tracingRate ?? (smoke ? 50 : 300),
+    rounds,
+    log,
+  });
+  const markdown = tracingMarkdown(rows, rounds, SETTINGS.durationSeconds);
+  mkdirSync(RESULTS, { recursive: true });
+  const base = path.join(RESULTS, smoke ? 'tracing-smoke' : 'tracing');
+  writeFileSync(`${base}.md`, markdown);
+  writeFileSync(`${base}.json`, `${JSON.stringify({ startedAt: new Date(began).toISOString(), node: process.version, rows }, roundFloats, 2)}\n`);
+  process.stdout.write(markdown);
+  log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
+  const unexpected = rows.flatMap((row) =>
+    Object.entries(row.variants)
+      .filter(([, m]) => m.unexpected > 0 || m.total === 0)
+      .map(([variant]) => `${row.surface} ${row.name} ${variant}`),
+  );
+  if (unexpected.length > 0) {
+    log(`Harness failure: unexpected statuses or no responses in ${unexpected.join('; ')}`);
+    process.exitCode = 1;
+  }
+}
+
 async function bench(startedAt: Date, loadBefore: number): Promise<void> {
+  if (options.tracing) return tracingBench();
   log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
   // Against a baseline, keys in the format every version accepts, so both systems look up the same keys.
   const everyVersion = options.baseline !== undefined;

@@ -200,6 +200,10 @@ export const CONFIG_SPEC = Object.freeze({
     desc: 'How many times start-up tries to reach the database (with doubling pauses from 0.5 s) before it gives up.',
   }),
   DATABASE_MIGRATE_ON_START: bool({ default: true, desc: 'Whether start-up applies pending migrations (under the migration lock).' }),
+  DATABASE_SLOW_STATEMENT_MS: positiveInteger({
+    default: DATABASE_DEADLINES.slowQueryMs,
+    desc: 'A statement taking longer, in milliseconds, is logged at warn with its request id and, with tracing on, its trace id (docs/operations.md "Logs").',
+  }),
   API_KEY_CACHE_SECONDS: nonNegativeInteger({
     default: API_KEY_CACHE.ttlMs / 1000,
     desc:
@@ -289,6 +293,7 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
     shutdown: Object.freeze({ drainSeconds: clean.SHUTDOWN_DRAIN_SECONDS, graceSeconds: clean.SHUTDOWN_GRACE_SECONDS }),
     databaseConnectAttempts: clean.DATABASE_CONNECT_ATTEMPTS,
     migrateOnStart: clean.DATABASE_MIGRATE_ON_START,
+    slowStatementMs: clean.DATABASE_SLOW_STATEMENT_MS,
     apiKeyCacheSeconds: clean.API_KEY_CACHE_SECONDS,
     petEventsChannel: clean.PET_EVENTS_CHANNEL,
     trustedDocuments: clean.TRUSTED_DOCUMENTS ?? TrustedDocuments.none(),

@@ -184,3 +184,9 @@ export const REDIS_TIMEOUTS = Object.freeze({
   /** A PING this often finds a Redis that stalls with its connections open (a failed one takes `commandMs`). */
   checkEveryMs: SECOND,
 });
+
+/** Tracing (docs/operations.md "Tracing"). */
+export const TRACING_LIMITS = Object.freeze({
+  /** After SIGTERM/SIGINT, how long the spans still buffered may take to export: a collector that is away does not hold the exit. */
+  shutdownFlushMs: 2 * SECOND,
+});

@@ -1,3 +1,5 @@
+// First: instrumentations patch fastify, mysql2, ioredis and pino as they are required (docs/operations.md "Tracing").
+import { tracing } from './observability/tracing';
 import 'reflect-metadata';
 import path from 'node:path';
 import { buildApp, createApiKeys } from './app';
@@ -42,6 +44,7 @@ async function main(): Promise<void> {
     attempts: config.databaseConnectAttempts,
     migrate: config.migrateOnStart,
     log,
+    slowStatementMs: config.slowStatementMs,
     onRetry: ({ attempt, attempts, error, delayMs }) =>
       log.warn({ attempt, attempts, retryInMs: delayMs, reason: error.message }, 'database not reachable yet'),
   });
@@ -64,6 +67,8 @@ async function main(): Promise<void> {
     await metricsServer.close();
     await database.close();
     await unlock();
+    // The spans of the last requests, before the process ends.
+    await tracing.shutdown();
     if (outcome === 'clean') log.info('stopped cleanly');
     else log.error({ graceSeconds: config.shutdown.graceSeconds }, 'requests still running after the grace period were cut off');
     process.exit(outcome === 'clean' ? 0 : 1);
@@ -75,7 +80,11 @@ async function main(): Promise<void> {
   await listenOn('METRICS_PORT', config.metrics, () => metricsServer.listen({ port: config.metrics.port, host: config.metrics.host }));
   const where = config.database.type === 'mysql' ? 'MySQL' : `embedded SQLite (${path.relative('.', config.database.path)})`;
   log.info(
-    { database: config.database.type, replicas: config.database.type === 'mysql' ? (config.database.replicaUrls?.length ?? 0) : 0 },
+    {
+      database: config.database.type,
+      replicas: config.database.type === 'mysql' ? (config.database.replicaUrls?.length ?? 0) : 0,
+      tracing: tracing.enabled,
+    },
     `Pet Store gateway on ${where}, serving ${describeSurfaces(originOf(config.host, config.port))}; metrics ${originOf(config.metrics.host, config.metrics.port)}/metrics`,
   );
   // Only now that it serves: a start that failed before this point created no key.

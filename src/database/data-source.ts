@@ -19,8 +19,11 @@ import { DATABASE_DEADLINES } from '../limits';
 export const ENTITIES = [Pet, ApiKey, IdempotencyRecord];
 export const MIGRATIONS = [CreatePetAndApiKey1763769600000, CreateIdempotencyKey1763856000000, AddApiKeyKinds1795651200000, AddPetFeed1798156800000];
 
-/** Builds an uninitialised DataSource for one server (MySQL) or sql.js; the schema changes only by migrations. */
-export function createDataSource(database: DatabaseConfig, log?: Logger): DataSource {
+/**
+ * Builds an uninitialised DataSource for one server (MySQL) or sql.js; the schema changes only by migrations. A statement
+ * slower than `slowStatementMs` is logged to `log` at warn.
+ */
+export function createDataSource(database: DatabaseConfig, log?: Logger, slowStatementMs: number = DATABASE_DEADLINES.slowQueryMs): DataSource {
   const common = {
     entities: ENTITIES,
     migrations: MIGRATIONS,
@@ -28,7 +31,7 @@ export function createDataSource(database: DatabaseConfig, log?: Logger): DataSo
     logging: false,
     // TypeORM logs slow statements whatever `logging` says: as JSON through pino, or not at all.
     logger: new TypeormPinoLogger(log ?? pino({ level: 'silent' })),
-    maxQueryExecutionTime: DATABASE_DEADLINES.slowQueryMs,
+    maxQueryExecutionTime: slowStatementMs,
   } as const;
   if (database.type === 'mysql') {
     return new DataSource({

@@ -23,14 +23,17 @@ export interface DatabaseCallOptions {
 /** One request's database budget: all its calls together end by `endsAt`, a `performance.now()` in ms (docs/failures.md "The database"). */
 export interface DatabaseBudget {
   readonly endsAt: number;
+  /** The request's id, for the slow-statement log line of any of its calls. */
+  readonly requestId?: string;
 }
 
 /**
- * A budget of `DATABASE_DEADLINES.callMs` from now, started once per request at its arrival and passed down to every call
- * (not AsyncLocalStorage, whose promise hooks would tax every promise of every request: bench/README.md "What makes it fast").
+ * A budget of `DATABASE_DEADLINES.callMs` from now for request `requestId`, started once per request at its arrival and
+ * passed down to every call (not AsyncLocalStorage, whose promise hooks would tax every promise of every request:
+ * bench/README.md "What makes it fast"); it also carries the request id to the slow-statement log.
  */
-export function startDatabaseBudget(): DatabaseBudget {
-  return { endsAt: performance.now() + DATABASE_DEADLINES.callMs };
+export function startDatabaseBudget(requestId?: string): DatabaseBudget {
+  return { endsAt: performance.now() + DATABASE_DEADLINES.callMs, ...(requestId !== undefined && { requestId }) };
 }
 
 /**
@@ -50,15 +53,16 @@ export async function withinDeadline<T>(
     timeoutMs = budget.endsAt - performance.now();
     if (timeoutMs <= 0) throw new DatabaseDeadlineError(DATABASE_DEADLINES.callMs);
   }
+  const requestId = budget?.requestId;
   const reader = mode === 'slave' ? database.reader() : database.primary;
-  if (reader === database.primary) return reader.call(work, timeoutMs, { transaction, autocommitWrite });
+  if (reader === database.primary) return reader.call(work, timeoutMs, { transaction, autocommitWrite, requestId });
   const started = performance.now();
   try {
-    return await reader.call(work, timeoutMs, { transaction, autocommitWrite });
+    return await reader.call(work, timeoutMs, { transaction, autocommitWrite, requestId });
   } catch (error) {
     if (!isConnectionLost(error)) throw error;
     // Out of the rotation until its next check; this read goes to the primary.
     database.markUnreachable(reader);
-    return database.primary.call(work, timeoutMs - (performance.now() - started), { transaction, autocommitWrite });
+    return database.primary.call(work, timeoutMs - (performance.now() - started), { transaction, autocommitWrite, requestId });
   }
 }

@@ -46,16 +46,22 @@ export class DatabaseNode {
    * Runs one call on this node under one deadline of `timeoutMs`, covering pool wait, queue and every statement
    * (docs/failures.md "The database"): mysql2's query timeout starts only when a statement becomes active, so the
    * connection is destroyed at the deadline; sql.js runs it as it is. A lost conflict is rerun, so `work` may run more than once.
+   * `requestId` is noted on the query runner, for the slow-statement log (typeorm-pino.logger.ts).
    * @throws DatabaseDeadlineError; CommitOutcomeUnknownError; what `work` throws.
    */
   async call<T>(
     work: (manager: EntityManager) => Promise<T>,
     timeoutMs: number,
-    { transaction = false, autocommitWrite = false }: { transaction?: boolean | 'READ COMMITTED'; autocommitWrite?: boolean } = {},
+    {
+      transaction = false,
+      autocommitWrite = false,
+      requestId,
+    }: { transaction?: boolean | 'READ COMMITTED'; autocommitWrite?: boolean; requestId?: string } = {},
   ): Promise<T> {
     // sql.js needs no deadline: synchronous from BEGIN to COMMIT, it can neither stall nor interleave.
     if (this.dataSource.options.type !== 'mysql') return transaction ? this.dataSource.transaction(work) : work(this.dataSource.manager);
     const runner = this.dataSource.createQueryRunner('master');
+    if (requestId !== undefined) runner.data.requestId = requestId;
     let connection: DestroyableConnection | undefined;
     let committing = false;
     let written: T | undefined;

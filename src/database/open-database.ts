@@ -17,6 +17,8 @@ export interface OpenDatabaseOptions {
   onRetry?: (failure: { attempt: number; attempts: number; error: Error; delayMs: number }) => void;
   /** Slow statements and driver warnings; nowhere by default. */
   log?: Logger;
+  /** A statement taking longer, in milliseconds, is logged at warn; `DATABASE_DEADLINES.slowQueryMs` by default. */
+  slowStatementMs?: number;
 }
 
 /** Its message names where, without credentials. */
@@ -52,11 +54,14 @@ function describe(database: DatabaseConfig): string {
  * notes"). `close()` the returned Database.
  * @throws DatabaseRefusedError (no retry); DatabaseUnreachableError; MigrationLockTimeoutError; a failed migration's error.
  */
-export async function openDatabase(database: DatabaseConfig, { attempts = 1, migrate = true, onRetry, log }: OpenDatabaseOptions = {}): Promise<Database> {
+export async function openDatabase(
+  database: DatabaseConfig,
+  { attempts = 1, migrate = true, onRetry, log, slowStatementMs }: OpenDatabaseOptions = {},
+): Promise<Database> {
   let dataSource: DataSource | undefined;
   for (let attempt = 1; !dataSource; attempt++) {
     try {
-      dataSource = await createDataSource(database, log).initialize();
+      dataSource = await createDataSource(database, log, slowStatementMs).initialize();
     } catch (error) {
       const remedy = PERMANENT_ERRORS[(error as NodeJS.ErrnoException).code ?? ''];
       if (remedy) throw new DatabaseRefusedError(`Cannot use the database at ${describe(database)}: ${(error as Error).message}. ${remedy}`);
@@ -68,7 +73,7 @@ export async function openDatabase(database: DatabaseConfig, { attempts = 1, mig
       await sleep(delayMs);
     }
   }
-  const opened = await withReplicas(dataSource, database, log);
+  const opened = await withReplicas(dataSource, database, log, slowStatementMs);
   if (!migrate) return opened;
   try {
     const applied = await withMigrationLock(dataSource, () => dataSource.runMigrations({ transaction: 'each' }));
@@ -81,12 +86,12 @@ export async function openDatabase(database: DatabaseConfig, { attempts = 1, mig
 }
 
 /** The Database of `primary` and the configured replicas (MySQL only), their checks started. */
-async function withReplicas(primary: DataSource, database: DatabaseConfig, log: Logger | undefined): Promise<Database> {
+async function withReplicas(primary: DataSource, database: DatabaseConfig, log: Logger | undefined, slowStatementMs: number | undefined): Promise<Database> {
   const node = new DatabaseNode('primary', 'primary', primary);
   if (database.type !== 'mysql') return new Database(node);
   node.galera = await isGaleraNode(primary.manager);
   const replicas = (database.replicaUrls ?? []).map(
-    (url, index) => new DatabaseNode(`replica${index + 1}`, 'replica', createDataSource({ type: 'mysql', url }, log)),
+    (url, index) => new DatabaseNode(`replica${index + 1}`, 'replica', createDataSource({ type: 'mysql', url }, log, slowStatementMs)),
   );
   const opened = new Database(node, replicas, database.replicaMaxLagSeconds);
   opened.watchReplicas();

@@ -1,3 +1,4 @@
+import type { SpanContext } from '@opentelemetry/api';
 import type { FastifyRequest } from 'fastify';
 import type { PetEventService } from '../events/pet-event.service';
 import type { Caller } from '../pets/caller';
@@ -12,4 +13,6 @@ export interface GraphqlContext {
 export interface SubscriptionContext {
   readonly caller: Caller;
   readonly events: PetEventService;
+  /** Its `subscribe` span, sampled, which every event delivered links to; undefined when not traced. */
+  readonly subscribeSpan?: SpanContext;
 }

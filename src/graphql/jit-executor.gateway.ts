@@ -1,4 +1,5 @@
 import type { GatewayExecutor, GatewayInterface } from '@apollo/server-gateway-interface';
+import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { type DocumentNode, type ExecutionResult, GraphQLError, type GraphQLSchema, Kind, execute, getVariableValues, visit } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { CONDITIONS } from './document-check';
@@ -81,7 +82,34 @@ export function jitExecutorGateway(schema: GraphQLSchema, options: { maxBytes: n
       callback({ apiSchema: schema, coreSupergraphSdl: '' });
       return () => undefined;
     },
-    load: async () => ({ executor }),
+    load: async () => ({ executor: tracedExecutor(executor) }),
     stop: async () => undefined,
+  };
+}
+
+/**
+ * `executor` in a span per operation within a traced request (OpenTelemetry semantic conventions for GraphQL server spans:
+ * named `query PetsPage`, or `query` when the operation has no name, with `graphql.operation.type` and
+ * `graphql.operation.name`), so the statements its resolvers run are its children. graphql-jit runs outside the graphql
+ * instrumentation's patches, so this span is made here. Outside a trace (tracing off) the executor runs as it is.
+ */
+function tracedExecutor(executor: GatewayExecutor): GatewayExecutor {
+  const tracer = trace.getTracer('pet-store-gateway');
+  return (requestContext) => {
+    const { operation, operationName } = requestContext;
+    if (!operation || trace.getActiveSpan() === undefined) return executor(requestContext);
+    const type = operation.operation;
+    const attributes = { 'graphql.operation.type': type, ...(operationName && { 'graphql.operation.name': operationName }) };
+    return tracer.startActiveSpan(operationName ? `${type} ${operationName}` : type, { attributes }, async (span) => {
+      try {
+        return await executor(requestContext);
+      } catch (error) {
+        span.recordException(error as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
   };
 }

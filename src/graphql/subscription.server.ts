@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { SpanKind, trace } from '@opentelemetry/api';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type ExecutionArgs, GraphQLError, type GraphQLSchema, Kind, OperationTypeNode, type ValidationRule, getOperationAST, specifiedRules } from 'graphql';
 import { type Context, type SubscribePayload, handleProtocols, makeServer } from 'graphql-ws';
@@ -10,6 +11,7 @@ import { AppError, toAppError } from '../errors/error-catalogue';
 import type { Guard, GuardState } from '../guard/guard';
 import { rateLimitUnits } from '../guard/rate-limiter';
 import { refuseUpgrade, routeUpgrades } from '../http/upgrade.router';
+import { subscriptionSpanContext, traceDelivery } from '../observability/event-delivery.tracer';
 import type { Metrics } from '../observability/metrics.registry';
 import { checkDocument } from './document-check';
 import type { SubscriptionContext } from './graphql-context';
@@ -128,7 +130,24 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     }
   };
 
-  const onSubscribe = async (ctx: WsContext, _id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
+  const tracer = trace.getTracer('pet-store-gateway');
+  // A SERVER span per `subscribe` (a no-op with tracing off): its key checks and charge are its children, its events link to it.
+  const onSubscribe = (ctx: WsContext, id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> =>
+    tracer.startActiveSpan('subscription', { kind: SpanKind.SERVER, attributes: { 'graphql.operation.type': 'subscription' } }, async (span) => {
+      try {
+        const subscribed = await subscribe(ctx, id, payload);
+        if (!Array.isArray(subscribed)) {
+          const { document, operationName } = subscribed as ExecutionArgs;
+          const name = getOperationAST(document, operationName)?.name?.value;
+          if (name) span.updateName(`subscription ${name}`).setAttribute('graphql.operation.name', name);
+        }
+        return subscribed;
+      } finally {
+        span.end();
+      }
+    });
+
+  const subscribe = async (ctx: WsContext, _id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
     const connection = connections.of(ctx.extra.socket);
     if (!connection) return [thrownGraphqlError('UNAUTHENTICATED', 'The connection is not authenticated.')];
     const only = {
@@ -155,7 +174,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       return [thrownGraphqlError(appError)];
     }
     const { document, operationName } = checked;
-    const contextValue: SubscriptionContext = { caller: { apiKeyId: connection.apiKeyId }, events: options.events };
+    const subscribeSpan = subscriptionSpanContext();
+    const contextValue: SubscriptionContext = { caller: { apiKeyId: connection.apiKeyId }, events: options.events, ...(subscribeSpan && { subscribeSpan }) };
     return { schema, document, operationName, variableValues: payload.variables ?? {}, contextValue };
   };
 
@@ -172,7 +192,11 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     onNext: (_ctx, _id, _payload, args, result) => {
       const field = getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
       // A result without data is the refusal of a `subscribe` (petEvents' bad `after`), not an event.
-      if (result.data !== undefined) metrics.countDeliveredEvent(field?.kind === Kind.FIELD ? field.name.value : 'unknown');
+      if (result.data !== undefined) {
+        const subscription = field?.kind === Kind.FIELD ? field.name.value : 'unknown';
+        metrics.countDeliveredEvent(subscription);
+        traceDelivery((args.contextValue as SubscriptionContext).subscribeSpan, subscription);
+      }
       if (!result.errors) return;
       return { ...result, errors: result.errors.map((error) => formatError(error.toJSON(), error)) };
     },

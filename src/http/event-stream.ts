@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { PET_FEED_LIMITS, SUBSCRIPTION_LIMITS } from '../limits';
+import { subscriptionSpanContext, traceDelivery } from '../observability/event-delivery.tracer';
 
 /** One server-sent event: `id` and `event` are single lines; `data` may span lines. */
 export interface ServerSentEvent {
@@ -59,8 +60,8 @@ const DEFAULT_LIMITS: EventStreamLimits = {
  */
 export class EventStreams {
   private readonly open = new Set<{ end: () => void; cut: () => void; closed: Promise<void> }>();
-  /** Each item's frame, made and encoded once however many streams send it (followers of one feed share its event objects). */
-  private readonly frames = new WeakMap<object, Buffer>();
+  /** Each item's frame, made and encoded once however many streams send it (followers of one feed share its event objects), and its event name. */
+  private readonly frames = new WeakMap<object, { bytes: Buffer; event: string }>();
   private accepting = true;
 
   constructor(
@@ -76,7 +77,8 @@ export class EventStreams {
   /**
    * Answers `reply` with `events`, each framed by `toFrame` (once per item object, whatever the number of streams), as text/event-stream, until the client leaves, the events end
    * or throw, or {@link close}; `events.return()` is called then (so a pending `next()` must end at it), and `onClosed`
-   * once the response is done.
+   * once the response is done. With tracing on, each event sent gets a span linked to the span active now, the request's
+   * (docs/operations.md "Tracing").
    * @returns the reply, sent (the route handler returns it).
    */
   serve<T extends object>(
@@ -88,11 +90,13 @@ export class EventStreams {
     const frameOf = (item: T) => {
       let frame = this.frames.get(item);
       if (frame === undefined) {
-        frame = Buffer.from(formatEventFrame(toFrame(item)));
+        const event = toFrame(item);
+        frame = { bytes: Buffer.from(formatEventFrame(event)), event: event.event ?? 'message' };
         this.frames.set(item, frame);
       }
       return frame;
     };
+    const streamSpan = subscriptionSpanContext();
     const body = new PassThrough();
     const raw = reply.raw;
     let ended = false;
@@ -144,7 +148,9 @@ export class EventStreams {
     void (async () => {
       try {
         for await (const event of events) {
-          if (!write(frameOf(event))) break;
+          const frame = frameOf(event);
+          if (!write(frame.bytes)) break;
+          traceDelivery(streamSpan, frame.event);
           if (buffered() >= this.limits.pauseAtBytes && !(await this.readBelow(this.limits.pauseAtBytes, buffered, [body, raw]))) {
             if (!ended) cut();
             break;

@@ -43,7 +43,7 @@ export function provideRequestContext(app: FastifyInstance): void {
 
 /** The request's context, made at its first use (the hook above): its database budget starts then. */
 function contextFor(request: FastifyRequest): RequestContext {
-  return (request.context ??= { budget: startDatabaseBudget() });
+  return (request.context ??= { budget: startDatabaseBudget(request.id) });
 }
 
 /** The request's context; null on a request answered before its onRequest hooks. */

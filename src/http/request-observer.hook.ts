@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { context, propagation, trace } from '@opentelemetry/api';
 import type { IncomingMessage } from 'node:http';
 import { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Metrics, RequestLabels } from '../observability/metrics.registry';
@@ -64,8 +65,21 @@ export class RequestLogController extends LogController {
   }
 }
 
-/** Answers every request with `X-Request-Id` and records it in `metrics` once it is sent. */
+/**
+ * Answers every request with `X-Request-Id` and records it in `metrics` once it is sent. With tracing on, every traced
+ * request is also answered with the W3C `traceparent` of its server span (docs/operations.md "Tracing"); off, there is no
+ * active span and nothing is added.
+ */
 export function observeRequests(app: FastifyInstance, metrics: Metrics): void {
+  app.addHook('onRequest', (_request, reply, done) => {
+    // Fastify's instrumentation has made the server span active before any hook of the app runs.
+    if (trace.getActiveSpan() !== undefined) {
+      const carrier: Record<string, string> = {};
+      propagation.inject(context.active(), carrier);
+      if (carrier.traceparent) reply.header('traceparent', carrier.traceparent);
+    }
+    done();
+  });
   app.addHook('onSend', (request, reply, _payload, done) => {
     reply.header('X-Request-Id', request.id);
     done();

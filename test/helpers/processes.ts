@@ -152,10 +152,11 @@ export async function apiKeyFor(
  * @param prefix - the start of its working directory's name, e.g. `examples-`.
  * @param options.env - more of its environment, e.g. `TRUSTED_DOCUMENTS`.
  * @param options.publishableKey - also create a publishable key (with the apikey CLI, before the server holds the database).
+ * @param options.execArgv - node's options before the script, e.g. `--require` of a preload.
  * @returns its base URL (no trailing slash), the key, the publishable key when asked for (else ''), its working
  *   directory, the process, and `stop()`, which ends it with SIGTERM and drops its database.
  */
-export async function startBuiltServer(prefix: string, options: { env?: Record<string, string>; publishableKey?: boolean } = {}) {
+export async function startBuiltServer(prefix: string, options: { env?: Record<string, string>; publishableKey?: boolean; execArgv?: string[] } = {}) {
   const setup = await createProcessDatabase(prefix);
   const port = await freePort();
   let publishableKey = '';
@@ -167,6 +168,7 @@ export async function startBuiltServer(prefix: string, options: { env?: Record<s
   const server = startNode(built('src/main.js'), {
     cwd: setup.cwd,
     env: { ...setup.env, ...options.env, PORT: String(port), METRICS_PORT: String(await freePort()) },
+    execArgv: options.execArgv,
   });
   const url = `http://127.0.0.1:${port}`;
   try {
