@@ -13,6 +13,9 @@ import type { ServiceState } from './observability/service-state';
 import { createLogger } from './observability/logger';
 import { createMetrics } from './observability/metrics.registry';
 import { buildMetricsServer } from './observability/metrics.server';
+import { WebhookEndpointRepository } from './webhooks/webhook-endpoint.repository';
+import { WebhookDispatcher } from './webhooks/webhook.dispatcher';
+import { createWebhookMetrics } from './webhooks/webhook.metrics';
 
 /** What start-up prints of the development key (docs/api-keys.md "The development key"): the key itself only when just created. */
 function devKeyNotice(devKey: DevApiKeyState | null, origin: string): string {
@@ -49,6 +52,10 @@ async function main(): Promise<void> {
   const apiKeys = createApiKeys(config, database, log);
   const app = await buildApp({ config, database, logger: log, metrics, state, apiKeys });
   const metricsServer = await buildMetricsServer(metrics);
+  const webhookMetrics = createWebhookMetrics(metrics.registry, new WebhookEndpointRepository(database));
+  const webhooks = config.webhooks.deliveries
+    ? new WebhookDispatcher({ database, rules: config.webhooks, retrySchedule: config.webhooks.retrySchedule, log, metrics: webhookMetrics })
+    : null;
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -60,6 +67,7 @@ async function main(): Promise<void> {
       graceMs: config.shutdown.graceSeconds * 1000,
     });
     await metricsServer.close();
+    await webhooks?.close();
     await database.close();
     await unlock();
     if (outcome === 'clean') log.info('stopped cleanly');
@@ -76,6 +84,8 @@ async function main(): Promise<void> {
     { database: config.database.type, replicas: config.database.type === 'mysql' ? (config.database.replicaUrls?.length ?? 0) : 0 },
     `Pet Store gateway on ${where}, serving ${describeSurfaces(originOf(config.host, config.port))}; metrics ${originOf(config.metrics.host, config.metrics.port)}/metrics`,
   );
+  // Only now that it serves: a start that failed before this point delivers nothing.
+  webhooks?.start();
   // Only now that it serves: a start that failed before this point created no key.
   const devKey = await ensureDevApiKey({ nodeEnv: config.nodeEnv, database: config.database, file: path.resolve(DEV_API_KEY_PATH) }, apiKeys);
   process.stdout.write(devKeyNotice(devKey, originOf(config.host, config.port)));

@@ -198,6 +198,14 @@ export class WebhookEndpointRepository {
     });
   }
 
+  /** Each endpoint's (enabled or not) distance behind the feed's head, in positions. */
+  async lag(): Promise<{ id: number; lag: number }[]> {
+    const rows: { id: string | number; lag: string | number }[] = await withinDeadline(this.database, (manager) =>
+      manager.query("SELECT e.id, f.head - e.cursor_seq AS lag FROM webhook_endpoint e, pet_feed f WHERE f.name = 'pets' ORDER BY e.id"),
+    );
+    return rows.map((row) => ({ id: toSafeInteger(row.id), lag: Math.max(0, Number(row.lag)) }));
+  }
+
   /** The feed's head, to compare each endpoint's cursor with. */
   async head(): Promise<number> {
     return withinDeadline(this.database, async (manager) => {
