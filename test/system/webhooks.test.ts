@@ -1,0 +1,177 @@
+import path from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { apiKeyFor, built, freePort, runNode, startNode, waitForHttp, waitForOutput } from '../helpers/processes';
+import { createProcessDatabase } from '../helpers/test-database';
+import { compileProject } from '../helpers/typescript';
+
+/*
+ * Webhooks end to end (docs/webhooks.md): the built `webhook` CLI and the built server, delivering to real receivers on
+ * 127.0.0.1 (so http and private targets are allowed here), among them the receiver example of examples/webhook-receiver.
+ */
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const OPEN = { WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE_TARGETS: '1' };
+
+describe('webhook CLI (`npm run webhook -- …`)', () => {
+  let cwd: string;
+  let env: Record<string, string>;
+  let drop: () => Promise<void> = async () => undefined;
+  const cli = (args: string[], extra: Record<string, string> = {}) => runNode(built('src/cli/webhook.cli.js'), args, { cwd, env: { ...env, ...extra } });
+  const listed = async () => JSON.parse((await cli(['list', '--json'])).stdout) as Array<Record<string, unknown>>;
+
+  beforeAll(async () => {
+    ({ cwd, env, drop } = await createProcessDatabase('webhook-cli-'));
+  });
+  afterAll(() => drop());
+
+  test('when an endpoint is added, listed, rotated, enabled and removed, then each step says so and the secret is shown only by add and rotate', async () => {
+    const added = await cli(['add', 'http://127.0.0.1:9/hook', '--status', 'sold', '--description', 'inventory'], OPEN);
+    expect(added).toMatchObject({ code: 0, stderr: expect.stringMatching(/^endpoint \d+ receives the events created from now on\n$/) });
+    expect(added.stdout).toMatch(/^whsec_[A-Za-z0-9+/]{43}=\n$/);
+    const secret = added.stdout.trim();
+    expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
+
+    const [endpoint] = await listed();
+    expect(endpoint).toEqual({
+      id: expect.any(Number),
+      url: 'http://127.0.0.1:9/hook',
+      status: 'sold',
+      description: 'inventory',
+      state: 'enabled',
+      disabledReason: null,
+      cursor: 0,
+      lastSuccessAt: null,
+      lastFailureAt: null,
+      failuresInRow: 0,
+      nextAttemptAt: null,
+    });
+    const table = await cli(['list']);
+    expect(table.stdout).toContain(`${endpoint.id}\thttp://127.0.0.1:9/hook\tsold\tenabled\t0\tnever\tnever\t0\n`);
+    expect(table.stdout).not.toContain(secret);
+
+    const rotated = await cli(['rotate-secret', String(endpoint.id), '--overlap', '2h']);
+    expect(rotated.code).toBe(0);
+    expect(rotated.stdout).toMatch(/^whsec_/);
+    expect(rotated.stdout.trim()).not.toBe(secret);
+    expect(rotated.stderr).toMatch(new RegExp(`^the previous secret of endpoint ${endpoint.id} signs too until \\d{4}-`));
+
+    expect(await cli(['enable', String(endpoint.id)])).toMatchObject({ code: 0, stderr: `enabled endpoint ${endpoint.id}\n` });
+    expect(await cli(['remove', String(endpoint.id)])).toMatchObject({ code: 0, stderr: `removed endpoint ${endpoint.id}\n` });
+    expect(await listed()).toEqual([]);
+    expect(await cli(['remove', String(endpoint.id)])).toMatchObject({ code: 1, stderr: `webhook: no endpoint has id ${endpoint.id}\n` });
+  });
+
+  const refusals: [string, string[], Record<string, string>, string | RegExp][] = [
+    [
+      'an http URL without WEBHOOK_ALLOW_HTTP',
+      ['add', 'http://127.0.0.1:9/hook'],
+      {},
+      'webhook: http: URLs are refused: use https (http only with WEBHOOK_ALLOW_HTTP=1)\n',
+    ],
+    [
+      'a loopback address',
+      ['add', 'https://127.0.0.1/hook'],
+      {},
+      'webhook: 127.0.0.1, a loopback address: refused (WEBHOOK_ALLOW_PRIVATE_TARGETS=1 allows it, for development)\n',
+    ],
+    [
+      'the metadata address',
+      ['add', 'https://169.254.169.254/latest'],
+      {},
+      'webhook: 169.254.169.254, a linkLocal address: refused (WEBHOOK_ALLOW_PRIVATE_TARGETS=1 allows it, for development)\n',
+    ],
+    [
+      'a name resolving to loopback',
+      ['add', 'https://localhost/hook'],
+      { WEBHOOK_ALLOW_HTTP: '1' },
+      /^webhook: localhost resolves to .*, a loopback address: refused/,
+    ],
+    [
+      'an IPv4-mapped private address',
+      ['add', 'https://[::ffff:10.0.0.1]/hook'],
+      {},
+      'webhook: ::ffff:a00:1, a private address: refused (WEBHOOK_ALLOW_PRIVATE_TARGETS=1 allows it, for development)\n',
+    ],
+    ['not a URL', ['add', 'not a url'], {}, 'webhook: "not a url" is not an absolute URL such as https://example.com/webhooks\n'],
+    [
+      'an unknown status',
+      ['add', 'https://hooks.example/x', '--status', 'lost'],
+      OPEN,
+      'webhook: "lost" is not a pet status: one of available, pending, sold\n',
+    ],
+    [
+      'a description too long',
+      ['add', 'http://127.0.0.1/x', '--description', 'x'.repeat(201)],
+      OPEN,
+      'webhook: a description may have at most 200 characters\n',
+    ],
+  ];
+
+  test.each(refusals)('when add gets %s, then it exits 2 with one line, and nothing is stored', async (_case, args, extra, message) => {
+    const result = await cli(args, extra);
+    expect(result).toMatchObject({ code: 2, stdout: '' });
+    if (typeof message === 'string') expect(result.stderr).toBe(message);
+    else expect(result.stderr).toMatch(message);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(await listed()).toEqual([]);
+  });
+
+  test('when a command gets a bad id or duration, then it exits 2 with the usage', async () => {
+    expect((await cli(['remove', 'abc'])).code).toBe(2);
+    const result = await cli(['rotate-secret', '1', '--overlap', '5x']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('"5x" is not a duration');
+  });
+});
+
+describe('the webhook receiver example (examples/webhook-receiver) against the built server', () => {
+  test('when pets are created, then the example verifies each delivery and prints each pet once; a forged one is refused with 400', async () => {
+    expect(compileProject(path.join(ROOT, 'examples', 'tsconfig.json'))).toEqual([]);
+    const setup = await createProcessDatabase('webhook-example-');
+    const port = await freePort();
+    // Before the server starts: on the embedded database the server holds the file.
+    const added = await runNode(built('src/cli/webhook.cli.js'), ['add', `http://127.0.0.1:${port}/`], { cwd: setup.cwd, env: { ...setup.env, ...OPEN } });
+    expect(added.code).toBe(0);
+    const example = startNode(path.join(ROOT, 'dist', 'examples', 'webhook-receiver', 'main.js'), {
+      cwd: ROOT,
+      env: { WEBHOOK_SECRET: added.stdout.trim(), PORT: String(port) },
+    });
+    const apiPort = await freePort();
+    const server = startNode(built('src/main.js'), {
+      cwd: setup.cwd,
+      env: { ...setup.env, ...OPEN, PORT: String(apiPort), METRICS_PORT: String(await freePort()) },
+    });
+    try {
+      await waitForOutput(example, 'listening on');
+      await waitForHttp(`http://127.0.0.1:${apiPort}/healthz`);
+      const apiKey = await apiKeyFor(server, setup, 'webhook-example');
+      for (const name of ['Rex', 'Tom']) {
+        const response = await fetch(`http://127.0.0.1:${apiPort}/v1/pets`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name, categoryId: 1 }),
+        });
+        expect(response.status).toBe(201);
+      }
+      await waitForOutput(example, 'Tom');
+      expect(example.output.stdout).toMatch(/pet\.created \d+ Rex \(available\)\npet\.created \d+ Tom \(available\)\n/);
+
+      const forged = new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`);
+      const body = JSON.stringify({ id: 'x', type: 'pet.created', pet: { id: 1, name: 'Forged', categoryId: 1, status: 'sold' } });
+      const at = new Date();
+      const response = await fetch(`http://127.0.0.1:${port}/`, {
+        method: 'POST',
+        headers: { 'webhook-id': 'x', 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': forged.sign('x', at, body) },
+        body,
+      });
+      expect(response.status).toBe(400);
+      expect(example.output.stdout).toContain('refused: No matching signature found');
+      expect(example.output.stdout).not.toContain('Forged');
+    } finally {
+      server.child.kill('SIGTERM');
+      example.child.kill();
+      await Promise.all([server.exited, example.exited]);
+      await setup.drop();
+    }
+  }, 90_000);
+});
