@@ -76,6 +76,7 @@ export class WebhookDispatcher {
 
   /** Starts the claims; the first runs now. */
   start(): void {
+    this.options.log.info({ holder: this.holder }, 'webhooks: this instance delivers');
     this.timer = setInterval(() => this.tick(), this.limits.claimEveryMs);
     this.timer.unref();
     this.tick();

@@ -1,7 +1,13 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { apiKeyFor, built, freePort, runNode, startNode, waitForHttp, waitForOutput } from '../helpers/processes';
-import { createProcessDatabase } from '../helpers/test-database';
+import { openDatabase } from '../../src/database/open-database';
+import { type Instance, startInstance, waitReady } from '../helpers/instances';
+import { createProcessDatabase, createTestDatabase, describeOnMysql } from '../helpers/test-database';
+import { startReceiver } from '../helpers/webhook-receiver';
 import { compileProject } from '../helpers/typescript';
 
 /*
@@ -11,6 +17,15 @@ import { compileProject } from '../helpers/typescript';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const OPEN = { WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE_TARGETS: '1' };
+
+/** Resolves once `check` holds, polling every 50 ms; rejects after `ms`. */
+async function until(check: () => boolean, ms: number): Promise<void> {
+  const giveUpAt = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > giveUpAt) throw new Error('timed out');
+    await sleep(50);
+  }
+}
 
 describe('webhook CLI (`npm run webhook -- …`)', () => {
   let cwd: string;
@@ -174,4 +189,59 @@ describe('the webhook receiver example (examples/webhook-receiver) against the b
       await setup.drop();
     }
   }, 90_000);
+});
+
+describeOnMysql('webhooks across instances (built servers on one MariaDB)', () => {
+  test('when the instance delivering to an endpoint is killed with kill -9, then the other resumes from its cursor: every pet in order, the repeat with the same webhook-id', async () => {
+    const { database, drop } = await createTestDatabase();
+    const url = (database as { url: string }).url;
+    const cwd = await mkdtemp(path.join(tmpdir(), 'webhook-kill-'));
+    let hanging = true;
+    const hook = await startReceiver((_n, delivery) => (hanging && JSON.parse(delivery.body).pet.name === 'Pet 3' ? 'hang' : { status: 200 }));
+    const instances: Instance[] = [];
+    try {
+      const added = await runNode(built('src/cli/webhook.cli.js'), ['add', hook.url], { cwd, env: { DATABASE_URL: url, ...OPEN } });
+      expect(added.code).toBe(0);
+      const secret = added.stdout.trim();
+      const env = { DATABASE_URL: url, ...OPEN, NODE_ENV: 'test', LOG_LEVEL: 'info' };
+      instances.push(await startInstance('a', cwd, env), await startInstance('b', cwd, env));
+      await Promise.all(instances.map((instance) => waitReady(instance)));
+      const apiKey = await apiKeyFor(instances[0].server, { cwd, database }, 'webhook-kill');
+      const create = async (target: Instance, name: string) => {
+        const response = await fetch(`${target.base}/v1/pets`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name, categoryId: 1 }),
+        });
+        expect(response.status).toBe(201);
+      };
+      for (let i = 0; i < 6; i++) await create(instances[i % 2], `Pet ${i}`);
+      await until(() => hook.received.some((delivery) => JSON.parse(delivery.body).pet.name === 'Pet 3'), 20_000);
+
+      // The instance holding the endpoint's lease is the one waiting for Pet 3's answer.
+      const opened = await openDatabase(database);
+      const [{ lease_holder: holder }] = await opened.writer.query('SELECT lease_holder FROM webhook_endpoint');
+      await opened.close();
+      const delivering = instances.find((instance) => instance.server.output.stdout.includes(holder))!;
+      const survivor = instances.find((instance) => instance !== delivering)!;
+      expect(delivering).toBeDefined();
+      await delivering.kill();
+      const killedAt = Date.now();
+      hanging = false;
+      await create(survivor, 'Pet 6');
+
+      await until(() => new Set(hook.received.map((delivery) => delivery.headers['webhook-id'])).size === 7, 30_000);
+      const names = hook.received.map(
+        (delivery) => (new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as { pet: { name: string } }).pet.name,
+      );
+      expect(names).toEqual(['Pet 0', 'Pet 1', 'Pet 2', 'Pet 3', 'Pet 3', 'Pet 4', 'Pet 5', 'Pet 6']);
+      const repeats = hook.received.filter((delivery) => JSON.parse(delivery.body).pet.name === 'Pet 3');
+      expect(repeats[1].headers['webhook-id']).toBe(repeats[0].headers['webhook-id']);
+      console.info(`webhook delivery resumed ${repeats[1].at - killedAt} ms after kill -9 of the delivering instance`);
+    } finally {
+      await Promise.all(instances.map((instance) => instance.stop()));
+      await hook.close();
+      await drop();
+    }
+  }, 120_000);
 });
