@@ -7,7 +7,7 @@ export type DeliveryOutcome = 'success' | 'http_error' | 'gone' | 'timeout' | 'n
 /** Why an endpoint was disabled (the `reason` label). */
 export type DisableReason = 'gone' | 'retries_exhausted';
 
-/** The webhook deliveries' Prometheus metrics (docs/webhooks.md "Metrics"). */
+/** The webhook deliveries' Prometheus metrics (docs/webhooks.md "Observing"). */
 export interface WebhookMetrics {
   observeAttempt: (outcome: DeliveryOutcome, seconds: number) => void;
   countDisabled: (reason: DisableReason) => void;

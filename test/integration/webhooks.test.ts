@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
@@ -198,6 +200,27 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
       expect(hook.received.map((d) => JSON.parse(d.body).pet.name)).toEqual(names);
       expect(hook.maxInFlight()).toBe(1);
     }
+  });
+
+  test('when the receiver answers 200 with a body that never ends, then the attempt is a delivery: the body is read up to its bound, not to its end', async () => {
+    const server = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/plain' });
+      response.write(Buffer.alloc(LIMITS.responseBodyBytes * 2, 'x'));
+      // …and never ends.
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closing.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
+    await endpoints.add({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` });
+    const { count } = dispatcher({ limits: { ...LIMITS, attemptTimeoutMs: 10_000 } });
+    await createPet(t);
+    await until(async () => (await count('petstore_webhook_deliveries_total', { outcome: 'success' })) === 1, 3_000);
+    expect((await endpoints.list())[0].failuresInRow).toBe(0);
   });
 
   test('when one endpoint hangs, then another is served all the same', async () => {

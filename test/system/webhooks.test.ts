@@ -47,6 +47,7 @@ describe('webhook CLI (`npm run webhook -- …`)', () => {
     expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
 
     const [endpoint] = await listed();
+    const id = String(endpoint.id);
     expect(endpoint).toEqual({
       id: expect.any(Number),
       url: 'http://127.0.0.1:9/hook',
@@ -61,19 +62,19 @@ describe('webhook CLI (`npm run webhook -- …`)', () => {
       nextAttemptAt: null,
     });
     const table = await cli(['list']);
-    expect(table.stdout).toContain(`${endpoint.id}\thttp://127.0.0.1:9/hook\tsold\tenabled\t0\tnever\tnever\t0\n`);
+    expect(table.stdout).toContain(`${id}\thttp://127.0.0.1:9/hook\tsold\tenabled\t0\tnever\tnever\t0\n`);
     expect(table.stdout).not.toContain(secret);
 
-    const rotated = await cli(['rotate-secret', String(endpoint.id), '--overlap', '2h']);
+    const rotated = await cli(['rotate-secret', id, '--overlap', '2h']);
     expect(rotated.code).toBe(0);
     expect(rotated.stdout).toMatch(/^whsec_/);
     expect(rotated.stdout.trim()).not.toBe(secret);
-    expect(rotated.stderr).toMatch(new RegExp(`^the previous secret of endpoint ${endpoint.id} signs too until \\d{4}-`));
+    expect(rotated.stderr).toMatch(new RegExp(`^the previous secret of endpoint ${id} signs too until \\d{4}-`));
 
-    expect(await cli(['enable', String(endpoint.id)])).toMatchObject({ code: 0, stderr: `enabled endpoint ${endpoint.id}\n` });
-    expect(await cli(['remove', String(endpoint.id)])).toMatchObject({ code: 0, stderr: `removed endpoint ${endpoint.id}\n` });
+    expect(await cli(['enable', id])).toMatchObject({ code: 0, stderr: `enabled endpoint ${id}\n` });
+    expect(await cli(['remove', id])).toMatchObject({ code: 0, stderr: `removed endpoint ${id}\n` });
     expect(await listed()).toEqual([]);
-    expect(await cli(['remove', String(endpoint.id)])).toMatchObject({ code: 1, stderr: `webhook: no endpoint has id ${endpoint.id}\n` });
+    expect(await cli(['remove', id])).toMatchObject({ code: 1, stderr: `webhook: no endpoint has id ${id}\n` });
   });
 
   const refusals: [string, string[], Record<string, string>, string | RegExp][] = [
