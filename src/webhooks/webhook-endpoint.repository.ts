@@ -170,29 +170,37 @@ export class WebhookEndpointRepository {
   }
 
   /**
-   * Renews `holder`'s leases on the endpoints it delivers to, then takes up to `limit` more: enabled, due, behind the
-   * feed's head, and leased by nobody (or by an instance whose lease ran out).
+   * Renews `holder`'s leases on the endpoints in `running`, then takes up to `limit` more: enabled, due, behind the
+   * feed's head, and leased by nobody (or by an instance whose lease ran out). Writes nothing when there is nothing to
+   * renew or take (the embedded database saves its file after every write).
    * @returns the endpoints `holder` holds now and that are not in `running`.
    */
   async claim(holder: string, leaseSeconds: number, limit: number, running: ReadonlySet<number>): Promise<WebhookEndpoint[]> {
     const expiry = this.later(leaseSeconds);
     return withinDeadline(this.database, async (manager) => {
-      await manager.query(`UPDATE webhook_endpoint SET lease_expires_at = ${expiry.sql} WHERE lease_holder = ?`, [expiry.parameter, holder]);
-      if (limit > 0) {
-        await manager.query(
-          `UPDATE webhook_endpoint SET lease_holder = ?, lease_expires_at = ${expiry.sql}
-            WHERE id IN (SELECT id FROM (
-              SELECT e.id FROM webhook_endpoint e
-               WHERE e.state = 'enabled' AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= ${this.now})
-                 AND (e.lease_holder IS NULL OR e.lease_expires_at < ${this.now})
-                 AND e.cursor_seq < (SELECT head FROM pet_feed WHERE name = 'pets')
-               ORDER BY e.next_attempt_at, e.id LIMIT ?) AS due)`,
-          [holder, expiry.parameter, limit],
-        );
+      if (running.size > 0) {
+        await manager.query(`UPDATE webhook_endpoint SET lease_expires_at = ${expiry.sql} WHERE lease_holder = ?`, [expiry.parameter, holder]);
       }
+      if (limit <= 0) return [];
+      const due: { id: string | number }[] = await manager.query(
+        `SELECT e.id FROM webhook_endpoint e
+          WHERE e.state = 'enabled' AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= ${this.now})
+            AND (e.lease_holder IS NULL OR e.lease_expires_at < ${this.now})
+            AND e.cursor_seq < (SELECT head FROM pet_feed WHERE name = 'pets')
+          ORDER BY e.next_attempt_at, e.id LIMIT ?`,
+        [limit],
+      );
+      if (due.length === 0) return [];
+      const ids = due.map((row) => toSafeInteger(row.id));
+      // Taken only if still free: another instance may have taken one since the SELECT.
+      await manager.query(
+        `UPDATE webhook_endpoint SET lease_holder = ?, lease_expires_at = ${expiry.sql}
+          WHERE id IN (${ids.map(() => '?').join(', ')}) AND state = 'enabled' AND (lease_holder IS NULL OR lease_expires_at < ${this.now})`,
+        [holder, expiry.parameter, ...ids],
+      );
       const rows: EndpointRow[] = await manager.query(
-        `SELECT * FROM webhook_endpoint WHERE lease_holder = ? AND state = 'enabled' AND lease_expires_at > ${this.now} ORDER BY id`,
-        [holder],
+        `SELECT * FROM webhook_endpoint WHERE id IN (${ids.map(() => '?').join(', ')}) AND lease_holder = ? AND lease_expires_at > ${this.now} ORDER BY id`,
+        [...ids, holder],
       );
       return rows.map(toEndpoint).filter((endpoint) => !running.has(endpoint.id));
     });

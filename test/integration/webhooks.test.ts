@@ -8,6 +8,7 @@ import { WebhookEndpointRepository } from '../../src/webhooks/webhook-endpoint.r
 import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.service';
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
 import { createWebhookMetrics } from '../../src/webhooks/webhook.metrics';
+import { countStatements } from '../helpers/statement-counter';
 import { type TestApp, createPet, request, startTestApp } from '../helpers/test-app';
 import { type ReceivedDelivery, startReceiver } from '../helpers/webhook-receiver';
 
@@ -221,6 +222,19 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     await createPet(t);
     await until(async () => (await count('petstore_webhook_deliveries_total', { outcome: 'success' })) === 1, 3_000);
     expect((await endpoints.list())[0].failuresInRow).toBe(0);
+  });
+
+  test('when every endpoint is caught up, then the dispatcher only reads: nothing written, so the embedded file is not saved', async () => {
+    const hook = await receiver();
+    await endpoints.add({ url: hook.url });
+    dispatcher();
+    await createPet(t);
+    await until(() => hook.received.length === 1);
+    await sleep(200);
+    const statements = countStatements(t.dataSource);
+    await sleep(LIMITS.claimEveryMs * 10);
+    expect(statements.count(/webhook_endpoint/)).toBeGreaterThanOrEqual(5);
+    expect(statements.count(/^\s*(UPDATE|INSERT|DELETE)/i)).toBe(0);
   });
 
   test('when one endpoint hangs, then another is served all the same', async () => {
