@@ -3,9 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
+import { Agent, request as undiciRequest } from 'undici';
 import { WEBHOOK_LIMITS } from '../../src/limits';
 import { WebhookEndpointRepository } from '../../src/webhooks/webhook-endpoint.repository';
 import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.service';
+import { WebhookTargetError, checkedLookup } from '../../src/webhooks/webhook-target.policy';
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
 import { createWebhookMetrics } from '../../src/webhooks/webhook.metrics';
 import { countStatements } from '../helpers/statement-counter';
@@ -186,6 +188,19 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     await until(async () => (await endpoints.list())[0].state === 'disabled');
     expect(hook.received).toHaveLength(0);
     expect(await count('petstore_webhook_deliveries_total', { outcome: 'refused_target' })).toBe(2);
+  });
+
+  test("when the connection's own lookup resolves to a private address (a rebinding after the check), then undici's connection is refused", async () => {
+    const hook = await receiver();
+    const connect = (allowPrivateTargets: boolean) =>
+      undiciRequest(`http://localhost:${hook.port}/hook`, {
+        method: 'POST',
+        body: '{}',
+        dispatcher: new Agent({ connect: { lookup: checkedLookup({ allowHttp: true, allowPrivateTargets }) } }),
+      });
+    await expect(connect(false)).rejects.toThrow(WebhookTargetError);
+    expect(hook.received).toHaveLength(0);
+    expect((await connect(true)).statusCode).toBe(204);
   });
 
   test('when two dispatchers share the database, then one at a time delivers to an endpoint: every pet once, in order, never two requests at once', async () => {

@@ -181,7 +181,7 @@ describe('the webhook receiver example (examples/webhook-receiver) against the b
         body,
       });
       expect(response.status).toBe(400);
-      expect(example.output.stdout).toContain('refused: No matching signature found');
+      await waitForOutput(example, 'refused: No matching signature found');
       expect(example.output.stdout).not.toContain('Forged');
     } finally {
       server.child.kill('SIGTERM');
