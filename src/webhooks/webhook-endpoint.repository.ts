@@ -182,21 +182,24 @@ export class WebhookEndpointRepository {
         await manager.query(`UPDATE webhook_endpoint SET lease_expires_at = ${expiry.sql} WHERE lease_holder = ?`, [expiry.parameter, holder]);
       }
       if (limit <= 0) return [];
+      const busy = [...running];
+      // Its own lease on an endpoint it no longer delivers to (a release lost to a database error) counts as free.
       const due: { id: string | number }[] = await manager.query(
         `SELECT e.id FROM webhook_endpoint e
           WHERE e.state = 'enabled' AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= ${this.now})
-            AND (e.lease_holder IS NULL OR e.lease_expires_at < ${this.now})
+            AND (e.lease_holder IS NULL OR e.lease_expires_at < ${this.now} OR e.lease_holder = ?)
             AND e.cursor_seq < (SELECT head FROM pet_feed WHERE name = 'pets')
+            ${busy.length > 0 ? `AND e.id NOT IN (${busy.map(() => '?').join(', ')})` : ''}
           ORDER BY e.next_attempt_at, e.id LIMIT ?`,
-        [limit],
+        [holder, ...busy, limit],
       );
       if (due.length === 0) return [];
       const ids = due.map((row) => toSafeInteger(row.id));
       // Taken only if still free: another instance may have taken one since the SELECT.
       await manager.query(
         `UPDATE webhook_endpoint SET lease_holder = ?, lease_expires_at = ${expiry.sql}
-          WHERE id IN (${ids.map(() => '?').join(', ')}) AND state = 'enabled' AND (lease_holder IS NULL OR lease_expires_at < ${this.now})`,
-        [holder, expiry.parameter, ...ids],
+          WHERE id IN (${ids.map(() => '?').join(', ')}) AND state = 'enabled' AND (lease_holder IS NULL OR lease_expires_at < ${this.now} OR lease_holder = ?)`,
+        [holder, expiry.parameter, ...ids, holder],
       );
       const rows: EndpointRow[] = await manager.query(
         `SELECT * FROM webhook_endpoint WHERE id IN (${ids.map(() => '?').join(', ')}) AND lease_holder = ? AND lease_expires_at > ${this.now} ORDER BY id`,

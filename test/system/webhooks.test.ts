@@ -5,6 +5,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { apiKeyFor, built, freePort, runNode, startNode, waitForHttp, waitForOutput } from '../helpers/processes';
 import { openDatabase } from '../../src/database/open-database';
+import { WEBHOOK_LIMITS } from '../../src/limits';
+import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.service';
+import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
+import { startTcpProxy } from '../helpers/tcp-proxy';
+import { createPet, startTestApp } from '../helpers/test-app';
 import { type Instance, startInstance, waitReady } from '../helpers/instances';
 import { createProcessDatabase, createTestDatabase, describeOnMysql } from '../helpers/test-database';
 import { startReceiver } from '../helpers/webhook-receiver';
@@ -245,4 +250,51 @@ describeOnMysql('webhooks across instances (built servers on one MariaDB)', () =
       await drop();
     }
   }, 120_000);
+});
+
+describeOnMysql('webhooks through a database stall (a TCP proxy between the dispatcher and MariaDB)', () => {
+  test('when the cursor update of a delivered event never gets its answer, then delivery resumes after the stall from the stored cursor: the event again with its webhook-id, then the rest, in order', async () => {
+    const { database, drop } = await createTestDatabase();
+    const url = new URL((database as { url: string }).url);
+    const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 3306) });
+    url.host = `127.0.0.1:${proxy.port}`;
+    const t = await startTestApp({ database });
+    const proxied = await openDatabase({ type: 'mysql', url: url.toString() });
+    const hook = await startReceiver();
+    const warnings: string[] = [];
+    const dispatcher = new WebhookDispatcher({
+      database: proxied,
+      rules: { allowHttp: true, allowPrivateTargets: true },
+      retrySchedule: [0, 0.1],
+      log: { warn: (_fields: object, message?: string) => void warnings.push(message ?? ''), info: () => undefined },
+      limits: { ...WEBHOOK_LIMITS, claimEveryMs: 100, leaseSeconds: 3 },
+    });
+    try {
+      await new WebhookEndpointService(t.database, { allowHttp: true, allowPrivateTargets: true }).add({ url: hook.url });
+      dispatcher.start();
+      const names = () => hook.received.map((delivery) => (JSON.parse(delivery.body) as { pet: { name: string } }).pet.name);
+      for (const name of ['Pet 0', 'Pet 1']) await createPet(t, { name });
+      await until(() => names().length === 2, 10_000);
+
+      proxy.stallAt('UPDATE webhook_endpoint SET cursor_seq', { deliver: false });
+      await createPet(t, { name: 'Pet 2' });
+      await until(() => names().includes('Pet 2'), 10_000);
+      await until(() => warnings.some((warning) => warning.startsWith('webhooks: delivery interrupted by the database')), 10_000);
+      await createPet(t, { name: 'Pet 3' });
+      proxy.restore();
+
+      await until(() => names().includes('Pet 3'), 20_000);
+      expect(names()).toEqual(['Pet 0', 'Pet 1', 'Pet 2', 'Pet 2', 'Pet 3']);
+      const repeats = hook.received.filter((delivery) => delivery.body.includes('"Pet 2"'));
+      expect(repeats[1].headers['webhook-id']).toBe(repeats[0].headers['webhook-id']);
+    } finally {
+      await dispatcher.close();
+      await hook.close();
+      await proxied.close();
+      await t.app.close();
+      await t.database.close();
+      await proxy.close();
+      await drop();
+    }
+  }, 60_000);
 });
