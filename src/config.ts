@@ -6,7 +6,8 @@ import type { RateLimitConfig } from './guard/rate-limiter';
 import { TrustedDocuments } from './graphql/trusted-documents';
 import { LOG_LEVELS } from './observability/logger';
 import { parsePositiveInteger } from './validation/positive-integer';
-import { API_KEY_CACHE, DATABASE_DEADLINES, WEBHOOK_RETRY_SCHEDULE_SECONDS } from './limits';
+import { WEBHOOK_RETRY_SCHEDULE_SECONDS } from './webhooks/retry-schedule';
+import { API_KEY_CACHE, DATABASE_DEADLINES } from './limits';
 
 /** Parses an absolute URL whose scheme is one of `schemes`; the error shows `example`. */
 function parseUrl(input: string, schemes: readonly string[], example: string): URL {

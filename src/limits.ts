@@ -202,6 +202,3 @@ export const WEBHOOK_LIMITS = Object.freeze({
 
 /** WEBHOOK_LIMITS' shape, for a test that shortens them. */
 export type WebhookLimits = Readonly<Record<keyof typeof WEBHOOK_LIMITS, number>>;
-
-/** The Standard Webhooks retry schedule, in seconds: the first attempt at once, then each retry this long after the previous failure. */
-export const WEBHOOK_RETRY_SCHEDULE_SECONDS: readonly number[] = Object.freeze([0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]);

@@ -1,5 +1,5 @@
 import { loadConfig } from '../../src/config';
-import { WEBHOOK_RETRY_SCHEDULE_SECONDS } from '../../src/limits';
+import { WEBHOOK_RETRY_SCHEDULE_SECONDS } from '../../src/webhooks/retry-schedule';
 import { WebhookTargetError, checkTarget, checkedLookup, parseWebhookUrl, refusedRange } from '../../src/webhooks/webhook-target.policy';
 
 const STRICT = { allowHttp: false, allowPrivateTargets: false };
