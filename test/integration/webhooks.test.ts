@@ -1,4 +1,6 @@
 import { createServer } from 'node:http';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry } from 'prom-client';
@@ -250,6 +252,36 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     await sleep(LIMITS.claimEveryMs * 10);
     expect(statements.count(/webhook_endpoint/)).toBeGreaterThanOrEqual(5);
     expect(statements.count(/^\s*(UPDATE|INSERT|DELETE)/i)).toBe(0);
+  });
+
+  test('when tracing is on, then each attempt is a client span with the HTTP client attributes', async () => {
+    const exporter = new InMemorySpanExporter();
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+    try {
+      const hook = await receiver((n) => ({ status: n === 0 ? 503 : 200 }));
+      const { id } = await endpoints.add({ url: hook.url });
+      dispatcher();
+      await createPet(t);
+      await until(() => exporter.getFinishedSpans().length === 2);
+      const spans = exporter.getFinishedSpans();
+      expect(spans.map((span) => [span.name, span.kind, span.attributes['http.response.status_code']])).toEqual([
+        ['POST', SpanKind.CLIENT, 503],
+        ['POST', SpanKind.CLIENT, 200],
+      ]);
+      expect(spans[0].attributes).toMatchObject({
+        'http.request.method': 'POST',
+        'url.full': hook.url,
+        'server.address': '127.0.0.1',
+        'server.port': hook.port,
+        'error.type': '503',
+        'petstore.webhook.endpoint': id,
+        'petstore.webhook.outcome': 'http_error',
+      });
+      expect(spans[0].status.code).toBe(SpanStatusCode.ERROR);
+      expect(spans[1].attributes['error.type']).toBeUndefined();
+    } finally {
+      trace.disable();
+    }
   });
 
   test('when one endpoint hangs, then another is served all the same', async () => {
