@@ -54,6 +54,7 @@ export class WebhookDispatcher {
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private claiming: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
   /** Whether the last claim failed: a database outage is logged once, when it starts, and once when it ends. */
   private failing = false;
 
@@ -211,8 +212,12 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Stops claiming, cuts the attempts in flight (made again later, with the same webhook-id) and gives every lease up. */
-  async close(): Promise<void> {
+  /** Stops claiming, cuts the attempts in flight (made again later, with the same webhook-id) and gives every lease up; once. */
+  close(): Promise<void> {
+    return (this.closing ??= this.stop());
+  }
+
+  private async stop(): Promise<void> {
     this.stopping.abort();
     clearInterval(this.timer);
     await this.claiming;

@@ -284,6 +284,26 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     }
   });
 
+  test('when a dispatcher closes during an attempt, then it cuts it, counts nothing, gives the lease up, and another sends the event at once with the same webhook-id', async () => {
+    let hang = true;
+    const hook = await receiver(() => (hang ? 'hang' : { status: 200 }));
+    await endpoints.add({ url: hook.url });
+    const first = dispatcher({ limits: { ...LIMITS, attemptTimeoutMs: 10_000, leaseSeconds: 10 } });
+    await createPet(t);
+    await until(() => hook.received.length === 1);
+    const closing = performance.now();
+    await first.worker.close();
+    expect(performance.now() - closing).toBeLessThan(2_000);
+    expect(await first.count('petstore_webhook_deliveries_total', { outcome: 'timeout' })).toBe(0);
+    expect(await first.count('petstore_webhook_deliveries_total', { outcome: 'network_error' })).toBe(0);
+    const [{ lease_holder: holder }] = await t.dataSource.query('SELECT lease_holder FROM webhook_endpoint');
+    expect(holder).toBeNull();
+    hang = false;
+    dispatcher();
+    await until(() => hook.received.length === 2, 2_000);
+    expect(hook.received[1].headers['webhook-id']).toBe(hook.received[0].headers['webhook-id']);
+  });
+
   test('when one endpoint hangs, then another is served all the same', async () => {
     const stuck = await receiver(() => 'hang');
     const fine = await receiver();
