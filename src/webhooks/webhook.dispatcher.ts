@@ -11,6 +11,7 @@ import { type WebhookTargetRules, WebhookTargetError, checkTarget, checkedLookup
 import type { DeliveryOutcome, DisableReason, WebhookMetrics } from './webhook.metrics';
 import { WEBHOOK_LIMITS, type WebhookLimits } from '../limits';
 
+/** What a dispatcher needs: the database (endpoints and feed, on the primary), where it may send, and how it reports. */
 export interface WebhookDispatcherOptions {
   database: Database;
   rules: WebhookTargetRules;
@@ -18,6 +19,7 @@ export interface WebhookDispatcherOptions {
   retrySchedule: readonly number[];
   log: Pick<Logger, 'warn' | 'info'>;
   metrics?: WebhookMetrics;
+  /** WEBHOOK_LIMITS, or shorter ones in tests. */
   limits?: WebhookLimits;
 }
 
