@@ -7,6 +7,7 @@ import { TrustedDocuments } from './graphql/trusted-documents';
 import { LOG_LEVELS } from './observability/logger';
 import { REDIS_FAILURE_POLICIES } from './observability/redis-health.monitor';
 import { parsePositiveInteger } from './validation/positive-integer';
+import { WEBHOOK_RETRY_SCHEDULE_SECONDS } from './webhooks/retry-schedule';
 import { API_KEY_CACHE, DATABASE_DEADLINES } from './limits';
 import { findMisspeltVariables } from './validation/misspelt-variables';
 
@@ -121,6 +122,14 @@ const trustedDocuments = makeValidator<TrustedDocuments>((input) => {
   return TrustedDocuments.read(paths);
 });
 
+/** Comma-separated delays in seconds (fractions allowed), at least one. */
+const secondsList = makeValidator<readonly number[]>((input) => {
+  const entries = input.split(',').map((entry) => entry.trim());
+  const delays = entries.map((entry) => (/^\d+(\.\d+)?$/.test(entry) ? Number(entry) : NaN));
+  if (delays.some((delay) => !Number.isFinite(delay))) throw new Error('must be comma-separated seconds, e.g. 0,5,300');
+  return Object.freeze(delays);
+});
+
 /** The environment the service reads (docs/configuration.md), each variable's rule, default and meaning written once. */
 export const CONFIG_SPEC = Object.freeze({
   PORT: port({ default: 3000, desc: 'TCP port the HTTP server listens on.' }),
@@ -232,6 +241,20 @@ export const CONFIG_SPEC = Object.freeze({
     default: 10,
     desc: 'Then, how long in-flight requests may take to finish once the server stops accepting.',
   }),
+  WEBHOOK_ALLOW_HTTP: bool({
+    default: false,
+    desc: 'Whether webhook endpoints may have http URLs (development only: refused with NODE_ENV=production); https only otherwise.',
+  }),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: bool({
+    default: false,
+    desc: 'Whether webhooks may go to loopback, private, link-local and other non-public addresses (development and tests only: refused with NODE_ENV=production).',
+  }),
+  WEBHOOK_RETRY_SCHEDULE: secondsList({
+    default: WEBHOOK_RETRY_SCHEDULE_SECONDS,
+    desc: "Comma-separated seconds before each attempt of a webhook delivery: the first attempt, then each retry after the previous failure; after the last, the endpoint is disabled. Default: Standard Webhooks' schedule.",
+    example: '0,5,300',
+  }),
+  WEBHOOK_DELIVERIES: bool({ default: true, desc: 'Whether this instance delivers webhooks (every instance may; one at a time delivers to each endpoint).' }),
 });
 
 /**
@@ -260,6 +283,8 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
     metricsPort === clean.PORT && 'METRICS_PORT: must differ from PORT',
     metricsPort > 65535 && `METRICS_PORT: unset, it would be PORT + ${METRICS_PORT_OFFSET} = ${metricsPort}, past 65535: set it`,
     clean.DATABASE_REPLICA_URLS.length > 0 && !clean.DATABASE_URL && 'DATABASE_REPLICA_URLS: needs DATABASE_URL (the primary)',
+    clean.NODE_ENV === 'production' && clean.WEBHOOK_ALLOW_HTTP && 'WEBHOOK_ALLOW_HTTP: refused with NODE_ENV=production',
+    clean.NODE_ENV === 'production' && clean.WEBHOOK_ALLOW_PRIVATE_TARGETS && 'WEBHOOK_ALLOW_PRIVATE_TARGETS: refused with NODE_ENV=production',
   ].filter((problem): problem is string => typeof problem === 'string');
   if (crossChecks.length > 0) throw new ConfigError(`Invalid configuration: ${crossChecks.join('; ')}`);
   const database: DatabaseConfig = clean.DATABASE_URL
@@ -298,6 +323,12 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
     petEventsChannel: clean.PET_EVENTS_CHANNEL,
     trustedDocuments: clean.TRUSTED_DOCUMENTS ?? TrustedDocuments.none(),
     misspeltVariables: Object.freeze(misspelt),
+    webhooks: Object.freeze({
+      deliveries: clean.WEBHOOK_DELIVERIES,
+      allowHttp: clean.WEBHOOK_ALLOW_HTTP,
+      allowPrivateTargets: clean.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      retrySchedule: clean.WEBHOOK_RETRY_SCHEDULE,
+    }),
     ...(clean.PUBLIC_BASE_URL && { publicBaseUrl: clean.PUBLIC_BASE_URL }),
     ...(clean.STAGING_BASE_URL && { stagingBaseUrl: clean.STAGING_BASE_URL }),
   });

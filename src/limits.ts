@@ -190,3 +190,28 @@ export const TRACING_LIMITS = Object.freeze({
   /** After SIGTERM/SIGINT, how long the spans still buffered may take to export: a collector that is away does not hold the exit. */
   shutdownFlushMs: 2 * SECOND,
 });
+
+/** Webhook deliveries (docs/webhooks.md): one attempt's bounds, the leases on endpoints, what the CLI accepts. */
+export const WEBHOOK_LIMITS = Object.freeze({
+  /** One attempt, connection to the end of the answer's head; past it the attempt failed and is retried. */
+  attemptTimeoutMs: 15 * SECOND,
+  /** Of an answer's body, read and discarded; past it the connection is closed. */
+  responseBodyBytes: 64 * KiB,
+  /** An instance that died while delivering to an endpoint is replaced within this, plus one `claimEveryMs`. */
+  leaseSeconds: 10,
+  /** Every instance renews its leases and claims due endpoints this often. */
+  claimEveryMs: 500,
+  /** Endpoints one instance delivers to at once, each in order, none waiting for another. */
+  maxConcurrentEndpoints: 16,
+  /** `Retry-After` on 429 and 503 is honoured up to this. */
+  maxRetryAfterSeconds: 24 * 60 * 60,
+  urlMaxLength: 2048,
+  descriptionMaxLength: 200,
+  /** Random bytes of a signing secret (`whsec_` and their base64). */
+  secretBytes: 32,
+  /** How long a rotated secret keeps signing unless `--overlap` says otherwise. */
+  defaultRotateOverlapMs: 24 * 60 * 60 * SECOND,
+});
+
+/** WEBHOOK_LIMITS' shape, for a test that shortens them. */
+export type WebhookLimits = Readonly<Record<keyof typeof WEBHOOK_LIMITS, number>>;

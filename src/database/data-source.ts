@@ -13,11 +13,18 @@ import { CreatePetAndApiKey1763769600000 } from './migrations/1763769600000-crea
 import { CreateIdempotencyKey1763856000000 } from './migrations/1763856000000-create-idempotency-key';
 import { AddApiKeyKinds1795651200000 } from './migrations/1795651200000-add-api-key-kinds';
 import { AddPetFeed1798156800000 } from './migrations/1798156800000-add-pet-feed';
+import { CreateWebhookEndpoint1800000000000 } from './migrations/1800000000000-create-webhook-endpoint';
 import { DATABASE_DEADLINES } from '../limits';
 
 /** Listed, not globbed: globs break between src/ and dist/. */
 export const ENTITIES = [Pet, ApiKey, IdempotencyRecord];
-export const MIGRATIONS = [CreatePetAndApiKey1763769600000, CreateIdempotencyKey1763856000000, AddApiKeyKinds1795651200000, AddPetFeed1798156800000];
+export const MIGRATIONS = [
+  CreatePetAndApiKey1763769600000,
+  CreateIdempotencyKey1763856000000,
+  AddApiKeyKinds1795651200000,
+  AddPetFeed1798156800000,
+  CreateWebhookEndpoint1800000000000,
+];
 
 /**
  * Builds an uninitialised DataSource for one server (MySQL) or sql.js; the schema changes only by migrations. A statement

@@ -29,6 +29,7 @@ describe('loadConfig', () => {
       apiKeyCacheSeconds: 5,
       trustedDocuments: TrustedDocuments.none(),
       misspeltVariables: [],
+      webhooks: { deliveries: true, allowHttp: false, allowPrivateTargets: false, retrySchedule: [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400] },
     });
   });
 
@@ -59,6 +60,8 @@ describe('loadConfig', () => {
       SHUTDOWN_DRAIN_SECONDS: '5',
       SHUTDOWN_GRACE_SECONDS: '30',
       TRUSTED_DOCUMENTS: MANIFEST,
+      WEBHOOK_RETRY_SCHEDULE: '1,2.5',
+      WEBHOOK_DELIVERIES: 'false',
     });
     expect(config).toEqual({
       port: 8080,
@@ -90,6 +93,7 @@ describe('loadConfig', () => {
       apiKeyCacheSeconds: 0,
       trustedDocuments: expect.any(TrustedDocuments),
       misspeltVariables: [],
+      webhooks: { deliveries: false, allowHttp: false, allowPrivateTargets: false, retrySchedule: [1, 2.5] },
     });
     expect(config.trustedDocuments.size).toBe(1);
   });

@@ -12,6 +12,7 @@ import {
   PET_LIMITS,
   QUERY_LIMITS,
   SUBSCRIPTION_LIMITS,
+  WEBHOOK_LIMITS,
 } from '../../src/limits';
 import { CONFIG_SPEC } from '../../src/config';
 
@@ -32,6 +33,14 @@ const thousands = (n: number) => n.toLocaleString('en-US');
 
 /** What each row of docs/security.md "Limits" must state, from src/limits.ts. */
 const SECURITY_ROWS: Record<string, string[]> = {
+  'Webhook attempt': [
+    `${seconds(WEBHOOK_LIMITS.attemptTimeoutMs)} from connection`,
+    `read up to ${kib(WEBHOOK_LIMITS.responseBodyBytes)}`,
+    `${WEBHOOK_LIMITS.maxConcurrentEndpoints} endpoints delivered to at once`,
+    `run out within ${WEBHOOK_LIMITS.leaseSeconds} s`,
+    `honoured up to ${WEBHOOK_LIMITS.maxRetryAfterSeconds / 3600} h`,
+    `${WEBHOOK_LIMITS.secretBytes} random bytes`,
+  ],
   'API key': [`(${seconds(API_KEY_CACHE.ttlMs)})`, `LRUs of ${thousands(API_KEY_CACHE.maxEntries)} keys`],
   'Requests per API key': [
     `${CONFIG_SPEC.RATE_LIMIT_MAX.default} per ${CONFIG_SPEC.RATE_LIMIT_WINDOW_SECONDS.default} s`,

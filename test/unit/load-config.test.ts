@@ -23,7 +23,7 @@ function configError(env: NodeJS.ProcessEnv): string {
 const MYSQL = 'mysql://user:pass@db:3306/petstore';
 
 describe('the variables read', () => {
-  test('when listed, then the 26 variables of CONFIG_SPEC, frozen', () => {
+  test('when listed, then the 32 variables of CONFIG_SPEC, frozen', () => {
     expect(Object.keys(CONFIG_SPEC)).toEqual([
       'PORT',
       'HOST',
@@ -53,6 +53,10 @@ describe('the variables read', () => {
       'METRICS_HOST',
       'SHUTDOWN_DRAIN_SECONDS',
       'SHUTDOWN_GRACE_SECONDS',
+      'WEBHOOK_ALLOW_HTTP',
+      'WEBHOOK_ALLOW_PRIVATE_TARGETS',
+      'WEBHOOK_RETRY_SCHEDULE',
+      'WEBHOOK_DELIVERIES',
     ]);
     expect(Object.isFrozen(CONFIG_SPEC)).toBe(true);
   });

@@ -1,0 +1,107 @@
+import dns, { type LookupAddress, type LookupAllOptions, type LookupOptions } from 'node:dns';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { WEBHOOK_LIMITS } from '../limits';
+
+/** Where webhooks may go (docs/webhooks.md "Where deliveries may go"): WEBHOOK_ALLOW_HTTP and WEBHOOK_ALLOW_PRIVATE_TARGETS. */
+export interface WebhookTargetRules {
+  allowHttp: boolean;
+  allowPrivateTargets: boolean;
+}
+
+/** A URL or an address webhooks may not go to; its message says why, in one line. */
+export class WebhookTargetError extends RangeError {
+  override readonly name = 'WebhookTargetError';
+}
+
+/**
+ * Whether deliveries may go to `address`: only a public unicast address, as ipaddr.js classifies it (an IPv4-mapped IPv6
+ * address as its IPv4 one), so not loopback, private (RFC 1918), unique local (fc00::/7), link-local (169.254.0.0/16 with
+ * the cloud metadata address, fe80::/10), carrier-grade NAT (100.64.0.0/10), unspecified, multicast or reserved.
+ * @returns the range's name when refused (e.g. `loopback`), null when allowed.
+ */
+export function refusedRange(address: string): string | null {
+  const range = ipaddr.process(address).range();
+  return range === 'unicast' ? null : range;
+}
+
+/**
+ * Checks a webhook URL's form: absolute, https (http too with `allowHttp`), no user name or password, at most
+ * {@link WEBHOOK_LIMITS.urlMaxLength} characters.
+ * @returns the URL, normalised (WHATWG URL).
+ * @throws WebhookTargetError naming the rule broken.
+ */
+export function parseWebhookUrl(text: string, rules: WebhookTargetRules): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new WebhookTargetError(`"${text}" is not an absolute URL such as https://example.com/webhooks`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && rules.allowHttp)) {
+    throw new WebhookTargetError(`${url.protocol} URLs are refused: use https${rules.allowHttp ? ' or http' : ' (http only with WEBHOOK_ALLOW_HTTP=1)'}`);
+  }
+  if (url.username || url.password) throw new WebhookTargetError('a webhook URL may not hold a user name or password');
+  if (url.href.length > WEBHOOK_LIMITS.urlMaxLength) throw new WebhookTargetError(`a webhook URL may have at most ${WEBHOOK_LIMITS.urlMaxLength} characters`);
+  return url;
+}
+
+/** The refusal of `host` resolving to `address`, or null when it may be reached. */
+function refusal(host: string, address: string, rules: WebhookTargetRules): WebhookTargetError | null {
+  if (rules.allowPrivateTargets) return null;
+  const range = refusedRange(address);
+  if (range === null) return null;
+  const resolved = host === address ? address : `${host} resolves to ${address}`;
+  return new WebhookTargetError(`${resolved}, a ${range} address: refused (WEBHOOK_ALLOW_PRIVATE_TARGETS=1 allows it, for development)`);
+}
+
+/** Every address of `host` (the system resolver, as connections use it). */
+function lookupAll(host: string): Promise<LookupAddress[]> {
+  return new Promise((resolve, reject) => dns.lookup(host, { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))));
+}
+
+/**
+ * Resolves `url`'s host and checks every address it has: one refused address refuses the URL, since a connection may
+ * use any of them.
+ * @throws WebhookTargetError when an address is refused or the host does not resolve.
+ */
+export async function checkTarget(url: URL, rules: WebhookTargetRules): Promise<void> {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (isIP(host) !== 0) {
+    const refused = refusal(host, host, rules);
+    if (refused) throw refused;
+    return;
+  }
+  let addresses: LookupAddress[];
+  try {
+    addresses = await lookupAll(host);
+  } catch (error) {
+    throw new WebhookTargetError(`${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  for (const { address } of addresses) {
+    const refused = refusal(host, address, rules);
+    if (refused) throw refused;
+  }
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for net.connect and tls.connect that checks what it resolves, so a connection goes only to an address just
+ * checked: a name that resolves to a public address at the check and to a private one at the connection (DNS
+ * rebinding) is refused all the same.
+ */
+export function checkedLookup(rules: WebhookTargetRules) {
+  return (hostname: string, options: LookupOptions | LookupAllOptions, callback: LookupCallback): void => {
+    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, '');
+      for (const { address } of addresses) {
+        const refused = refusal(hostname, address, rules);
+        if (refused) return callback(refused, '');
+      }
+      if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '');
+      if (options.all) return callback(null, addresses);
+      return callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
+}

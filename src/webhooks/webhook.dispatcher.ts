@@ -1,0 +1,230 @@
+import { randomUUID } from 'node:crypto';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { Agent, request } from 'undici';
+import type { Database } from '../database/database';
+import { toEventBody } from '../events/pet-event.service';
+import { type PetEvent, PetFeedRepository } from '../events/pet-feed.repository';
+import { type WebhookEndpoint, WebhookEndpointRepository } from './webhook-endpoint.repository';
+import { signDelivery } from './webhook-signature';
+import { type WebhookTargetRules, WebhookTargetError, checkTarget, checkedLookup } from './webhook-target.policy';
+import type { DeliveryOutcome, DisableReason, WebhookMetrics } from './webhook.metrics';
+import { WEBHOOK_LIMITS, type WebhookLimits } from '../limits';
+
+/** What a dispatcher needs: the database (endpoints and feed, on the primary), where it may send, and how it reports. */
+export interface WebhookDispatcherOptions {
+  database: Database;
+  rules: WebhookTargetRules;
+  /** Seconds before each attempt of one event: the first attempt, then each retry (WEBHOOK_RETRY_SCHEDULE). */
+  retrySchedule: readonly number[];
+  log: Pick<Logger, 'warn' | 'info'>;
+  metrics?: WebhookMetrics;
+  /** WEBHOOK_LIMITS, or shorter ones in tests. */
+  limits?: WebhookLimits;
+}
+
+/** How an attempt ended: delivered, or failed with its outcome and the answer's Retry-After (seconds) on 429 and 503. */
+type AttemptResult = { outcome: DeliveryOutcome; retryAfterSeconds?: number; detail: string };
+
+/** The `Retry-After` of an answer (RFC 9110 section 10.2.3: seconds or an HTTP date), in seconds from now, capped. */
+function retryAfterSeconds(value: string | string[] | undefined, capSeconds: number): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  const text = value.trim();
+  const seconds = /^\d+$/.test(text) ? Number(text) : (Date.parse(text) - Date.now()) / 1000;
+  return Number.isNaN(seconds) ? undefined : Math.min(Math.max(seconds, 0), capSeconds);
+}
+
+const tracer = trace.getTracer('pet-store-gateway');
+
+/**
+ * Delivers the change feed to the webhook endpoints (docs/webhooks.md). Every instance runs one; every
+ * {@link WEBHOOK_LIMITS.claimEveryMs} it renews its leases and claims due endpoints that are behind the feed's head, up to
+ * {@link WEBHOOK_LIMITS.maxConcurrentEndpoints} at once, so one instance at a time delivers to an endpoint, and one slow
+ * endpoint holds only its own slot. For each it holds, it posts the next matching event after the endpoint's cursor, one
+ * at a time: a 2xx moves the cursor on, anything else is retried on the schedule from the database, so a kill or an
+ * outage loses nothing (a repeat carries the same `webhook-id`).
+ */
+export class WebhookDispatcher {
+  /** This instance's lease holder id. */
+  readonly holder = randomUUID();
+  private readonly endpoints: WebhookEndpointRepository;
+  private readonly feed: PetFeedRepository;
+  private readonly limits: WebhookLimits;
+  private readonly agent: Agent;
+  private readonly running = new Map<number, Promise<void>>();
+  /** Aborts the attempts in flight at close: they are neither successes nor failures, and are made again. */
+  private readonly stopping = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private claiming: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  /** Whether the last claim failed: a database outage is logged once, when it starts, and once when it ends. */
+  private failing = false;
+
+  constructor(private readonly options: WebhookDispatcherOptions) {
+    this.endpoints = new WebhookEndpointRepository(options.database);
+    this.feed = new PetFeedRepository(options.database);
+    this.limits = options.limits ?? WEBHOOK_LIMITS;
+    // Connections go only to addresses checked when resolved for them (no DNS rebinding between check and connect).
+    this.agent = new Agent({
+      connect: { lookup: checkedLookup(options.rules), timeout: this.limits.attemptTimeoutMs },
+      headersTimeout: this.limits.attemptTimeoutMs,
+      bodyTimeout: this.limits.attemptTimeoutMs,
+    });
+  }
+
+  /** Endpoints this instance is delivering to now. */
+  get deliveringTo(): number[] {
+    return [...this.running.keys()];
+  }
+
+  /** Starts the claims; the first runs now. */
+  start(): void {
+    this.options.log.info({ holder: this.holder }, 'webhooks: this instance delivers');
+    this.timer = setInterval(() => this.tick(), this.limits.claimEveryMs);
+    this.timer.unref();
+    this.tick();
+  }
+
+  private tick(): void {
+    if (this.stopping.signal.aborted || this.claiming) return;
+    this.claiming = this.claim().finally(() => (this.claiming = undefined));
+  }
+
+  private async claim(): Promise<void> {
+    try {
+      const free = this.limits.maxConcurrentEndpoints - this.running.size;
+      const held = await this.endpoints.claim(this.holder, this.limits.leaseSeconds, free, new Set(this.running.keys()));
+      for (const endpoint of held) {
+        if (this.running.size >= this.limits.maxConcurrentEndpoints || this.stopping.signal.aborted) break;
+        this.running.set(
+          endpoint.id,
+          this.deliver(endpoint).finally(() => this.running.delete(endpoint.id)),
+        );
+      }
+      if (this.failing) this.options.log.info('webhooks: claiming endpoints again');
+      this.failing = false;
+    } catch (error) {
+      if (!this.failing) this.options.log.warn({ err: error }, 'webhooks: claiming endpoints failed; retrying every tick');
+      this.failing = true;
+    }
+  }
+
+  /** Delivers to `endpoint`, event after event, until it is caught up, an attempt fails, the lease is lost or the dispatcher closes. */
+  private async deliver(endpoint: WebhookEndpoint): Promise<void> {
+    const { id } = endpoint;
+    let cursor = endpoint.cursor;
+    let attempt = endpoint.attempt;
+    try {
+      while (!this.stopping.signal.aborted) {
+        const head = await this.endpoints.head();
+        const [event] = await this.feed.read({ after: cursor, limit: 1, status: endpoint.status ?? undefined, upTo: head });
+        if (!event) {
+          // Nothing up to the head matches the filter: skip there, so the endpoint is not claimed again for those.
+          if (head > cursor) await this.endpoints.advance(id, this.holder, head, false);
+          return;
+        }
+        const result = await this.attempt(endpoint, event);
+        if (this.stopping.signal.aborted) return;
+        if (result.outcome === 'success') {
+          if (!(await this.endpoints.advance(id, this.holder, event.seq, true))) return;
+          cursor = event.seq;
+          attempt = 0;
+          continue;
+        }
+        const next = attempt + 1;
+        const disable: DisableReason | null = result.outcome === 'gone' ? 'gone' : next >= this.options.retrySchedule.length ? 'retries_exhausted' : null;
+        if (disable) {
+          if (await this.endpoints.recordFailure(id, this.holder, { disable: disable === 'gone' ? 'gone' : 'retries exhausted' })) {
+            this.options.metrics?.countDisabled(disable);
+            this.options.log.warn(
+              { endpoint: id, url: endpoint.url, reason: disable, attempts: next, eventId: event.cursor, lastError: result.detail },
+              `webhooks: endpoint ${id} disabled (${disable === 'gone' ? 'it answered 410 Gone' : `${next} attempts failed`}); npm run webhook -- enable ${id} resumes it`,
+            );
+          }
+          return;
+        }
+        const retryInSeconds = Math.max(this.options.retrySchedule[next], result.retryAfterSeconds ?? 0);
+        await this.endpoints.recordFailure(id, this.holder, { retryInSeconds });
+        return;
+      }
+    } catch (error) {
+      this.options.log.warn({ err: error, endpoint: id }, 'webhooks: delivery interrupted by the database; the endpoint is claimed again later');
+    } finally {
+      await this.endpoints.release(this.holder, id).catch(() => undefined);
+    }
+  }
+
+  /** One POST of `event` to `endpoint`, in a span of its own (OpenTelemetry HTTP client conventions). */
+  private attempt(endpoint: WebhookEndpoint, event: PetEvent): Promise<AttemptResult> {
+    const url = new URL(endpoint.url);
+    const body = JSON.stringify(toEventBody(event));
+    const attributes = {
+      'http.request.method': 'POST',
+      // Without its query, which may carry the receiver's own token.
+      'url.full': `${url.origin}${url.pathname}`,
+      'server.address': url.hostname,
+      'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+      'petstore.webhook.endpoint': endpoint.id,
+    };
+    return tracer.startActiveSpan('POST', { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      const started = performance.now();
+      const result = await this.post(url, endpoint, event, body);
+      span.setAttribute('petstore.webhook.outcome', result.outcome);
+      if (result.outcome !== 'success') {
+        span.setAttribute('error.type', result.detail);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: result.detail });
+      }
+      if (/^\d{3}$/.test(result.detail)) span.setAttribute('http.response.status_code', Number(result.detail));
+      span.end();
+      if (!this.stopping.signal.aborted) this.options.metrics?.observeAttempt(result.outcome, (performance.now() - started) / 1000);
+      return result;
+    });
+  }
+
+  private async post(url: URL, endpoint: WebhookEndpoint, event: PetEvent, body: string): Promise<AttemptResult> {
+    const timeout = AbortSignal.timeout(this.limits.attemptTimeoutMs);
+    try {
+      // Also here for an address in the URL itself, which no lookup sees.
+      await checkTarget(url, this.options.rules);
+      const response = await request(url, {
+        method: 'POST',
+        dispatcher: this.agent,
+        signal: AbortSignal.any([timeout, this.stopping.signal]),
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'pet-store-gateway-webhooks',
+          ...signDelivery(endpoint.secrets, event.cursor, new Date(), body),
+        },
+        body,
+      });
+      // Read and dropped, bounded: a huge answer closes the connection.
+      await response.body.dump({ limit: this.limits.responseBodyBytes }).catch(() => undefined);
+      const status = response.statusCode;
+      const detail = String(status);
+      if (status >= 200 && status < 300) return { outcome: 'success', detail };
+      if (status === 410) return { outcome: 'gone', detail };
+      const retryAfter = status === 429 || status === 503 ? retryAfterSeconds(response.headers['retry-after'], this.limits.maxRetryAfterSeconds) : undefined;
+      return { outcome: 'http_error', detail, ...(retryAfter !== undefined && { retryAfterSeconds: retryAfter }) };
+    } catch (error) {
+      if (error instanceof WebhookTargetError || (error as Error).cause instanceof WebhookTargetError) {
+        return { outcome: 'refused_target', detail: 'refused_target' };
+      }
+      if (timeout.aborted) return { outcome: 'timeout', detail: 'timeout' };
+      return { outcome: 'network_error', detail: (error as NodeJS.ErrnoException).code ?? (error as Error).name };
+    }
+  }
+
+  /** Stops claiming, cuts the attempts in flight (made again later, with the same webhook-id) and gives every lease up; once. */
+  close(): Promise<void> {
+    return (this.closing ??= this.stop());
+  }
+
+  private async stop(): Promise<void> {
+    this.stopping.abort();
+    clearInterval(this.timer);
+    await this.claiming;
+    await Promise.all(this.running.values());
+    await this.endpoints.release(this.holder).catch((error: unknown) => this.options.log.warn({ err: error }, 'webhooks: leases not released'));
+    await this.agent.close();
+  }
+}

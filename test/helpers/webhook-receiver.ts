@@ -1,0 +1,47 @@
+import { type IncomingHttpHeaders, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request a receiver got. */
+export interface ReceivedDelivery {
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** Date.now() when it arrived. */
+  at: number;
+}
+
+/** What the receiver answers to its `n`th request (0-based): a status and headers, or `hang` (never answer). */
+export type Answer = { status: number; headers?: Record<string, string> } | 'hang';
+
+/** A webhook receiver on 127.0.0.1: a real HTTP server that records every request and answers as `answer` says. */
+export async function startReceiver(answer: (n: number, delivery: ReceivedDelivery) => Answer = () => ({ status: 204 })) {
+  const received: ReceivedDelivery[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const server = createServer((request, response) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const delivery = { headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      const reply = answer(received.length, delivery);
+      received.push(delivery);
+      if (reply === 'hang') return;
+      response.writeHead(reply.status, reply.headers).end('ok', () => inFlight--);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}/hook`,
+    received,
+    /** The most requests it held at once. */
+    maxInFlight: () => maxInFlight,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
