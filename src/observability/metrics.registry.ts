@@ -187,14 +187,20 @@ export function createMetrics(): Metrics {
     },
   });
   const redisUp: (() => boolean)[] = [];
-  new Gauge({
-    name: 'petstore_redis_up',
-    help: 'Whether Redis (REDIS_URL) answers (1) or is away (0), rate limits then counted per instance or refused (RATE_LIMIT_ON_REDIS_FAILURE); absent without REDIS_URL.',
-    registers: [registry],
-    collect() {
-      for (const up of redisUp) this.set(up() ? 1 : 0);
-    },
-  });
+  // Registered by the first watcher: without REDIS_URL the series is absent, not a 0 that reads as an outage.
+  const watchRedis = (up: () => boolean) => {
+    if (redisUp.length === 0) {
+      new Gauge({
+        name: 'petstore_redis_up',
+        help: 'Whether Redis (REDIS_URL) answers (1) or is away (0), rate limits then counted per instance or refused (RATE_LIMIT_ON_REDIS_FAILURE); absent without REDIS_URL.',
+        registers: [registry],
+        collect() {
+          for (const watched of redisUp) this.set(watched() ? 1 : 0);
+        },
+      });
+    }
+    redisUp.push(up);
+  };
   return {
     registry,
     observeRequest: ({ surface, route, graphqlOperation, method, status }, seconds) => {
@@ -216,6 +222,6 @@ export function createMetrics(): Metrics {
     countOpenEventStream: (delta) => eventStreams.inc(delta),
     countActiveSubscription: (delta) => subscriptions.inc(delta),
     countDeliveredEvent: (subscription) => delivered.inc({ subscription }),
-    watchRedis: (up) => void redisUp.push(up),
+    watchRedis,
   };
 }

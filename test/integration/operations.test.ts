@@ -219,6 +219,10 @@ describe('operations', () => {
       expect(samples(await scrape(), 'petstore_build_info')).toEqual([{ labels: { version, node_version: process.version }, value: 1 }]);
     });
 
+    test('when no REDIS_URL is set, then petstore_redis_up is absent, not a 0 that reads as an outage', async () => {
+      expect(await scrape()).not.toMatch(/petstore_redis_up/);
+    });
+
     testOnMysql('when on MySQL, then the pool gauge reports open, idle and waiting connections and the limit', async () => {
       await request(t, 'GET', '/v1/pets');
       const text = await scrape();
