@@ -6,7 +6,7 @@ import { Job, type IJob } from 'kubernetes-models/batch/v1';
 import { PodDisruptionBudget, type IPodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service, type IConfigMap, type IProbe, type ISecret, type IService } from 'kubernetes-models/v1';
 import { CONFIG_SPEC, loadConfig } from '../../src/config';
-import { HTTP_LIMITS } from '../../src/limits';
+import { HTTP_LIMITS, TRACING_LIMITS } from '../../src/limits';
 import { SURFACE_PATHS } from '../../src/surface-paths';
 import { KUBERNETES_DIR, readManifestFile, readManifests } from '../helpers/kubernetes-manifests';
 
@@ -139,7 +139,8 @@ describe('deploy/kubernetes against the service', () => {
     const { drainSeconds, graceSeconds } = config.shutdown;
     expect(drainSeconds).toBeGreaterThan(readiness.periodSeconds! * readiness.failureThreshold!);
     expect(graceSeconds).toBeGreaterThanOrEqual(HTTP_LIMITS.requestTimeoutMs / 1000);
-    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(drainSeconds + graceSeconds);
+    // After the grace period the buffered spans get up to TRACING_LIMITS.shutdownFlushMs, then the pools close.
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(drainSeconds + graceSeconds + TRACING_LIMITS.shutdownFlushMs / 1000);
     expect(gateway.lifecycle?.preStop).toBeUndefined();
   });
 
