@@ -7,6 +7,7 @@ import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request as undiciRequest } from 'undici';
 import { WEBHOOK_LIMITS } from '../../src/limits';
+import { RequestStatementsSampler, samplerOf } from '../../src/observability/tracing-sdk';
 import { WebhookEndpointRepository } from '../../src/webhooks/webhook-endpoint.repository';
 import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.service';
 import { WebhookTargetError, checkedLookup } from '../../src/webhooks/webhook-target.policy';
@@ -254,10 +255,15 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     expect(statements.count(/^\s*(UPDATE|INSERT|DELETE)/i)).toBe(0);
   });
 
-  test('when tracing is on, then each attempt is a client span with the HTTP client attributes', async () => {
+  test("when tracing is on (the service's own sampler), then each attempt is a root client span with the HTTP client attributes, while a root statement is dropped", async () => {
     const exporter = new InMemorySpanExporter();
-    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+    const sampler = new RequestStatementsSampler(samplerOf({}));
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ sampler, spanProcessors: [new SimpleSpanProcessor(exporter)] }));
     try {
+      // What the mysql2 instrumentation starts for a statement outside any request: not recorded.
+      const statement = trace.getTracer('test').startSpan('SELECT', { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'mysql' } });
+      expect(statement.isRecording()).toBe(false);
+      statement.end();
       const hook = await receiver((n) => ({ status: n === 0 ? 503 : 200 }));
       const { id } = await endpoints.add({ url: hook.url });
       dispatcher();
