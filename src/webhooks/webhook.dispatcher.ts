@@ -36,6 +36,11 @@ function retryAfterSeconds(value: string | string[] | undefined, capSeconds: num
 
 const tracer = trace.getTracer('pet-store-gateway');
 
+/** `url` without its query or fragment, which may carry the receiver's own token: what logs and spans may show. */
+function shownUrl(url: URL): string {
+  return `${url.origin}${url.pathname}`;
+}
+
 /**
  * Delivers the change feed to the webhook endpoints (docs/webhooks.md). Every instance runs one; every
  * {@link WEBHOOK_LIMITS.claimEveryMs} it renews its leases and claims due endpoints that are behind the feed's head, up to
@@ -137,7 +142,7 @@ export class WebhookDispatcher {
           if (await this.endpoints.recordFailure(id, this.holder, { disable: disable === 'gone' ? 'gone' : 'retries exhausted' })) {
             this.options.metrics?.countDisabled(disable);
             this.options.log.warn(
-              { endpoint: id, url: endpoint.url, reason: disable, attempts: next, eventId: event.cursor, lastError: result.detail },
+              { endpoint: id, url: shownUrl(new URL(endpoint.url)), reason: disable, attempts: next, eventId: event.cursor, lastError: result.detail },
               `webhooks: endpoint ${id} disabled (${disable === 'gone' ? 'it answered 410 Gone' : `${next} attempts failed`}); npm run webhook -- enable ${id} resumes it`,
             );
           }
@@ -160,8 +165,7 @@ export class WebhookDispatcher {
     const body = JSON.stringify(toEventBody(event));
     const attributes = {
       'http.request.method': 'POST',
-      // Without its query, which may carry the receiver's own token.
-      'url.full': `${url.origin}${url.pathname}`,
+      'url.full': shownUrl(url),
       'server.address': url.hostname,
       'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
       'petstore.webhook.endpoint': endpoint.id,

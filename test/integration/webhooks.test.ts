@@ -40,7 +40,14 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
   let endpoints: WebhookEndpointService;
   const closing: (() => Promise<void>)[] = [];
   const warnings: string[] = [];
-  const log = { warn: (_fields: object, message?: string) => void warnings.push(message ?? ''), info: () => undefined };
+  const warnFields: object[] = [];
+  const log = {
+    warn: (fields: object, message?: string) => {
+      warnFields.push(fields);
+      warnings.push(message ?? '');
+    },
+    info: () => undefined,
+  };
 
   beforeAll(async () => {
     t = await startTestApp();
@@ -109,9 +116,9 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     expect(await count('petstore_webhook_lag_positions', { endpoint: String(listed.id) })).toBe(0);
   });
 
-  test('when an endpoint answers 410, then it is disabled after one attempt, and counted', async () => {
+  test('when an endpoint answers 410, then it is disabled after one attempt, counted, and logged without its query (its token)', async () => {
     const hook = await receiver(() => ({ status: 410 }));
-    await endpoints.add({ url: hook.url });
+    await endpoints.add({ url: `${hook.url}?token=receiver-secret` });
     const { count } = dispatcher();
     await createPet(t);
     await createPet(t);
@@ -120,6 +127,9 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     expect(hook.received).toHaveLength(1);
     expect((await endpoints.list())[0]).toMatchObject({ state: 'disabled', disabledReason: 'gone' });
     expect(await count('petstore_webhook_endpoints_disabled_total', { reason: 'gone' })).toBe(1);
+    const logged = JSON.stringify(warnFields);
+    expect(logged).toContain(hook.url);
+    expect(logged).not.toContain('receiver-secret');
   });
 
   test('when every attempt fails (500, then a timeout), then the last retry disables the endpoint, logged at warn and counted; enable resumes from the failed event', async () => {
