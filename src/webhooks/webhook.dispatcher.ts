@@ -4,9 +4,9 @@ import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { Database } from '../database/database';
 import { toEventBody } from '../events/pet-event.service';
-import { type PetEvent, PetFeedRepository } from '../events/pet-feed.repository';
+import { PetFeedRepository } from '../events/pet-feed.repository';
 import { type WebhookEndpoint, WebhookEndpointRepository } from './webhook-endpoint.repository';
-import { signDelivery } from './webhook-signature';
+import { type SignedHeaders, signDelivery } from './webhook-signature';
 import { type WebhookTargetRules, WebhookTargetError, checkTarget, checkedLookup } from './webhook-target.policy';
 import type { DeliveryOutcome, DisableReason, WebhookMetrics } from './webhook.metrics';
 import { WEBHOOK_LIMITS, type WebhookLimits } from '../limits';
@@ -114,13 +114,20 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Delivers to `endpoint`, event after event, until it is caught up, an attempt fails, the lease is lost or the dispatcher closes. */
-  private async deliver(endpoint: WebhookEndpoint): Promise<void> {
-    const { id } = endpoint;
-    let cursor = endpoint.cursor;
-    let attempt = endpoint.attempt;
+  /**
+   * Delivers to the `claimed` endpoint, event after event, until it is caught up, an attempt fails, the lease is lost, the
+   * endpoint is disabled or removed, or the dispatcher closes.
+   */
+  private async deliver(claimed: WebhookEndpoint): Promise<void> {
+    const { id } = claimed;
+    let cursor = claimed.cursor;
+    let attempt = claimed.attempt;
     try {
       while (!this.stopping.signal.aborted) {
+        // Read again before each event (by primary key): a rotated secret, a new filter, or the endpoint disabled or
+        // removed since the claim applies from the next event, not after a long catch-up.
+        const endpoint = await this.endpoints.get(id);
+        if (!endpoint || endpoint.state !== 'enabled') return;
         const head = await this.endpoints.head();
         const [event] = await this.feed.read({ after: cursor, limit: 1, status: endpoint.status ?? undefined, upTo: head });
         if (!event) {
@@ -128,7 +135,14 @@ export class WebhookDispatcher {
           if (head > cursor) await this.endpoints.advance(id, this.holder, head, false);
           return;
         }
-        const result = await this.attempt(endpoint, event);
+        const body = JSON.stringify(toEventBody(event));
+        const headers = signDelivery(endpoint.secrets, event.cursor, new Date(), body);
+        if (headers['webhook-signature'] === '') {
+          // Rotation always leaves a secret without expiry, so this is a bug: send nothing unsigned, and read again at the next claim.
+          this.options.log.warn({ endpoint: id }, `webhooks: endpoint ${id} has no valid signing secret; nothing sent`);
+          return;
+        }
+        const result = await this.attempt(endpoint, body, headers);
         if (this.stopping.signal.aborted) return;
         if (result.outcome === 'success') {
           if (!(await this.endpoints.advance(id, this.holder, event.seq, true))) return;
@@ -159,10 +173,9 @@ export class WebhookDispatcher {
     }
   }
 
-  /** One POST of `event` to `endpoint`, in a span of its own (OpenTelemetry HTTP client conventions). */
-  private attempt(endpoint: WebhookEndpoint, event: PetEvent): Promise<AttemptResult> {
+  /** One POST of an event's `body`, `signed`, to `endpoint`, in a span of its own (OpenTelemetry HTTP client conventions). */
+  private attempt(endpoint: WebhookEndpoint, body: string, signed: SignedHeaders): Promise<AttemptResult> {
     const url = new URL(endpoint.url);
-    const body = JSON.stringify(toEventBody(event));
     const attributes = {
       'http.request.method': 'POST',
       'url.full': shownUrl(url),
@@ -172,7 +185,7 @@ export class WebhookDispatcher {
     };
     return tracer.startActiveSpan('POST', { kind: SpanKind.CLIENT, attributes }, async (span) => {
       const started = performance.now();
-      const result = await this.post(url, endpoint, event, body);
+      const result = await this.post(url, body, signed);
       span.setAttribute('petstore.webhook.outcome', result.outcome);
       if (result.outcome !== 'success') {
         span.setAttribute('error.type', result.detail);
@@ -185,7 +198,7 @@ export class WebhookDispatcher {
     });
   }
 
-  private async post(url: URL, endpoint: WebhookEndpoint, event: PetEvent, body: string): Promise<AttemptResult> {
+  private async post(url: URL, body: string, signed: SignedHeaders): Promise<AttemptResult> {
     const timeout = AbortSignal.timeout(this.limits.attemptTimeoutMs);
     try {
       // Also here for an address in the URL itself, which no lookup sees.
@@ -197,7 +210,7 @@ export class WebhookDispatcher {
         headers: {
           'content-type': 'application/json',
           'user-agent': 'pet-store-gateway-webhooks',
-          ...signDelivery(endpoint.secrets, event.cursor, new Date(), body),
+          ...signed,
         },
         body,
       });

@@ -192,6 +192,49 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     expect(() => verified(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, delivery)).toThrow();
   });
 
+  test('when the secret is rotated without overlap during a catch-up, then the next event is signed by the new secret alone', async () => {
+    let rotated: string | undefined;
+    const hook = await receiver(async (n) => {
+      if (n === 0) rotated = (await endpoints.rotateSecret(id, 0))!.secret;
+      return { status: 200 };
+    });
+    const { id, secret: old } = await endpoints.add({ url: hook.url });
+    for (const name of ['A', 'B', 'C']) await createPet(t, { name });
+    dispatcher();
+    await until(() => hook.received.length === 3);
+    const [first, ...later] = hook.received;
+    expect(verified(old, first)).toMatchObject({ pet: { name: 'A' } });
+    for (const delivery of later) {
+      expect((delivery.headers['webhook-signature'] as string).split(' ')).toHaveLength(1);
+      expect(verified(rotated!, delivery)).toBeTruthy();
+      expect(() => verified(old, delivery)).toThrow();
+    }
+  });
+
+  test('when an endpoint is disabled during a catch-up, then its next events are not sent', async () => {
+    const hook = await receiver(async (n) => {
+      if (n === 0) await t.dataSource.query("UPDATE webhook_endpoint SET state = 'disabled', disabled_reason = 'gone' WHERE id = ?", [id]);
+      return { status: 200 };
+    });
+    const { id } = await endpoints.add({ url: hook.url });
+    for (const name of ['A', 'B', 'C']) await createPet(t, { name });
+    dispatcher();
+    await until(() => hook.received.length === 1);
+    await sleep(300);
+    expect(hook.received).toHaveLength(1);
+  });
+
+  test('when no secret of an endpoint is valid, then nothing is sent unsigned, and a warning names it', async () => {
+    const hook = await receiver();
+    const { id, secret } = await endpoints.add({ url: hook.url });
+    await new WebhookEndpointRepository(t.database).setSecrets(id, [{ secret, expiresAt: new Date(Date.now() - 1000).toISOString() }]);
+    await createPet(t);
+    dispatcher();
+    await until(() => warnings.some((w) => w.includes(`endpoint ${id} has no valid signing secret`)));
+    await sleep(200);
+    expect(hook.received).toHaveLength(0);
+  });
+
   test('when a name that resolved to a public address resolves to a private one at delivery, then nothing is sent, and the endpoint ends disabled', async () => {
     const hook = await receiver();
     // Stored while private targets were allowed, as if its DNS had changed since.
