@@ -15,7 +15,7 @@ import { WEBHOOK_LIMITS, type WebhookLimits } from '../limits';
 export interface WebhookDispatcherOptions {
   database: Database;
   rules: WebhookTargetRules;
-  /** Seconds before each attempt of one event: the first attempt, then each retry (WEBHOOK_RETRY_SCHEDULE). */
+  /** Seconds before each attempt of one event: 0 for the first (at once), then each retry's delay (WEBHOOK_RETRY_SCHEDULE). */
   retrySchedule: readonly number[];
   log: Pick<Logger, 'warn' | 'info'>;
   metrics?: WebhookMetrics;
