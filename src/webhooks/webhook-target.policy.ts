@@ -15,6 +15,21 @@ export class WebhookTargetError extends RangeError {
 }
 
 /**
+ * A webhook host that does not resolve (now): not a refusal, since the name may resolve later, so a delivery counts it
+ * as a network error; `add` refuses it all the same (a RangeError, bad input). `code` is the resolver's (`ENOTFOUND`).
+ */
+export class WebhookLookupError extends RangeError {
+  override readonly name = 'WebhookLookupError';
+
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/**
  * Whether deliveries may go to `address`: only a public unicast address, as ipaddr.js classifies it (an IPv4-mapped IPv6
  * address as its IPv4 one), so not loopback, private (RFC 1918), unique local (fc00::/7), link-local (169.254.0.0/16 with
  * the cloud metadata address, fe80::/10), carrier-grade NAT (100.64.0.0/10), unspecified, multicast or reserved.
@@ -63,7 +78,7 @@ function lookupAll(host: string): Promise<LookupAddress[]> {
 /**
  * Resolves `url`'s host and checks every address it has: one refused address refuses the URL, since a connection may
  * use any of them.
- * @throws WebhookTargetError when an address is refused or the host does not resolve.
+ * @throws WebhookTargetError when an address is refused; WebhookLookupError when the host does not resolve.
  */
 export async function checkTarget(url: URL, rules: WebhookTargetRules): Promise<void> {
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -76,7 +91,8 @@ export async function checkTarget(url: URL, rules: WebhookTargetRules): Promise<
   try {
     addresses = await lookupAll(host);
   } catch (error) {
-    throw new WebhookTargetError(`${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new WebhookLookupError(`${host} does not resolve (${code ?? (error as Error).message})`, code);
   }
   for (const { address } of addresses) {
     const refused = refusal(host, address, rules);

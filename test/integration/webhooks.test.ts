@@ -246,6 +246,20 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     expect(await count('petstore_webhook_deliveries_total', { outcome: 'refused_target' })).toBe(2);
   });
 
+  test('when the host does not resolve, then the attempt counts as a network error, not a refused target', async () => {
+    // Stored directly: add refuses a name that does not resolve.
+    await new WebhookEndpointRepository(t.database).add({
+      url: 'http://no-such-host.invalid/hook',
+      status: null,
+      description: null,
+      secret: 'whsec_' + Buffer.alloc(32, 7).toString('base64'),
+    });
+    const { count } = dispatcher({ schedule: [0, 60] });
+    await createPet(t);
+    await until(async () => (await count('petstore_webhook_deliveries_total', { outcome: 'network_error' })) === 1);
+    expect(await count('petstore_webhook_deliveries_total', { outcome: 'refused_target' })).toBe(0);
+  });
+
   test("when the connection's own lookup resolves to a private address (a rebinding after the check), then undici's connection is refused", async () => {
     const hook = await receiver();
     const connect = (allowPrivateTargets: boolean) =>

@@ -1,6 +1,6 @@
 import { loadConfig } from '../../src/config';
 import { WEBHOOK_RETRY_SCHEDULE_SECONDS } from '../../src/webhooks/retry-schedule';
-import { WebhookTargetError, checkTarget, checkedLookup, parseWebhookUrl, refusedRange } from '../../src/webhooks/webhook-target.policy';
+import { WebhookLookupError, WebhookTargetError, checkTarget, checkedLookup, parseWebhookUrl, refusedRange } from '../../src/webhooks/webhook-target.policy';
 
 const STRICT = { allowHttp: false, allowPrivateTargets: false };
 
@@ -45,6 +45,14 @@ describe('where webhooks may go (docs/webhooks.md "Where deliveries may go")', (
     await expect(checkTarget(new URL('https://localhost/'), { ...STRICT, allowPrivateTargets: true })).resolves.toBeUndefined();
     await expect(checkTarget(new URL('https://203.0.113.9/'), STRICT)).rejects.toThrow('a reserved address');
     await expect(checkTarget(new URL('https://8.8.8.8/'), STRICT)).resolves.toBeUndefined();
+  });
+
+  test('when a host does not resolve, then the check fails with a lookup error (bad input, not a refused target)', async () => {
+    const failure = checkTarget(new URL('https://no-such-host.invalid/'), STRICT);
+    await expect(failure).rejects.toThrow(WebhookLookupError);
+    await expect(failure).rejects.toThrow(/^no-such-host\.invalid does not resolve \(E[A-Z_]+\)$/);
+    await expect(failure).rejects.not.toBeInstanceOf(WebhookTargetError);
+    await expect(failure).rejects.toBeInstanceOf(RangeError);
   });
 
   test('when a connection looks a name up, then the lookup refuses a private answer and passes a permitted one on', async () => {
