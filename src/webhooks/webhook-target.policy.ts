@@ -29,15 +29,49 @@ export class WebhookLookupError extends RangeError {
   }
 }
 
+/** IPv4-compatible IPv6 addresses (`::a.b.c.d`), deprecated by RFC 4291 section 2.5.5.1. */
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96') as [ipaddr.IPv6, number];
+
+/** The IPv4 address in two 16-bit `parts` of an IPv6 address. */
+function ipv4Of(high: number, low: number): ipaddr.IPv4 {
+  return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+}
+
+/** Refusal of an IPv6 address of `range` that embeds `ipv4`: allowed only when that IPv4 address is public unicast. */
+function embedding(range: string, ipv4: ipaddr.IPv4): string | null {
+  const inner = ipv4.range();
+  return inner === 'unicast' ? null : `${range} ${inner}`;
+}
+
 /**
  * Whether deliveries may go to `address`: only a public unicast address, as ipaddr.js classifies it (an IPv4-mapped IPv6
  * address as its IPv4 one), so not loopback, private (RFC 1918), unique local (fc00::/7), link-local (169.254.0.0/16 with
- * the cloud metadata address, fe80::/10), carrier-grade NAT (100.64.0.0/10), unspecified, multicast or reserved.
- * @returns the range's name when refused (e.g. `loopback`), null when allowed.
+ * the cloud metadata address, fe80::/10), carrier-grade NAT (100.64.0.0/10), unspecified, multicast or reserved. IPv6
+ * addresses that carry an IPv4 one: NAT64 (64:ff9b::/96, RFC 6052), IPv4-translated (::ffff:0:0:0/96, RFC 6145) and 6to4
+ * (2002::/16, RFC 3056) are judged by the IPv4 address they embed; IPv4-compatible (::/96) and Teredo (2001::/32, whose
+ * addresses are obfuscated) are refused whatever they embed.
+ * @returns the range's name when refused (e.g. `loopback`, `rfc6052 private`, `ipv4Compatible`), null when allowed.
  */
 export function refusedRange(address: string): string | null {
-  const range = ipaddr.process(address).range();
-  return range === 'unicast' ? null : range;
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv4') {
+    const range = parsed.range();
+    return range === 'unicast' ? null : range;
+  }
+  const ipv6 = parsed as ipaddr.IPv6;
+  const range = ipv6.range();
+  const { parts } = ipv6;
+  switch (range) {
+    case 'unicast':
+      return ipv6.match(IPV4_COMPATIBLE) ? 'ipv4Compatible' : null;
+    case 'rfc6052':
+    case 'rfc6145':
+      return embedding(range, ipv4Of(parts[6], parts[7]));
+    case '6to4':
+      return embedding(range, ipv4Of(parts[1], parts[2]));
+    default:
+      return range;
+  }
 }
 
 /**
