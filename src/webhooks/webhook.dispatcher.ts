@@ -36,6 +36,12 @@ function retryAfterSeconds(value: string | string[] | undefined, capSeconds: num
 
 const tracer = trace.getTracer('pet-store-gateway');
 
+/** Whether `error` says a table does not exist (MySQL ER_NO_SUCH_TABLE, SQLite `no such table`): migrations not applied yet. */
+function isMissingTable(error: unknown): boolean {
+  const driverError = (error as { driverError?: { code?: string } }).driverError;
+  return driverError?.code === 'ER_NO_SUCH_TABLE' || /no such table/i.test((error as Error).message ?? '');
+}
+
 /** `url` without its query or fragment, which may carry the receiver's own token: what logs and spans may show. */
 function shownUrl(url: URL): string {
   return `${url.origin}${url.pathname}`;
@@ -64,6 +70,8 @@ export class WebhookDispatcher {
   private closing: Promise<void> | undefined;
   /** Whether the last claim failed: a database outage is logged once, when it starts, and once when it ends. */
   private failing = false;
+  /** Whether the last claim found no table (DATABASE_MIGRATE_ON_START=false, the migrations not applied yet): logged once. */
+  private waitingForTables = false;
 
   constructor(private readonly options: WebhookDispatcherOptions) {
     this.endpoints = new WebhookEndpointRepository(options.database);
@@ -106,9 +114,16 @@ export class WebhookDispatcher {
           this.deliver(endpoint).finally(() => this.running.delete(endpoint.id)),
         );
       }
-      if (this.failing) this.options.log.info('webhooks: claiming endpoints again');
+      if (this.failing || this.waitingForTables) this.options.log.info('webhooks: claiming endpoints again');
       this.failing = false;
+      this.waitingForTables = false;
     } catch (error) {
+      if (isMissingTable(error)) {
+        // Not an outage: another process (a migration Job) has yet to create the tables; claims start once it has.
+        if (!this.waitingForTables) this.options.log.info({ reason: (error as Error).message }, 'webhooks: waiting for the migrations to create the tables');
+        this.waitingForTables = true;
+        return;
+      }
       if (!this.failing) this.options.log.warn({ err: error }, 'webhooks: claiming endpoints failed; retrying every tick');
       this.failing = true;
     }

@@ -13,7 +13,9 @@ import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.serv
 import { WebhookTargetError, checkedLookup } from '../../src/webhooks/webhook-target.policy';
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
 import { createWebhookMetrics } from '../../src/webhooks/webhook.metrics';
+import { openDatabase } from '../../src/database/open-database';
 import { countStatements } from '../helpers/statement-counter';
+import { createTestDatabase } from '../helpers/test-database';
 import { type TestApp, createPet, request, startTestApp } from '../helpers/test-app';
 import { type ReceivedDelivery, startReceiver } from '../helpers/webhook-receiver';
 
@@ -388,5 +390,39 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     // Well within the stuck endpoint's attempt, which is still waiting for its answer.
     await until(() => fine.received.length === 2, 3_000);
     expect(stuck.received).toHaveLength(1);
+  });
+});
+
+describe('webhook deliveries before the migrations (DATABASE_MIGRATE_ON_START=false, a migration Job still to run)', () => {
+  test('when the tables do not exist yet, then the dispatcher waits quietly (one info line, no warning) and delivers once they do', async () => {
+    const { database: config, drop } = await createTestDatabase();
+    const database = await openDatabase(config, { migrate: false });
+    const infos: string[] = [];
+    const warnings: string[] = [];
+    const log = {
+      // The dispatcher logs a message alone, or fields then a message.
+      info: (fields: object | string, message?: string) => void infos.push(message ?? (typeof fields === 'string' ? fields : '')),
+      warn: (_fields: object, message?: string) => void warnings.push(message ?? ''),
+    };
+    const worker = new WebhookDispatcher({ database, rules: OPEN, retrySchedule: SCHEDULE, log, limits: LIMITS });
+    try {
+      worker.start();
+      await sleep(LIMITS.claimEveryMs * 6);
+      expect(warnings).toEqual([]);
+      expect(infos.filter((line) => line.includes('waiting for the migrations'))).toHaveLength(1);
+
+      await database.writer.runMigrations({ transaction: 'each' });
+      const { id } = await new WebhookEndpointService(database, OPEN).add({ url: 'http://127.0.0.1:9/hook' });
+      // A feed position no event matches: the dispatcher, claiming now, moves the endpoint's cursor over it.
+      await database.writer.query("UPDATE pet_feed SET head = head + 1 WHERE name = 'pets'");
+      const repository = new WebhookEndpointRepository(database);
+      await until(async () => (await repository.get(id))!.cursor === (await repository.head()));
+      expect(warnings).toEqual([]);
+      expect(infos).toContain('webhooks: claiming endpoints again');
+    } finally {
+      await worker.close();
+      await database.close();
+      await drop();
+    }
   });
 });
