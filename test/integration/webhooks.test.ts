@@ -321,7 +321,8 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     const statements = countStatements(t.dataSource);
     await sleep(LIMITS.claimEveryMs * 10);
     expect(statements.count(/webhook_endpoint/)).toBeGreaterThanOrEqual(5);
-    expect(statements.count(/^\s*(UPDATE|INSERT|DELETE)/i)).toBe(0);
+    // The dispatcher's writes; on MySQL the change feed's sequencer renews its own lease (pet_feed) meanwhile.
+    expect(statements.count(/^\s*(UPDATE|INSERT|DELETE)(?![\s\S]*pet_feed)/i)).toBe(0);
   });
 
   test("when tracing is on (the service's own sampler), then each attempt is a root client span with the HTTP client attributes, while a root statement is dropped", async () => {
