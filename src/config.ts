@@ -122,11 +122,15 @@ const trustedDocuments = makeValidator<TrustedDocuments>((input) => {
   return TrustedDocuments.read(paths);
 });
 
-/** Comma-separated delays in seconds (fractions allowed), at least one. */
-const secondsList = makeValidator<readonly number[]>((input) => {
+/**
+ * A retry schedule: comma-separated delays in seconds (fractions allowed), at least one, the first 0: as in Standard
+ * Webhooks' schedule, the first attempt goes at once, and each later entry is a retry's delay after the previous failure.
+ */
+const retrySchedule = makeValidator<readonly number[]>((input) => {
   const entries = input.split(',').map((entry) => entry.trim());
   const delays = entries.map((entry) => (/^\d+(\.\d+)?$/.test(entry) ? Number(entry) : NaN));
   if (delays.some((delay) => !Number.isFinite(delay))) throw new Error('must be comma-separated seconds, e.g. 0,5,300');
+  if (delays[0] !== 0) throw new Error(`must start with 0 (the first attempt goes at once; the retries' delays follow), e.g. 0,${entries.join(',')}`);
   return Object.freeze(delays);
 });
 
@@ -249,9 +253,9 @@ export const CONFIG_SPEC = Object.freeze({
     default: false,
     desc: 'Whether webhooks may go to loopback, private, link-local and other non-public addresses (development and tests only: refused with NODE_ENV=production).',
   }),
-  WEBHOOK_RETRY_SCHEDULE: secondsList({
+  WEBHOOK_RETRY_SCHEDULE: retrySchedule({
     default: WEBHOOK_RETRY_SCHEDULE_SECONDS,
-    desc: "Comma-separated seconds before each attempt of a webhook delivery: the first attempt, then each retry after the previous failure; after the last, the endpoint is disabled. Default: Standard Webhooks' schedule.",
+    desc: "Comma-separated seconds before each attempt of a webhook delivery: 0 for the first attempt (at once), then each retry's delay after the previous failure; after the last, the endpoint is disabled. Default: Standard Webhooks' schedule.",
     example: '0,5,300',
   }),
   WEBHOOK_DELIVERIES: bool({ default: true, desc: 'Whether this instance delivers webhooks (every instance may; one at a time delivers to each endpoint).' }),

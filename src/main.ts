@@ -67,12 +67,14 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal, ...config.shutdown }, 'shutting down: draining, then finishing the requests in flight');
+    // At once, not after the drain: an attempt started during it would be cut anyway and sent again by another instance.
+    const webhooksClosed = webhooks?.close();
     const outcome = await drainAndClose(app, state, {
       drainMs: config.shutdown.drainSeconds * 1000,
       graceMs: config.shutdown.graceSeconds * 1000,
     });
     await metricsServer.close();
-    await webhooks?.close();
+    await webhooksClosed;
     await database.close();
     await unlock();
     // The spans of the last requests, before the process ends.

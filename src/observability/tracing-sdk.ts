@@ -64,13 +64,17 @@ export function samplerOf(env: NodeJS.ProcessEnv): Sampler {
 
 /**
  * Keeps statements out of traces unless a request (or a subscription's event) made them: the change feed's ticks and the
- * lag checks run SQL every 100 ms to 1 s, and would each be a trace of one span. Everything else is `inner`'s to decide.
+ * lag checks run SQL every 100 ms to 1 s, and would each be a trace of one span. A statement is a CLIENT span whose
+ * attributes at its start name a database system (`db.system.name`, or `db.system` in the older semantic conventions), as
+ * the mysql2 and ioredis instrumentations set them; other root CLIENT spans (a webhook attempt) and everything else are
+ * `inner`'s to decide.
  */
-class RequestStatementsSampler implements Sampler {
+export class RequestStatementsSampler implements Sampler {
   constructor(private readonly inner: Sampler) {}
 
   shouldSample(context: Context, traceId: string, name: string, kind: SpanKind, attributes: Attributes, links: Link[]): SamplingResult {
-    if (kind === SpanKind.CLIENT && trace.getSpanContext(context) === undefined) return { decision: SamplingDecision.NOT_RECORD };
+    const statement = kind === SpanKind.CLIENT && (attributes['db.system.name'] !== undefined || attributes['db.system'] !== undefined);
+    if (statement && trace.getSpanContext(context) === undefined) return { decision: SamplingDecision.NOT_RECORD };
     return this.inner.shouldSample(context, traceId, name, kind, attributes, links);
   }
 

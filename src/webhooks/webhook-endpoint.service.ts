@@ -29,8 +29,8 @@ export class WebhookEndpointService {
   /**
    * Stores an endpoint whose deliveries start with the events after the feed's current head.
    * @returns its id and its signing secret (`whsec_…`), which is shown only here.
-   * @throws WebhookTargetError (a RangeError): a URL that is not https (or http when allowed), that does not resolve or
-   * resolves to a refused address; an unknown status; a description too long.
+   * @throws WebhookTargetError (a RangeError): a URL that is not https (or http when allowed) or resolves to a refused
+   * address; an unknown status; a description too long. WebhookLookupError (a RangeError): a host that does not resolve.
    */
   async add({ url, status, description }: NewWebhookEndpoint): Promise<{ id: number; secret: string }> {
     const target = parseWebhookUrl(url, this.rules);

@@ -15,14 +15,63 @@ export class WebhookTargetError extends RangeError {
 }
 
 /**
+ * A webhook host that does not resolve (now): not a refusal, since the name may resolve later, so a delivery counts it
+ * as a network error; `add` refuses it all the same (a RangeError, bad input). `code` is the resolver's (`ENOTFOUND`).
+ */
+export class WebhookLookupError extends RangeError {
+  override readonly name = 'WebhookLookupError';
+
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** IPv4-compatible IPv6 addresses (`::a.b.c.d`), deprecated by RFC 4291 section 2.5.5.1. */
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96') as [ipaddr.IPv6, number];
+
+/** The IPv4 address in two 16-bit `parts` of an IPv6 address. */
+function ipv4Of(high: number, low: number): ipaddr.IPv4 {
+  return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+}
+
+/** Refusal of an IPv6 address of `range` that embeds `ipv4`: allowed only when that IPv4 address is public unicast. */
+function embedding(range: string, ipv4: ipaddr.IPv4): string | null {
+  const inner = ipv4.range();
+  return inner === 'unicast' ? null : `${range} ${inner}`;
+}
+
+/**
  * Whether deliveries may go to `address`: only a public unicast address, as ipaddr.js classifies it (an IPv4-mapped IPv6
  * address as its IPv4 one), so not loopback, private (RFC 1918), unique local (fc00::/7), link-local (169.254.0.0/16 with
- * the cloud metadata address, fe80::/10), carrier-grade NAT (100.64.0.0/10), unspecified, multicast or reserved.
- * @returns the range's name when refused (e.g. `loopback`), null when allowed.
+ * the cloud metadata address, fe80::/10), carrier-grade NAT (100.64.0.0/10), unspecified, multicast or reserved. IPv6
+ * addresses that carry an IPv4 one: NAT64 (64:ff9b::/96, RFC 6052), IPv4-translated (::ffff:0:0:0/96, RFC 6145) and 6to4
+ * (2002::/16, RFC 3056) are judged by the IPv4 address they embed; IPv4-compatible (::/96) and Teredo (2001::/32, whose
+ * addresses are obfuscated) are refused whatever they embed.
+ * @returns the range's name when refused (e.g. `loopback`, `rfc6052 private`, `ipv4Compatible`), null when allowed.
  */
 export function refusedRange(address: string): string | null {
-  const range = ipaddr.process(address).range();
-  return range === 'unicast' ? null : range;
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv4') {
+    const range = parsed.range();
+    return range === 'unicast' ? null : range;
+  }
+  const ipv6 = parsed as ipaddr.IPv6;
+  const range = ipv6.range();
+  const { parts } = ipv6;
+  switch (range) {
+    case 'unicast':
+      return ipv6.match(IPV4_COMPATIBLE) ? 'ipv4Compatible' : null;
+    case 'rfc6052':
+    case 'rfc6145':
+      return embedding(range, ipv4Of(parts[6], parts[7]));
+    case '6to4':
+      return embedding(range, ipv4Of(parts[1], parts[2]));
+    default:
+      return range;
+  }
 }
 
 /**
@@ -63,7 +112,7 @@ function lookupAll(host: string): Promise<LookupAddress[]> {
 /**
  * Resolves `url`'s host and checks every address it has: one refused address refuses the URL, since a connection may
  * use any of them.
- * @throws WebhookTargetError when an address is refused or the host does not resolve.
+ * @throws WebhookTargetError when an address is refused; WebhookLookupError when the host does not resolve.
  */
 export async function checkTarget(url: URL, rules: WebhookTargetRules): Promise<void> {
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -76,7 +125,8 @@ export async function checkTarget(url: URL, rules: WebhookTargetRules): Promise<
   try {
     addresses = await lookupAll(host);
   } catch (error) {
-    throw new WebhookTargetError(`${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new WebhookLookupError(`${host} does not resolve (${code ?? (error as Error).message})`, code);
   }
   for (const { address } of addresses) {
     const refused = refusal(host, address, rules);

@@ -4,9 +4,9 @@ import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { Database } from '../database/database';
 import { toEventBody } from '../events/pet-event.service';
-import { type PetEvent, PetFeedRepository } from '../events/pet-feed.repository';
+import { PetFeedRepository } from '../events/pet-feed.repository';
 import { type WebhookEndpoint, WebhookEndpointRepository } from './webhook-endpoint.repository';
-import { signDelivery } from './webhook-signature';
+import { type SignedHeaders, signDelivery } from './webhook-signature';
 import { type WebhookTargetRules, WebhookTargetError, checkTarget, checkedLookup } from './webhook-target.policy';
 import type { DeliveryOutcome, DisableReason, WebhookMetrics } from './webhook.metrics';
 import { WEBHOOK_LIMITS, type WebhookLimits } from '../limits';
@@ -15,7 +15,7 @@ import { WEBHOOK_LIMITS, type WebhookLimits } from '../limits';
 export interface WebhookDispatcherOptions {
   database: Database;
   rules: WebhookTargetRules;
-  /** Seconds before each attempt of one event: the first attempt, then each retry (WEBHOOK_RETRY_SCHEDULE). */
+  /** Seconds before each attempt of one event: 0 for the first (at once), then each retry's delay (WEBHOOK_RETRY_SCHEDULE). */
   retrySchedule: readonly number[];
   log: Pick<Logger, 'warn' | 'info'>;
   metrics?: WebhookMetrics;
@@ -35,6 +35,17 @@ function retryAfterSeconds(value: string | string[] | undefined, capSeconds: num
 }
 
 const tracer = trace.getTracer('pet-store-gateway');
+
+/** Whether `error` says a table does not exist (MySQL ER_NO_SUCH_TABLE, SQLite `no such table`): migrations not applied yet. */
+function isMissingTable(error: unknown): boolean {
+  const driverError = (error as { driverError?: { code?: string } }).driverError;
+  return driverError?.code === 'ER_NO_SUCH_TABLE' || /no such table/i.test((error as Error).message ?? '');
+}
+
+/** `url` without its query or fragment, which may carry the receiver's own token: what logs and spans may show. */
+function shownUrl(url: URL): string {
+  return `${url.origin}${url.pathname}`;
+}
 
 /**
  * Delivers the change feed to the webhook endpoints (docs/webhooks.md). Every instance runs one; every
@@ -59,6 +70,8 @@ export class WebhookDispatcher {
   private closing: Promise<void> | undefined;
   /** Whether the last claim failed: a database outage is logged once, when it starts, and once when it ends. */
   private failing = false;
+  /** Whether the last claim found no table (DATABASE_MIGRATE_ON_START=false, the migrations not applied yet): logged once. */
+  private waitingForTables = false;
 
   constructor(private readonly options: WebhookDispatcherOptions) {
     this.endpoints = new WebhookEndpointRepository(options.database);
@@ -101,21 +114,35 @@ export class WebhookDispatcher {
           this.deliver(endpoint).finally(() => this.running.delete(endpoint.id)),
         );
       }
-      if (this.failing) this.options.log.info('webhooks: claiming endpoints again');
+      if (this.failing || this.waitingForTables) this.options.log.info('webhooks: claiming endpoints again');
       this.failing = false;
+      this.waitingForTables = false;
     } catch (error) {
+      if (isMissingTable(error)) {
+        // Not an outage: another process (a migration Job) has yet to create the tables; claims start once it has.
+        if (!this.waitingForTables) this.options.log.info({ reason: (error as Error).message }, 'webhooks: waiting for the migrations to create the tables');
+        this.waitingForTables = true;
+        return;
+      }
       if (!this.failing) this.options.log.warn({ err: error }, 'webhooks: claiming endpoints failed; retrying every tick');
       this.failing = true;
     }
   }
 
-  /** Delivers to `endpoint`, event after event, until it is caught up, an attempt fails, the lease is lost or the dispatcher closes. */
-  private async deliver(endpoint: WebhookEndpoint): Promise<void> {
-    const { id } = endpoint;
-    let cursor = endpoint.cursor;
-    let attempt = endpoint.attempt;
+  /**
+   * Delivers to the `claimed` endpoint, event after event, until it is caught up, an attempt fails, the lease is lost, the
+   * endpoint is disabled or removed, or the dispatcher closes.
+   */
+  private async deliver(claimed: WebhookEndpoint): Promise<void> {
+    const { id } = claimed;
+    let cursor = claimed.cursor;
+    let attempt = claimed.attempt;
     try {
       while (!this.stopping.signal.aborted) {
+        // Read again before each event (by primary key): a rotated secret, a new filter, or the endpoint disabled or
+        // removed since the claim applies from the next event, not after a long catch-up.
+        const endpoint = await this.endpoints.get(id);
+        if (!endpoint || endpoint.state !== 'enabled') return;
         const head = await this.endpoints.head();
         const [event] = await this.feed.read({ after: cursor, limit: 1, status: endpoint.status ?? undefined, upTo: head });
         if (!event) {
@@ -123,7 +150,14 @@ export class WebhookDispatcher {
           if (head > cursor) await this.endpoints.advance(id, this.holder, head, false);
           return;
         }
-        const result = await this.attempt(endpoint, event);
+        const body = JSON.stringify(toEventBody(event));
+        const headers = signDelivery(endpoint.secrets, event.cursor, new Date(), body);
+        if (headers['webhook-signature'] === '') {
+          // Rotation always leaves a secret without expiry, so this is a bug: send nothing unsigned, and read again at the next claim.
+          this.options.log.warn({ endpoint: id }, `webhooks: endpoint ${id} has no valid signing secret; nothing sent`);
+          return;
+        }
+        const result = await this.attempt(endpoint, body, headers);
         if (this.stopping.signal.aborted) return;
         if (result.outcome === 'success') {
           if (!(await this.endpoints.advance(id, this.holder, event.seq, true))) return;
@@ -137,7 +171,7 @@ export class WebhookDispatcher {
           if (await this.endpoints.recordFailure(id, this.holder, { disable: disable === 'gone' ? 'gone' : 'retries exhausted' })) {
             this.options.metrics?.countDisabled(disable);
             this.options.log.warn(
-              { endpoint: id, url: endpoint.url, reason: disable, attempts: next, eventId: event.cursor, lastError: result.detail },
+              { endpoint: id, url: shownUrl(new URL(endpoint.url)), reason: disable, attempts: next, eventId: event.cursor, lastError: result.detail },
               `webhooks: endpoint ${id} disabled (${disable === 'gone' ? 'it answered 410 Gone' : `${next} attempts failed`}); npm run webhook -- enable ${id} resumes it`,
             );
           }
@@ -154,21 +188,19 @@ export class WebhookDispatcher {
     }
   }
 
-  /** One POST of `event` to `endpoint`, in a span of its own (OpenTelemetry HTTP client conventions). */
-  private attempt(endpoint: WebhookEndpoint, event: PetEvent): Promise<AttemptResult> {
+  /** One POST of an event's `body`, `signed`, to `endpoint`, in a span of its own (OpenTelemetry HTTP client conventions). */
+  private attempt(endpoint: WebhookEndpoint, body: string, signed: SignedHeaders): Promise<AttemptResult> {
     const url = new URL(endpoint.url);
-    const body = JSON.stringify(toEventBody(event));
     const attributes = {
       'http.request.method': 'POST',
-      // Without its query, which may carry the receiver's own token.
-      'url.full': `${url.origin}${url.pathname}`,
+      'url.full': shownUrl(url),
       'server.address': url.hostname,
       'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
       'petstore.webhook.endpoint': endpoint.id,
     };
     return tracer.startActiveSpan('POST', { kind: SpanKind.CLIENT, attributes }, async (span) => {
       const started = performance.now();
-      const result = await this.post(url, endpoint, event, body);
+      const result = await this.post(url, body, signed);
       span.setAttribute('petstore.webhook.outcome', result.outcome);
       if (result.outcome !== 'success') {
         span.setAttribute('error.type', result.detail);
@@ -181,7 +213,7 @@ export class WebhookDispatcher {
     });
   }
 
-  private async post(url: URL, endpoint: WebhookEndpoint, event: PetEvent, body: string): Promise<AttemptResult> {
+  private async post(url: URL, body: string, signed: SignedHeaders): Promise<AttemptResult> {
     const timeout = AbortSignal.timeout(this.limits.attemptTimeoutMs);
     try {
       // Also here for an address in the URL itself, which no lookup sees.
@@ -193,7 +225,7 @@ export class WebhookDispatcher {
         headers: {
           'content-type': 'application/json',
           'user-agent': 'pet-store-gateway-webhooks',
-          ...signDelivery(endpoint.secrets, event.cursor, new Date(), body),
+          ...signed,
         },
         body,
       });

@@ -12,8 +12,11 @@ export interface ReceivedDelivery {
 /** What the receiver answers to its `n`th request (0-based): a status and headers, or `hang` (never answer). */
 export type Answer = { status: number; headers?: Record<string, string> } | 'hang';
 
-/** A webhook receiver on 127.0.0.1: a real HTTP server that records every request and answers as `answer` says. */
-export async function startReceiver(answer: (n: number, delivery: ReceivedDelivery) => Answer = () => ({ status: 204 })) {
+/**
+ * A webhook receiver on 127.0.0.1: a real HTTP server that records every request and answers as `answer` says (once its
+ * promise settles, when it returns one).
+ */
+export async function startReceiver(answer: (n: number, delivery: ReceivedDelivery) => Answer | Promise<Answer> = () => ({ status: 204 })) {
   const received: ReceivedDelivery[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
@@ -24,10 +27,12 @@ export async function startReceiver(answer: (n: number, delivery: ReceivedDelive
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const delivery = { headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
-      const reply = answer(received.length, delivery);
+      const answered = answer(received.length, delivery);
       received.push(delivery);
-      if (reply === 'hang') return;
-      response.writeHead(reply.status, reply.headers).end('ok', () => inFlight--);
+      void Promise.resolve(answered).then((reply) => {
+        if (reply === 'hang') return;
+        response.writeHead(reply.status, reply.headers).end('ok', () => inFlight--);
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -7,12 +7,15 @@ import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request as undiciRequest } from 'undici';
 import { WEBHOOK_LIMITS } from '../../src/limits';
+import { RequestStatementsSampler, samplerOf } from '../../src/observability/tracing-sdk';
 import { WebhookEndpointRepository } from '../../src/webhooks/webhook-endpoint.repository';
 import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.service';
 import { WebhookTargetError, checkedLookup } from '../../src/webhooks/webhook-target.policy';
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
 import { createWebhookMetrics } from '../../src/webhooks/webhook.metrics';
+import { openDatabase } from '../../src/database/open-database';
 import { countStatements } from '../helpers/statement-counter';
+import { createTestDatabase } from '../helpers/test-database';
 import { type TestApp, createPet, request, startTestApp } from '../helpers/test-app';
 import { type ReceivedDelivery, startReceiver } from '../helpers/webhook-receiver';
 
@@ -39,7 +42,14 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
   let endpoints: WebhookEndpointService;
   const closing: (() => Promise<void>)[] = [];
   const warnings: string[] = [];
-  const log = { warn: (_fields: object, message?: string) => void warnings.push(message ?? ''), info: () => undefined };
+  const warnFields: object[] = [];
+  const log = {
+    warn: (fields: object, message?: string) => {
+      warnFields.push(fields);
+      warnings.push(message ?? '');
+    },
+    info: () => undefined,
+  };
 
   beforeAll(async () => {
     t = await startTestApp();
@@ -108,9 +118,9 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     expect(await count('petstore_webhook_lag_positions', { endpoint: String(listed.id) })).toBe(0);
   });
 
-  test('when an endpoint answers 410, then it is disabled after one attempt, and counted', async () => {
+  test('when an endpoint answers 410, then it is disabled after one attempt, counted, and logged without its query (its token)', async () => {
     const hook = await receiver(() => ({ status: 410 }));
-    await endpoints.add({ url: hook.url });
+    await endpoints.add({ url: `${hook.url}?token=receiver-secret` });
     const { count } = dispatcher();
     await createPet(t);
     await createPet(t);
@@ -119,6 +129,9 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     expect(hook.received).toHaveLength(1);
     expect((await endpoints.list())[0]).toMatchObject({ state: 'disabled', disabledReason: 'gone' });
     expect(await count('petstore_webhook_endpoints_disabled_total', { reason: 'gone' })).toBe(1);
+    const logged = JSON.stringify(warnFields);
+    expect(logged).toContain(hook.url);
+    expect(logged).not.toContain('receiver-secret');
   });
 
   test('when every attempt fails (500, then a timeout), then the last retry disables the endpoint, logged at warn and counted; enable resumes from the failed event', async () => {
@@ -181,6 +194,49 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     expect(() => verified(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, delivery)).toThrow();
   });
 
+  test('when the secret is rotated without overlap during a catch-up, then the next event is signed by the new secret alone', async () => {
+    let rotated: string | undefined;
+    const hook = await receiver(async (n) => {
+      if (n === 0) rotated = (await endpoints.rotateSecret(id, 0))!.secret;
+      return { status: 200 };
+    });
+    const { id, secret: old } = await endpoints.add({ url: hook.url });
+    for (const name of ['A', 'B', 'C']) await createPet(t, { name });
+    dispatcher();
+    await until(() => hook.received.length === 3);
+    const [first, ...later] = hook.received;
+    expect(verified(old, first)).toMatchObject({ pet: { name: 'A' } });
+    for (const delivery of later) {
+      expect((delivery.headers['webhook-signature'] as string).split(' ')).toHaveLength(1);
+      expect(verified(rotated!, delivery)).toBeTruthy();
+      expect(() => verified(old, delivery)).toThrow();
+    }
+  });
+
+  test('when an endpoint is disabled during a catch-up, then its next events are not sent', async () => {
+    const hook = await receiver(async (n) => {
+      if (n === 0) await t.dataSource.query("UPDATE webhook_endpoint SET state = 'disabled', disabled_reason = 'gone' WHERE id = ?", [id]);
+      return { status: 200 };
+    });
+    const { id } = await endpoints.add({ url: hook.url });
+    for (const name of ['A', 'B', 'C']) await createPet(t, { name });
+    dispatcher();
+    await until(() => hook.received.length === 1);
+    await sleep(300);
+    expect(hook.received).toHaveLength(1);
+  });
+
+  test('when no secret of an endpoint is valid, then nothing is sent unsigned, and a warning names it', async () => {
+    const hook = await receiver();
+    const { id, secret } = await endpoints.add({ url: hook.url });
+    await new WebhookEndpointRepository(t.database).setSecrets(id, [{ secret, expiresAt: new Date(Date.now() - 1000).toISOString() }]);
+    await createPet(t);
+    dispatcher();
+    await until(() => warnings.some((w) => w.includes(`endpoint ${id} has no valid signing secret`)));
+    await sleep(200);
+    expect(hook.received).toHaveLength(0);
+  });
+
   test('when a name that resolved to a public address resolves to a private one at delivery, then nothing is sent, and the endpoint ends disabled', async () => {
     const hook = await receiver();
     // Stored while private targets were allowed, as if its DNS had changed since.
@@ -190,6 +246,20 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     await until(async () => (await endpoints.list())[0].state === 'disabled');
     expect(hook.received).toHaveLength(0);
     expect(await count('petstore_webhook_deliveries_total', { outcome: 'refused_target' })).toBe(2);
+  });
+
+  test('when the host does not resolve, then the attempt counts as a network error, not a refused target', async () => {
+    // Stored directly: add refuses a name that does not resolve.
+    await new WebhookEndpointRepository(t.database).add({
+      url: 'http://no-such-host.invalid/hook',
+      status: null,
+      description: null,
+      secret: 'whsec_' + Buffer.alloc(32, 7).toString('base64'),
+    });
+    const { count } = dispatcher({ schedule: [0, 60] });
+    await createPet(t);
+    await until(async () => (await count('petstore_webhook_deliveries_total', { outcome: 'network_error' })) === 1);
+    expect(await count('petstore_webhook_deliveries_total', { outcome: 'refused_target' })).toBe(0);
   });
 
   test("when the connection's own lookup resolves to a private address (a rebinding after the check), then undici's connection is refused", async () => {
@@ -251,13 +321,19 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     const statements = countStatements(t.dataSource);
     await sleep(LIMITS.claimEveryMs * 10);
     expect(statements.count(/webhook_endpoint/)).toBeGreaterThanOrEqual(5);
-    expect(statements.count(/^\s*(UPDATE|INSERT|DELETE)/i)).toBe(0);
+    // The dispatcher's writes; on MySQL the change feed's sequencer renews its own lease (pet_feed) meanwhile.
+    expect(statements.count(/^\s*(UPDATE|INSERT|DELETE)(?![\s\S]*pet_feed)/i)).toBe(0);
   });
 
-  test('when tracing is on, then each attempt is a client span with the HTTP client attributes', async () => {
+  test("when tracing is on (the service's own sampler), then each attempt is a root client span with the HTTP client attributes, while a root statement is dropped", async () => {
     const exporter = new InMemorySpanExporter();
-    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+    const sampler = new RequestStatementsSampler(samplerOf({}));
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ sampler, spanProcessors: [new SimpleSpanProcessor(exporter)] }));
     try {
+      // What the mysql2 instrumentation starts for a statement outside any request: not recorded.
+      const statement = trace.getTracer('test').startSpan('SELECT', { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'mysql' } });
+      expect(statement.isRecording()).toBe(false);
+      statement.end();
       const hook = await receiver((n) => ({ status: n === 0 ? 503 : 200 }));
       const { id } = await endpoints.add({ url: hook.url });
       dispatcher();
@@ -315,5 +391,39 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     // Well within the stuck endpoint's attempt, which is still waiting for its answer.
     await until(() => fine.received.length === 2, 3_000);
     expect(stuck.received).toHaveLength(1);
+  });
+});
+
+describe('webhook deliveries before the migrations (DATABASE_MIGRATE_ON_START=false, a migration Job still to run)', () => {
+  test('when the tables do not exist yet, then the dispatcher waits quietly (one info line, no warning) and delivers once they do', async () => {
+    const { database: config, drop } = await createTestDatabase();
+    const database = await openDatabase(config, { migrate: false });
+    const infos: string[] = [];
+    const warnings: string[] = [];
+    const log = {
+      // The dispatcher logs a message alone, or fields then a message.
+      info: (fields: object | string, message?: string) => void infos.push(message ?? (typeof fields === 'string' ? fields : '')),
+      warn: (_fields: object, message?: string) => void warnings.push(message ?? ''),
+    };
+    const worker = new WebhookDispatcher({ database, rules: OPEN, retrySchedule: SCHEDULE, log, limits: LIMITS });
+    try {
+      worker.start();
+      await sleep(LIMITS.claimEveryMs * 6);
+      expect(warnings).toEqual([]);
+      expect(infos.filter((line) => line.includes('waiting for the migrations'))).toHaveLength(1);
+
+      await database.writer.runMigrations({ transaction: 'each' });
+      const { id } = await new WebhookEndpointService(database, OPEN).add({ url: 'http://127.0.0.1:9/hook' });
+      // A feed position no event matches: the dispatcher, claiming now, moves the endpoint's cursor over it.
+      await database.writer.query("UPDATE pet_feed SET head = head + 1 WHERE name = 'pets'");
+      const repository = new WebhookEndpointRepository(database);
+      await until(async () => (await repository.get(id))!.cursor === (await repository.head()));
+      expect(warnings).toEqual([]);
+      expect(infos).toContain('webhooks: claiming endpoints again');
+    } finally {
+      await worker.close();
+      await database.close();
+      await drop();
+    }
   });
 });

@@ -197,6 +197,44 @@ describe('the webhook receiver example (examples/webhook-receiver) against the b
   }, 90_000);
 });
 
+describe('webhooks at shutdown (the built server)', () => {
+  test('when SIGTERM starts the drain, then the instance delivers nothing more while it still serves requests', async () => {
+    const setup = await createProcessDatabase('webhook-shutdown-');
+    const hook = await startReceiver();
+    const added = await runNode(built('src/cli/webhook.cli.js'), ['add', hook.url], { cwd: setup.cwd, env: { ...setup.env, ...OPEN } });
+    expect(added.code).toBe(0);
+    const apiPort = await freePort();
+    const server = startNode(built('src/main.js'), {
+      cwd: setup.cwd,
+      env: { ...setup.env, ...OPEN, PORT: String(apiPort), METRICS_PORT: String(await freePort()), SHUTDOWN_DRAIN_SECONDS: '3' },
+    });
+    try {
+      await waitForHttp(`http://127.0.0.1:${apiPort}/healthz`);
+      const apiKey = await apiKeyFor(server, setup, 'webhook-shutdown');
+      const create = (name: string) =>
+        fetch(`http://127.0.0.1:${apiPort}/v1/pets`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name, categoryId: 1 }),
+        });
+      expect((await create('Before')).status).toBe(201);
+      await until(() => hook.received.length === 1, 10_000);
+      server.child.kill('SIGTERM');
+      // Draining: /readyz fails while requests are still served.
+      for (let ready = 200; ready !== 503; await sleep(50)) ready = (await fetch(`http://127.0.0.1:${apiPort}/readyz`)).status;
+      // Served during the drain; a dispatcher still claiming would deliver it within its claim interval (0.5 s).
+      expect((await create('During the drain')).status).toBe(201);
+      await sleep(2_000);
+      expect(hook.received.map((delivery) => JSON.parse(delivery.body).pet.name)).toEqual(['Before']);
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+      await hook.close();
+      await setup.drop();
+    }
+  }, 60_000);
+});
+
 describeOnMysql('webhooks across instances (built servers on one MariaDB)', () => {
   test('when the instance delivering to an endpoint is killed with kill -9, then the other resumes from its cursor: every pet in order, the repeat with the same webhook-id', async () => {
     const { database, drop } = await createTestDatabase();

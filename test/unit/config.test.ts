@@ -60,7 +60,7 @@ describe('loadConfig', () => {
       SHUTDOWN_DRAIN_SECONDS: '5',
       SHUTDOWN_GRACE_SECONDS: '30',
       TRUSTED_DOCUMENTS: MANIFEST,
-      WEBHOOK_RETRY_SCHEDULE: '1,2.5',
+      WEBHOOK_RETRY_SCHEDULE: '0,2.5',
       WEBHOOK_DELIVERIES: 'false',
     });
     expect(config).toEqual({
@@ -93,7 +93,7 @@ describe('loadConfig', () => {
       apiKeyCacheSeconds: 0,
       trustedDocuments: expect.any(TrustedDocuments),
       misspeltVariables: [],
-      webhooks: { deliveries: false, allowHttp: false, allowPrivateTargets: false, retrySchedule: [1, 2.5] },
+      webhooks: { deliveries: false, allowHttp: false, allowPrivateTargets: false, retrySchedule: [0, 2.5] },
     });
     expect(config.trustedDocuments.size).toBe(1);
   });

@@ -396,6 +396,22 @@ describe('CORS_ORIGINS, PUBLIC_BASE_URL, STAGING_BASE_URL', () => {
   });
 });
 
+describe('WEBHOOK_RETRY_SCHEDULE', () => {
+  test('when it starts with 0, then the first attempt goes at once and the rest are the retries', () => {
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0, 5,300' }).webhooks.retrySchedule).toEqual([0, 5, 300]);
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0' }).webhooks.retrySchedule).toEqual([0]);
+  });
+
+  test.each(['5,300', '0.5,5', '1'])(
+    'when it is %p (a first entry other than 0, which no attempt would wait), then ConfigError saying it must start with 0',
+    (value) => {
+      expect(configError({ WEBHOOK_RETRY_SCHEDULE: value })).toBe(
+        `Invalid configuration: WEBHOOK_RETRY_SCHEDULE: must start with 0 (the first attempt goes at once; the retries' delays follow), e.g. 0,${value}`,
+      );
+    },
+  );
+});
+
 describe('several problems', () => {
   test('when several variables are bad, then one ConfigError lists each, joined by "; ", in spec order', () => {
     expect(configError({ RATE_LIMIT_MAX: '0', PORT: 'x', REDIS_URL: 'x' })).toBe(

@@ -1,6 +1,6 @@
 import { loadConfig } from '../../src/config';
 import { WEBHOOK_RETRY_SCHEDULE_SECONDS } from '../../src/webhooks/retry-schedule';
-import { WebhookTargetError, checkTarget, checkedLookup, parseWebhookUrl, refusedRange } from '../../src/webhooks/webhook-target.policy';
+import { WebhookLookupError, WebhookTargetError, checkTarget, checkedLookup, parseWebhookUrl, refusedRange } from '../../src/webhooks/webhook-target.policy';
 
 const STRICT = { allowHttp: false, allowPrivateTargets: false };
 
@@ -21,13 +21,25 @@ describe('where webhooks may go (docs/webhooks.md "Where deliveries may go")', (
     ['::ffff:127.0.0.1', 'loopback'],
     ['::ffff:169.254.169.254', 'linkLocal'],
     ['224.0.0.1', 'multicast'],
+    ['::7f00:1', 'ipv4Compatible'],
+    ['::808:808', 'ipv4Compatible'],
+    ['64:ff9b::7f00:1', 'rfc6052 loopback'],
+    ['64:ff9b::a00:1', 'rfc6052 private'],
+    ['64:ff9b::a9fe:a9fe', 'rfc6052 linkLocal'],
+    ['::ffff:0:7f00:1', 'rfc6145 loopback'],
+    ['2002:7f00:1::1', '6to4 loopback'],
+    ['2002:c0a8:101::1', '6to4 private'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'teredo'],
   ])('when the address is %s, then it is refused as %s', (address, range) => {
     expect(refusedRange(address)).toBe(range);
   });
 
-  test.each(['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111'])('when the address is %s (public), then it is allowed', (address) => {
-    expect(refusedRange(address)).toBeNull();
-  });
+  test.each(['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '64:ff9b::808:808', '2002:808:808::1'])(
+    'when the address is %s (public), then it is allowed',
+    (address) => {
+      expect(refusedRange(address)).toBeNull();
+    },
+  );
 
   test('when a URL is not https, has credentials or is not a URL, then it is refused with one line saying why', () => {
     expect(() => parseWebhookUrl('http://example.com/hook', STRICT)).toThrow('http: URLs are refused: use https (http only with WEBHOOK_ALLOW_HTTP=1)');
@@ -41,10 +53,21 @@ describe('where webhooks may go (docs/webhooks.md "Where deliveries may go")', (
   test('when a URL names a refused address, or a name resolving to one, then the check refuses it unless private targets are allowed', async () => {
     await expect(checkTarget(new URL('https://169.254.169.254/latest/meta-data'), STRICT)).rejects.toThrow('169.254.169.254, a linkLocal address: refused');
     await expect(checkTarget(new URL('https://[::ffff:7f00:1]/'), STRICT)).rejects.toThrow('a loopback address');
+    await expect(checkTarget(new URL('https://[::127.0.0.1]/'), STRICT)).rejects.toThrow('::7f00:1, a ipv4Compatible address: refused');
+    await expect(checkTarget(new URL('https://[64:ff9b::127.0.0.1]/'), STRICT)).rejects.toThrow('64:ff9b::7f00:1, a rfc6052 loopback address: refused');
+    await expect(checkTarget(new URL('https://[64:ff9b::8.8.8.8]/'), STRICT)).resolves.toBeUndefined();
     await expect(checkTarget(new URL('https://localhost/'), STRICT)).rejects.toThrow(/^localhost resolves to .*, a loopback address: refused/);
     await expect(checkTarget(new URL('https://localhost/'), { ...STRICT, allowPrivateTargets: true })).resolves.toBeUndefined();
     await expect(checkTarget(new URL('https://203.0.113.9/'), STRICT)).rejects.toThrow('a reserved address');
     await expect(checkTarget(new URL('https://8.8.8.8/'), STRICT)).resolves.toBeUndefined();
+  });
+
+  test('when a host does not resolve, then the check fails with a lookup error (bad input, not a refused target)', async () => {
+    const failure = checkTarget(new URL('https://no-such-host.invalid/'), STRICT);
+    await expect(failure).rejects.toThrow(WebhookLookupError);
+    await expect(failure).rejects.toThrow(/^no-such-host\.invalid does not resolve \(E[A-Z_]+\)$/);
+    await expect(failure).rejects.not.toBeInstanceOf(WebhookTargetError);
+    await expect(failure).rejects.toBeInstanceOf(RangeError);
   });
 
   test('when a connection looks a name up, then the lookup refuses a private answer and passes a permitted one on', async () => {
