@@ -45,7 +45,7 @@ describe('the production build (docs/operations.md "Production install")', () =>
 
   test('when the scripts are read, then each that builds first has a :prod twin running the same command without the build', () => {
     const building = Object.keys(pkg.scripts).filter((name) => pkg.scripts[`${name}:prod`] !== undefined);
-    expect(building.sort()).toEqual(['apikey', 'db:migrate', 'db:revert', 'db:seed', 'demo:graphql', 'start', 'typeorm']);
+    expect(building.sort()).toEqual(['apikey', 'db:migrate', 'db:revert', 'db:seed', 'demo:graphql', 'start', 'typeorm', 'webhook']);
     for (const name of building) {
       expect(pkg.scripts[name]).toBe(`tsc -b && ${pkg.scripts[`${name}:prod`]}`);
       expect(pkg.scripts[`${name}:prod`]).not.toMatch(/\btsc\b/);
