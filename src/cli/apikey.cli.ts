@@ -1,16 +1,13 @@
 import 'reflect-metadata';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { KEY_KINDS, SCOPES, parseDuration, parseOrigin } from '../auth/api-key-policy';
 import type { ApiKey } from '../auth/api-key.entity';
 import { ApiKeyService } from '../auth/api-key.service';
 import { KeyChangeChannel } from '../auth/key-change.channel';
 import { loadConfig } from '../config';
 import { withDatabase } from './cli-database';
-import { positiveIntegerArgument } from './cli-options';
+import { USAGE_ERROR, byRule, positiveIntegerArgument, runCli } from './cli-options';
 import { API_KEY_LIMITS } from '../limits';
-
-/** Exit status of a usage error (bad flag, bad value, settings a key cannot have): nothing was stored. */
-const USAGE_ERROR = 2;
 
 /**
  * Runs `action` with an ApiKeyService on the configured database, then closes everything. With REDIS_URL, the keys it
@@ -30,17 +27,6 @@ function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise
       await keyChanges?.close();
     }
   });
-}
-
-/** Commander's parser for one of the policy's rules (a RangeError) as an InvalidArgumentError. */
-function byRule<T>(rule: (text: string) => T): (text: string) => T {
-  return (text) => {
-    try {
-      return rule(text);
-    } catch (error) {
-      throw new InvalidArgumentError((error as Error).message);
-    }
-  };
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, byRule(parseOrigin)(value)];
@@ -149,11 +135,4 @@ program
     }),
   );
 
-program.parseAsync(process.argv).catch((error: unknown) => {
-  if (error instanceof CommanderError) {
-    // Help and version exit 0; commander has printed the usage error already.
-    process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
-  }
-  process.stderr.write(`apikey: ${(error as Error).message ?? error}\n`);
-  process.exit(error instanceof RangeError ? USAGE_ERROR : 1);
-});
+runCli(program, 'apikey');

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from 'commander';
+import { type Command, CommanderError, InvalidArgumentError } from 'commander';
 import { parsePositiveInteger } from '../validation/positive-integer';
 
 /** Commander's parser for a positive integer, by the one rule of {@link parsePositiveInteger}; throws InvalidArgumentError. */
@@ -6,4 +6,34 @@ export function positiveIntegerArgument(value: string): number {
   const number = parsePositiveInteger(value);
   if (number === undefined) throw new InvalidArgumentError('must be a positive integer.');
   return number;
+}
+
+/** Exit status of a usage error (a bad flag or argument, a value its rule refuses): nothing was stored. */
+export const USAGE_ERROR = 2;
+
+/** Commander's parser for an option checked by `rule`, whose thrown message becomes commander's InvalidArgumentError (a usage error). */
+export function byRule<T>(rule: (text: string) => T): (text: string) => T {
+  return (text) => {
+    try {
+      return rule(text);
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message);
+    }
+  };
+}
+
+/**
+ * Runs `program` on the process's arguments and exits as the CLIs document: 0 for help and version, {@link USAGE_ERROR}
+ * for a usage error (commander's, or a RangeError thrown by a rule: nothing stored), 1 for anything else, its message
+ * on stderr after `name:`.
+ */
+export function runCli(program: Command, name: string): void {
+  program.parseAsync(process.argv).catch((error: unknown) => {
+    if (error instanceof CommanderError) {
+      // Help and version exit 0; commander has printed the usage error already.
+      process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
+    }
+    process.stderr.write(`${name}: ${(error as Error).message ?? error}\n`);
+    process.exit(error instanceof RangeError ? USAGE_ERROR : 1);
+  });
 }

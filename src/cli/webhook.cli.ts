@@ -1,28 +1,17 @@
 import 'reflect-metadata';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { parseDuration } from '../auth/api-key-policy';
 import { loadConfig } from '../config';
 import type { WebhookEndpoint } from '../webhooks/webhook-endpoint.repository';
 import { WebhookEndpointService } from '../webhooks/webhook-endpoint.service';
 import { withDatabase } from './cli-database';
-import { positiveIntegerArgument } from './cli-options';
+import { byRule, positiveIntegerArgument, runCli } from './cli-options';
 import { WEBHOOK_LIMITS } from '../limits';
-
-/** Exit status of a usage error (bad flag, bad URL, refused address): nothing was stored. */
-const USAGE_ERROR = 2;
 
 /** Runs `action` with the endpoints of the configured database, then closes it. */
 function withEndpoints(action: (endpoints: WebhookEndpointService) => Promise<void>): Promise<void> {
   const { webhooks } = loadConfig(process.env);
   return withDatabase((database) => action(new WebhookEndpointService(database, webhooks)));
-}
-
-function duration(text: string): number {
-  try {
-    return parseDuration(text);
-  } catch (error) {
-    throw new InvalidArgumentError((error as Error).message);
-  }
 }
 
 /** An endpoint as `list --json` prints it (docs/webhooks.md "Endpoints"): ISO 8601 times, null where none; never its secrets. */
@@ -107,7 +96,7 @@ program
   .option(
     '--overlap <duration>',
     `how long the old secret keeps signing: a whole number with s, m, h or d (default ${WEBHOOK_LIMITS.defaultRotateOverlapMs / 3_600_000}h)`,
-    duration,
+    byRule(parseDuration),
   )
   .action((id: number, flags: { overlap?: number }) =>
     withEndpoints(async (endpoints) => {
@@ -129,11 +118,4 @@ program
     }),
   );
 
-program.parseAsync(process.argv).catch((error: unknown) => {
-  if (error instanceof CommanderError) {
-    // Help and version exit 0; commander has printed the usage error already.
-    process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
-  }
-  process.stderr.write(`webhook: ${(error as Error).message ?? error}\n`);
-  process.exit(error instanceof RangeError ? USAGE_ERROR : 1);
-});
+runCli(program, 'webhook');
