@@ -7,7 +7,7 @@ import { type Measurement, type RunningSystem, measureAtRate } from './bench.run
 import type { FeedClientsReply, FeedClientsRequest, FeedClientsSetup, FeedDelivery } from './feed-clients';
 import { type StatementTally, StatementCounter } from './mysql-statement-counter';
 import { SCENARIOS, type ScenarioContext } from './scenarios';
-import { SUBSCRIPTION_LIMITS } from '../src/limits';
+import { FOLLOWER_LIMITS, SUBSCRIPTION_LIMITS } from '../src/limits';
 
 /** How large the feed phase is (bench/README.md "Feed"). */
 export interface FeedSettings {
@@ -198,7 +198,7 @@ export interface FeedPhaseOptions {
  */
 export async function feedPhase(options: FeedPhaseOptions): Promise<FeedResults> {
   const { settings } = options;
-  const perKey = SUBSCRIPTION_LIMITS.maxConnectionsPerKey;
+  const perKey = FOLLOWER_LIMITS.maxStreamsPerKey;
   const keys = await createApiKeys(options.databaseUrl, Math.ceil(settings.sseClients / perKey) + Math.ceil(settings.wsClients / perKey));
   const sseKeys = keys.slice(0, Math.ceil(settings.sseClients / perKey));
   const wsKeys = keys.slice(sseKeys.length);

@@ -16,7 +16,8 @@ import { createRateLimiter } from './guard/rate-limiter';
 import { guardRequests } from './guard/request.guard';
 import { answerConditionalGets } from './http/conditional-get.hook';
 import { answerClientError, refuseUnknownRoute, sendError } from './http/error.handler';
-import { closeConnectionsOnceNotAccepting } from './http/graceful-shutdown';
+import { FeedFollowers } from './following/feed-followers';
+import { closeConnectionsOnceNotAccepting, onStopAccepting } from './http/graceful-shutdown';
 import { parseJsonExactly } from './http/json-body.parser';
 import { endJsonWithNewline } from './http/json-newline.hook';
 import { landingPageRoutes } from './http/landing-page.routes';
@@ -26,7 +27,7 @@ import { RequestLogController, observeRequests, requestIdOf } from './http/reque
 import { hardenResponses } from './http/security-headers';
 import { purgeExpiredKeys } from './idempotency/idempotency-purge';
 import { IdempotencyService } from './idempotency/idempotency.service';
-import { HTTP_LIMITS, SUBSCRIPTION_LIMITS } from './limits';
+import { FOLLOWER_LIMITS, HTTP_LIMITS } from './limits';
 import { DeprecationTracker } from './observability/deprecation.tracker';
 import { healthRoutes } from './observability/health.routes';
 import { createLogger } from './observability/logger';
@@ -40,6 +41,9 @@ import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
 import { eventController } from './rest/event.controller';
 import { petController } from './rest/pet.controller';
 import { SURFACE_PATHS } from './surface-paths';
+import { WebhookEndpointRepository } from './webhooks/webhook-endpoint.repository';
+import { WebhookDispatcher } from './webhooks/webhook.dispatcher';
+import { createWebhookMetrics } from './webhooks/webhook.metrics';
 
 /** Fastify's `trustProxy`: a hop count trusts the nearest `n` proxies. */
 function trustProxyOption(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
@@ -94,6 +98,26 @@ function announceKeyChanges(app: FastifyInstance, config: Config, apiKeys: ApiKe
     apiKeys.announceChangesTo(null);
     await keyChanges.close();
   });
+}
+
+/**
+ * The webhook metrics, and with WEBHOOK_DELIVERIES this instance's dispatcher (docs/webhooks.md): started once the app
+ * listens (a start that failed before delivers nothing), woken by the feed (`following`), stopped as the server stops
+ * accepting (an attempt cut then is made again, with the same webhook-id, by another instance or the next start).
+ */
+function deliverWebhooks(
+  app: FastifyInstance,
+  config: Config,
+  database: Database,
+  metrics: Metrics,
+  following: NonNullable<ConstructorParameters<typeof WebhookDispatcher>[0]['following']>,
+): void {
+  const webhookMetrics = createWebhookMetrics(metrics.registry, new WebhookEndpointRepository(database));
+  if (!config.webhooks.deliveries) return;
+  const { retrySchedule } = config.webhooks;
+  const dispatcher = new WebhookDispatcher({ database, rules: config.webhooks, retrySchedule, log: app.log, metrics: webhookMetrics, following });
+  app.addHook('onListen', async () => dispatcher.start());
+  onStopAccepting(app, () => dispatcher.close());
 }
 
 /** Builds the HTTP app, ready but not listening (docs/architecture.md); closing it leaves the database open. */
@@ -175,9 +199,22 @@ export async function buildApp({
   announceKeyChanges(app, config, apiKeys, redisHealth);
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.operationHook });
-  // One service for the feed's operations, on both surfaces.
+  // One service for the feed's operations, on both surfaces; one owner of every stream that follows it (docs/architecture.md "Following").
   const eventService = new PetEventService(petEvents.feed);
-  await app.register(eventController, { prefix: SURFACE_PATHS.rest, petEvents: eventService, guard: requests.operationHook, metrics });
+  const followers = new FeedFollowers({
+    events: eventService,
+    guard,
+    apiKeys,
+    metrics,
+    keyRecheckMs: Math.max(config.apiKeyCacheSeconds * 1000, FOLLOWER_LIMITS.minKeyRecheckMs),
+    log: app.log,
+  });
+  onStopAccepting(app, () => followers.close());
+  deliverWebhooks(app, config, database, metrics, {
+    onAdvance: (listener) => petEvents.feed.onAdvance(listener),
+    ...followers.forWebhooks(),
+  });
+  await app.register(eventController, { prefix: SURFACE_PATHS.rest, petEvents: eventService, guard: requests.operationHook, followers });
   // Outside the pet operations' guard: no key; its address pays.
   await app.register(credentialsController, { prefix: SURFACE_PATHS.rest, apiKeys, chargeAddress: requests.addressHook });
   await app.register(graphqlPlugin, {
@@ -190,10 +227,9 @@ export async function buildApp({
     subscriptions: {
       events: eventService,
       guard,
-      apiKeys,
+      followers,
       metrics,
       clientAddressOf: clientAddressOf(config.trustProxy),
-      keyRecheckMs: Math.max(config.apiKeyCacheSeconds * 1000, SUBSCRIPTION_LIMITS.minKeyRecheckMs),
     },
   });
   await serveOpenapi(app);

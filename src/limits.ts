@@ -59,20 +59,37 @@ export const QUERY_LIMITS = Object.freeze({
 /** GraphQL subscriptions over WebSocket (docs/subscriptions.md "Limits"). */
 export const SUBSCRIPTION_LIMITS = Object.freeze({
   maxSubscriptionsPerConnection: 10,
-  /** Per instance. */
-  maxConnectionsPerKey: 20,
   /** Rate-limit units, charged on open. */
   connectionCost: 1,
   connectionInitWaitMs: 3 * SECOND,
-  /** Unauthenticated sockets of one address: as many as one key may hold. */
+  /** Unauthenticated sockets of one address: as many as one key may hold (FOLLOWER_LIMITS.maxStreamsPerKey). */
   maxPendingConnectionsPerAddress: 20,
   keepAliveMs: 12 * SECOND,
-  maxBufferedBytes: MiB,
   maxMessageBytes: HTTP_LIMITS.graphqlBodyBytes,
   closeHandshakeMs: SECOND,
-  /** Key re-check interval when API_KEY_CACHE_SECONDS is 0. */
-  minKeyRecheckMs: SECOND,
 });
+
+/**
+ * Every follower of the change feed, whatever its transport: SSE streams of `GET /v1/events` and GraphQL WebSockets
+ * (docs/events.md "Following"). One budget per key, one pacing rule, one key re-check.
+ */
+export const FOLLOWER_LIMITS = Object.freeze({
+  /** SSE streams and WebSocket connections of one API key on one instance, together: each counts one. */
+  maxStreamsPerKey: 20,
+  /** Unsent bytes (the server's buffers and the socket's) at which a stream takes no more events until its client reads. */
+  pauseAtBytes: 64 * KiB,
+  /** A client that reads nothing this long while events wait for it is cut; it resumes from its cursor and loses nothing. */
+  stalledReaderMs: 5 * SECOND,
+  /** Never more than this waits for one client, whatever it is sent. */
+  maxBufferedBytes: MiB,
+  /** How often open streams' keys are looked up again when API_KEY_CACHE_SECONDS is 0 (else every that many seconds). */
+  minKeyRecheckMs: SECOND,
+  /** At shutdown, a client that has not taken its stream's end within this is cut. */
+  closeMs: SECOND,
+});
+
+/** FOLLOWER_LIMITS' shape, for a test that shortens them. */
+export type FollowerLimits = Readonly<Record<keyof typeof FOLLOWER_LIMITS, number>>;
 
 /** The V8 heap cap (docs/configuration.md "Heap cap"). */
 export const HEAP_LIMITS = Object.freeze({ maxOldSpaceMb: 128 });
@@ -143,10 +160,6 @@ export const PET_FEED_LIMITS = Object.freeze({
   maxPageSize: 100,
   /** The latest events each instance keeps in memory, shared by its followers (about 300 bytes each). */
   recentEvents: 10_000,
-  /** Unsent bytes at which an SSE stream takes no more events until its client reads. */
-  streamPauseBytes: 64 * KiB,
-  /** An SSE client that reads nothing this long while events wait for it is cut (it resumes with Last-Event-ID). */
-  stalledReaderMs: 5 * SECOND,
   /** An SSE stream's heartbeat comment (under deploy/nginx.conf's 15 s read timeout, as the WebSocket keep-alive), and its `retry:` field. */
   heartbeatMs: 10 * SECOND,
   retryMs: SECOND,

@@ -15,9 +15,6 @@ import type { ServiceState } from './observability/service-state';
 import { createLogger } from './observability/logger';
 import { createMetrics } from './observability/metrics.registry';
 import { buildMetricsServer } from './observability/metrics.server';
-import { WebhookEndpointRepository } from './webhooks/webhook-endpoint.repository';
-import { WebhookDispatcher } from './webhooks/webhook.dispatcher';
-import { createWebhookMetrics } from './webhooks/webhook.metrics';
 
 /** What start-up prints of the development key (docs/api-keys.md "The development key"): the key itself only when just created. */
 function devKeyNotice(devKey: DevApiKeyState | null, origin: string): string {
@@ -57,24 +54,17 @@ async function main(): Promise<void> {
   const apiKeys = createApiKeys(config, database, log);
   const app = await buildApp({ config, database, logger: log, metrics, state, apiKeys });
   const metricsServer = await buildMetricsServer(metrics);
-  const webhookMetrics = createWebhookMetrics(metrics.registry, new WebhookEndpointRepository(database));
-  const webhooks = config.webhooks.deliveries
-    ? new WebhookDispatcher({ database, rules: config.webhooks, retrySchedule: config.webhooks.retrySchedule, log, metrics: webhookMetrics })
-    : null;
 
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal, ...config.shutdown }, 'shutting down: draining, then finishing the requests in flight');
-    // At once, not after the drain: an attempt started during it would be cut anyway and sent again by another instance.
-    const webhooksClosed = webhooks?.close();
     const outcome = await drainAndClose(app, state, {
       drainMs: config.shutdown.drainSeconds * 1000,
       graceMs: config.shutdown.graceSeconds * 1000,
     });
     await metricsServer.close();
-    await webhooksClosed;
     await database.close();
     await unlock();
     // The spans of the last requests, before the process ends.
@@ -97,8 +87,6 @@ async function main(): Promise<void> {
     },
     `Pet Store gateway on ${where}, serving ${describeSurfaces(originOf(config.host, config.port))}; metrics ${originOf(config.metrics.host, config.metrics.port)}/metrics`,
   );
-  // Only now that it serves: a start that failed before this point delivers nothing.
-  webhooks?.start();
   // Only now that it serves: a start that failed before this point created no key.
   const devKey = await ensureDevApiKey({ nodeEnv: config.nodeEnv, database: config.database, file: path.resolve(DEV_API_KEY_PATH) }, apiKeys);
   process.stdout.write(devKeyNotice(devKey, originOf(config.host, config.port)));

@@ -31,6 +31,8 @@ export class PetFeed {
   private recentFirst = 1;
   /** Each follower's wake-up. */
   private readonly followers = new Set<() => void>();
+  /** Told each time new events are read: {@link onAdvance}. */
+  private readonly advanceListeners = new Set<() => void>();
   private timer: NodeJS.Timeout | undefined;
   private reading: Promise<void> | undefined;
   private again = false;
@@ -51,6 +53,15 @@ export class PetFeed {
   /** Followers now, for the metrics. */
   get followerCount(): number {
     return this.followers.size;
+  }
+
+  /**
+   * Calls `listener` each time this instance reads new events (within milliseconds of their commit with Redis pokes), until
+   * the returned function is called: how a follower that does not iterate (the webhook dispatcher) wakes with the feed.
+   */
+  onAdvance(listener: () => void): () => void {
+    this.advanceListeners.add(listener);
+    return () => void this.advanceListeners.delete(listener);
   }
 
   /**
@@ -95,6 +106,7 @@ export class PetFeed {
         if (events.length === 0) return;
         this.remember(events);
         for (const wake of this.followers) wake();
+        for (const listener of this.advanceListeners) listener();
         if (events.length < this.limits.readBatch) return;
       }
     } catch (error) {

@@ -1,4 +1,3 @@
-import type { SpanContext } from '@opentelemetry/api';
 import type { FastifyRequest } from 'fastify';
 import type { PetEventService } from '../events/pet-event.service';
 import type { Caller } from '../pets/caller';
@@ -9,10 +8,11 @@ export interface GraphqlContext {
   readonly request: FastifyRequest;
 }
 
-/** What a subscription over WebSocket sees: its connection's caller, and the change feed's operations its `subscribe` calls. */
+/**
+ * What a subscription over WebSocket sees: its connection's caller, and the change feed's operations its `subscribe`
+ * calls, `follow` through its connection's stream (FeedFollowers: the key's validity, pace and metrics at every event).
+ */
 export interface SubscriptionContext {
   readonly caller: Caller;
-  readonly events: PetEventService;
-  /** Its `subscribe` span, sampled, which every event delivered links to; undefined when not traced. */
-  readonly subscribeSpan?: SpanContext;
+  readonly events: Pick<PetEventService, 'streamStart' | 'follow'>;
 }

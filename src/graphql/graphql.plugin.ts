@@ -8,7 +8,6 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { ApiKeyService } from '../auth/api-key.service';
 import type { PetEventService } from '../events/pet-event.service';
 import type { Guard } from '../guard/guard';
 import { type RequestGuard, callerOf } from '../guard/request.guard';
@@ -33,6 +32,7 @@ import type { TrustedDocuments } from './trusted-documents';
 import { trustedDocumentsHook } from './trusted-documents.hook';
 import { refuseSubscriptionsOverHttp } from './subscriptions-over-http.rule';
 import { SURFACE_PATHS } from '../surface-paths';
+import type { FeedFollowers } from '../following/feed-followers';
 
 /** What the GraphQL surface needs. */
 export interface GraphqlPluginOptions {
@@ -49,11 +49,10 @@ export interface GraphqlPluginOptions {
     /** The change feed's operations (REST's too), which every subscription follows. */
     events: PetEventService;
     guard: Guard;
-    /** For re-checking open connections' keys. */
-    apiKeys: ApiKeyService;
+    /** Every stream of the feed, SSE and WebSocket: each admitted connection is one. */
+    followers: FeedFollowers;
     metrics: Metrics;
     clientAddressOf: (request: IncomingMessage) => string;
-    keyRecheckMs: number;
   };
 }
 

@@ -1,4 +1,4 @@
-import { SUBSCRIPTION_LIMITS } from '../limits';
+import { FOLLOWER_LIMITS } from '../limits';
 
 /** WebSocket close codes the server sends, besides graphql-ws's own (docs/subscriptions.md "Close codes"). */
 export const SUBSCRIPTION_CLOSE = Object.freeze({
@@ -9,10 +9,10 @@ export const SUBSCRIPTION_CLOSE = Object.freeze({
   /** Too many connections for the key; a spent rate limit closes with the same code and the limit's own message. */
   tooManyConnections: { code: 4429, reason: 'Too many requests: too many open connections for this API key.' },
   unavailable: { code: 1013, reason: 'Service unavailable: retry shortly.' },
-  /** 1008, not 1013: the client's fault. */
+  /** 1008, not 1013: the client's fault (FOLLOWER_LIMITS: the pacing of every stream). */
   slowConsumer: {
     code: 1008,
-    reason: `Policy violation: the client does not read its events; more than ${SUBSCRIPTION_LIMITS.maxBufferedBytes / 1024 ** 2} MiB was waiting.`,
+    reason: `Policy violation: the client read none of its waiting events for ${FOLLOWER_LIMITS.stalledReaderMs / 1000} s; resume from your cursor.`,
   },
   goingAway: { code: 1001, reason: 'Going away: the server is shutting down.' },
 });

@@ -5,18 +5,18 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type ExecutionArgs, GraphQLError, type GraphQLSchema, Kind, OperationTypeNode, type ValidationRule, getOperationAST, specifiedRules } from 'graphql';
 import { type Context, type SubscribePayload, handleProtocols, makeServer } from 'graphql-ws';
 import { WebSocketServer } from 'ws';
-import type { ApiKeyService } from '../auth/api-key.service';
 import type { PetEventService } from '../events/pet-event.service';
 import { AppError, toAppError } from '../errors/error-catalogue';
+import type { FeedFollowers, FeedStream } from '../following/feed-followers';
 import type { Guard, GuardState } from '../guard/guard';
 import { rateLimitUnits } from '../guard/rate-limiter';
 import { refuseUpgrade, routeUpgrades } from '../http/upgrade.router';
-import { subscriptionSpanContext, traceDelivery } from '../observability/event-delivery.tracer';
+import { subscriptionSpanContext } from '../observability/event-delivery.tracer';
 import type { Metrics } from '../observability/metrics.registry';
 import { checkDocument } from './document-check';
 import type { SubscriptionContext } from './graphql-context';
 import { createGraphqlErrorFormatter, thrownGraphqlError } from './graphql-error.formatter';
-import { connectionLifecycle } from './subscription.lifecycle';
+import { SocketTransport, connectionLifecycle } from './subscription.lifecycle';
 import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
 import { SUBSCRIPTION_LIMITS } from '../limits';
 import { type SocketExtra, openSubscriptionSocket } from './subscription.transport';
@@ -30,12 +30,11 @@ export interface SubscriptionServerOptions {
   events: PetEventService;
   /** The HTTP requests' guard: the same key checks and rate limit. */
   guard: Guard;
-  /** Where open connections' keys are checked again. */
-  apiKeys: ApiKeyService;
+  /** Every stream of the feed: each admitted connection is one (its key's budget, validity, pace, end). */
+  followers: FeedFollowers;
   metrics: Metrics;
   /** TRUST_PROXY applied. */
   clientAddressOf: (request: IncomingMessage) => string;
-  keyRecheckMs: number;
   /** The HTTP operations' rules beyond graphql-js's own (GraphQL Armor). */
   validationRules: readonly ValidationRule[];
   /** The documents a publishable key may run (docs/api-keys.md "Trusted documents"). */
@@ -57,6 +56,13 @@ function handshakeRefusal(error: Error, request: IncomingMessage): AppError {
     `Invalid WebSocket handshake: ${error.message}.`,
     WEBSOCKET_VERSIONS.includes(version) ? {} : { 'Sec-WebSocket-Version': WEBSOCKET_VERSIONS.join(', ') },
   );
+}
+
+/** `message` as a WebSocket close reason: at most 123 bytes (RFC 6455 §5.5), cut at a character. */
+function closeReason(message: string): string {
+  let reason = message;
+  while (Buffer.byteLength(reason) > 123) reason = reason.slice(0, -1);
+  return reason;
 }
 
 /** The `Authorization` entry of a `connection_init` payload, its name in any case. */
@@ -89,6 +95,24 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
   const formatError = createGraphqlErrorFormatter((error) => log.error({ err: error }, 'unexpected GraphQL subscription error'));
   const wss = new WebSocketServer({ noServer: true, maxPayload: SUBSCRIPTION_LIMITS.maxMessageBytes, handleProtocols });
   const connections = connectionLifecycle(options);
+  /** Each upgrade's transport, and its stream when the upgrade carried its key and was admitted then. */
+  const upgraded = new WeakMap<IncomingMessage, { transport: SocketTransport; stream?: FeedStream }>();
+  /**
+   * A client that can send headers (a server; browsers cannot) may put its key in the upgrade's `Authorization`: it is
+   * admitted there, and refused as an HTTP request is (401, 403, 429 in the Error shape) before any WebSocket is made.
+   */
+  const admitUpgrade = async (request: IncomingMessage, socket: Duplex) => {
+    const transport = new SocketTransport(socket);
+    upgraded.set(request, { transport });
+    const authorization = request.headers.authorization;
+    if (authorization === undefined) return;
+    const state: GuardState = {};
+    const address = options.clientAddressOf(request);
+    await guard.admit({ address, authorization, origin: request.headers.origin, units: SUBSCRIPTION_LIMITS.connectionCost }, state);
+    const stream = options.followers.admit(state, transport);
+    socket.once('close', () => stream.release());
+    upgraded.set(request, { transport, stream });
+  };
   const upgrades = routeUpgrades(app, {
     path: SURFACE_PATHS.graphql,
     service: 'GraphQL subscriptions',
@@ -96,6 +120,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     maxPendingPerAddress: SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress,
     pendingMs: SUBSCRIPTION_LIMITS.connectionInitWaitMs,
     closeHandshakeMs: SUBSCRIPTION_LIMITS.closeHandshakeMs,
+    admit: admitUpgrade,
     accept: (request, socket, head) => wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request)),
     close: () => connections.close(wss),
   });
@@ -104,8 +129,11 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     refuseUpgrade(request, socket, handshakeRefusal(error, request), SUBSCRIPTION_LIMITS.closeHandshakeMs),
   );
   wss.on('connection', (socket, request: IncomingMessage) => {
+    const entry = upgraded.get(request) ?? { transport: new SocketTransport() };
+    upgraded.set(request, entry);
+    entry.transport.bind(socket);
     connections.opened(socket);
-    openSubscriptionSocket(server, socket, request, log);
+    openSubscriptionSocket(server, socket, request, log, () => connections.of(socket)?.pace);
   });
 
   const onConnect = async ({ extra: { socket, request }, connectionParams }: WsContext): Promise<boolean> => {
@@ -113,10 +141,17 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     const refuse = (close: { code: number; reason: string }) => (socket.close(close.code, close.reason), false);
     const state: GuardState = {};
     try {
-      const origin = request.headers.origin;
-      const admission = { address: options.clientAddressOf(request), authorization: authorizationOf(connectionParams), origin };
-      const { apiKeyId } = await guard.admit({ ...admission, units: SUBSCRIPTION_LIMITS.connectionCost }, state);
-      if (!connections.hold(socket, { ...state, apiKeyId })) return refuse(SUBSCRIPTION_CLOSE.tooManyConnections);
+      const { transport, stream: admitted } = upgraded.get(request)!;
+      const authorization = authorizationOf(connectionParams);
+      if (admitted) {
+        // Admitted at the upgrade: connection_init may repeat the key, not name another.
+        if (authorization !== undefined && authorization !== request.headers.authorization) return refuse(SUBSCRIPTION_CLOSE.forbidden);
+        connections.hold(socket, admitted);
+      } else {
+        const admission = { address: options.clientAddressOf(request), authorization, origin: request.headers.origin };
+        await guard.admit({ ...admission, units: SUBSCRIPTION_LIMITS.connectionCost }, state);
+        connections.hold(socket, options.followers.admit(state, transport));
+      }
       // Before the ack: from now on the key's limits hold it, not its address's pending count.
       upgrades.authenticated(request);
       return true;
@@ -125,7 +160,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       if (unexpected) log.error({ err: error }, 'unexpected error authenticating a WebSocket');
       if (appError.code === 'UNAUTHENTICATED') return refuse(SUBSCRIPTION_CLOSE.forbidden);
       if (appError.code === 'FORBIDDEN') return refuse(SUBSCRIPTION_CLOSE.originRefused);
-      if (appError.code === 'TOO_MANY_REQUESTS') return refuse({ code: SUBSCRIPTION_CLOSE.tooManyConnections.code, reason: appError.message });
+      // The reason is the refusal's message ("Too many open streams…", "Rate limit reached…"), cut to a close frame's 123 bytes.
+      if (appError.code === 'TOO_MANY_REQUESTS') return refuse({ code: SUBSCRIPTION_CLOSE.tooManyConnections.code, reason: closeReason(appError.message) });
       return refuse(SUBSCRIPTION_CLOSE.unavailable);
     }
   };
@@ -148,17 +184,17 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     });
 
   const subscribe = async (ctx: WsContext, _id: string, payload: SubscribePayload): Promise<ExecutionArgs | readonly GraphQLError[]> => {
-    const connection = connections.of(ctx.extra.socket);
-    if (!connection) return [thrownGraphqlError('UNAUTHENTICATED', 'The connection is not authenticated.')];
+    const stream = connections.of(ctx.extra.socket);
+    if (!stream) return [thrownGraphqlError('UNAUTHENTICATED', 'The connection is not authenticated.')];
     const only = {
       operation: OperationTypeNode.SUBSCRIPTION,
       message: `Only subscriptions are served over WebSocket: send queries and mutations to POST ${SURFACE_PATHS.graphql}.`,
     };
     // The rule of HTTP requests (trusted-documents.hook.ts), by the same function.
-    const trusted = resolveTrustedDocument(payload, connection.credential!.kind, options.trustedDocuments);
+    const trusted = resolveTrustedDocument(payload, stream.state.credential!.kind, options.trustedDocuments);
     if (trusted.action === 'refuse') return [thrownGraphqlError(trusted.code)];
     const request = trusted.action === 'substitute' ? { ...payload, query: trusted.query } : payload;
-    const checked = checkDocument(schema, rules, request, log.child({ surface: 'websocket', apiKeyId: connection.apiKeyId }), only);
+    const checked = checkDocument(schema, rules, request, log.child({ surface: 'websocket', apiKeyId: stream.apiKeyId }), only);
     if ('refusals' in checked) return checked.refusals.map(({ code, message }) => thrownGraphqlError(code, message));
     // graphql-ws lists this subscription among the connection's before running this hook.
     if (Object.keys(ctx.subscriptions).length > SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection) {
@@ -166,16 +202,22 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
       return [thrownGraphqlError('TOO_MANY_REQUESTS', `Too many subscriptions on this connection: at most ${most} at once; complete one first.`)];
     }
     try {
-      guard.authorize(connection, checked.scopes);
-      await guard.spend(connection, rateLimitUnits(checked.price.calls));
+      stream.authorize(checked.scopes);
+      await guard.spend(stream.state, rateLimitUnits(checked.price.calls));
     } catch (error) {
       const { appError, unexpected } = toAppError(error);
       if (unexpected) log.error({ err: error }, 'unexpected error authorizing or charging a subscription');
       return [thrownGraphqlError(appError)];
     }
     const { document, operationName } = checked;
-    const subscribeSpan = subscriptionSpanContext();
-    const contextValue: SubscriptionContext = { caller: { apiKeyId: connection.apiKeyId }, events: options.events, ...(subscribeSpan && { subscribeSpan }) };
+    const field = getOperationAST(document, operationName)?.selectionSet.selections[0];
+    const delivery = { name: field?.kind === Kind.FIELD ? field.name.value : 'unknown', span: subscriptionSpanContext() };
+    // The feed through the connection's stream: its key's validity, pace and metrics hold for every event.
+    const events: SubscriptionContext['events'] = {
+      streamStart: (input) => options.events.streamStart(input),
+      follow: (start) => stream.follow(start, delivery),
+    };
+    const contextValue: SubscriptionContext = { caller: { apiKeyId: stream.apiKeyId }, events };
     return { schema, document, operationName, variableValues: payload.variables ?? {}, contextValue };
   };
 
@@ -192,11 +234,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     onNext: (_ctx, _id, _payload, args, result) => {
       const field = getOperationAST(args.document, args.operationName)?.selectionSet.selections[0];
       // A result without data is the refusal of a `subscribe` (petEvents' bad `after`), not an event.
-      if (result.data !== undefined) {
-        const subscription = field?.kind === Kind.FIELD ? field.name.value : 'unknown';
-        metrics.countDeliveredEvent(subscription);
-        traceDelivery((args.contextValue as SubscriptionContext).subscribeSpan, subscription);
-      }
+      if (result.data !== undefined) metrics.countDeliveredEvent(field?.kind === Kind.FIELD ? field.name.value : 'unknown');
       if (!result.errors) return;
       return { ...result, errors: result.errors.map((error) => formatError(error.toJSON(), error)) };
     },

@@ -3,8 +3,9 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { CloseCode, type Server } from 'graphql-ws';
 import type { WebSocket } from 'ws';
+import type { ReaderPace } from '../following/reader-pace';
 import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
-import { SUBSCRIPTION_LIMITS } from '../limits';
+import { FOLLOWER_LIMITS, SUBSCRIPTION_LIMITS } from '../limits';
 
 /** graphql-ws's `ctx.extra`. */
 export interface SocketExtra {
@@ -40,30 +41,47 @@ function keepAlive(socket: WebSocket, log: FastifyBaseLogger): void {
 }
 
 /**
- * Runs graphql-ws's protocol on one accepted socket, as graphql-ws/use/ws does, but without
- * waiting for sends to drain: waiting leaves a non-reading peer's events in the pub/sub's queues,
- * unbounded and uncounted; here ws's `bufferedAmount` counts them and a slow consumer is closed.
+ * Runs graphql-ws's protocol on one accepted socket, as graphql-ws/use/ws does, paced by the rule of every stream of
+ * the feed (ReaderPace, FOLLOWER_LIMITS): graphql-ws awaits each send, so a subscription whose peer has
+ * `pauseAtBytes` waiting takes no more events until it reads (its follower holds only a position), a peer that reads
+ * nothing for `stalledReaderMs` is closed with 1008, and nothing ever queues beyond `maxBufferedBytes`. `paceOf` gives
+ * the socket's pace once it is admitted; before that only the byte bound holds.
  */
-export function openSubscriptionSocket(server: Server<SocketExtra>, socket: WebSocket, request: IncomingMessage, log: FastifyBaseLogger): void {
+export function openSubscriptionSocket(
+  server: Server<SocketExtra>,
+  socket: WebSocket,
+  request: IncomingMessage,
+  log: FastifyBaseLogger,
+  paceOf: () => ReaderPace | undefined,
+): void {
   // ws has already closed the socket for a protocol error or a reset.
   socket.on('error', (error) => log.debug({ err: error }, 'websocket error'));
   // Once: its subscriptions return their iterators, so each leaves the change feed.
   let ended: Promise<void> | undefined;
   const end = (code: number, reason: string) =>
     (ended ??= closed(code, reason).catch((error: unknown) => log.error({ err: error }, 'unexpected error ending the subscriptions of a WebSocket')));
+  const cutSlow = () => {
+    if (socket.readyState !== socket.OPEN) return;
+    log.warn(
+      { transport: 'websocket', bufferedBytes: socket.bufferedAmount, closeCode: SUBSCRIPTION_CLOSE.slowConsumer.code },
+      'closing a stream whose client stopped reading',
+    );
+    socket.close(SUBSCRIPTION_CLOSE.slowConsumer.code, SUBSCRIPTION_CLOSE.slowConsumer.reason);
+    // Now, not when the peer that stopped reading answers the close (up to 30 s).
+    void end(SUBSCRIPTION_CLOSE.slowConsumer.code, SUBSCRIPTION_CLOSE.slowConsumer.reason);
+  };
+  // Each write done is progress for the pace: ws's `drain`.
+  const written = () => paceOf()?.progressed();
   const closed = server.opened(
     {
       protocol: socket.protocol,
-      send: (data) => {
+      send: async (data) => {
         if (socket.readyState !== socket.OPEN) return;
-        if (socket.bufferedAmount + Buffer.byteLength(data) > SUBSCRIPTION_LIMITS.maxBufferedBytes) {
-          log.warn({ bufferedBytes: socket.bufferedAmount, closeCode: SUBSCRIPTION_CLOSE.slowConsumer.code }, 'closing a WebSocket whose peer stopped reading');
-          socket.close(SUBSCRIPTION_CLOSE.slowConsumer.code, SUBSCRIPTION_CLOSE.slowConsumer.reason);
-          // Now, not when the peer that stopped reading answers the close (up to 30 s).
-          void end(SUBSCRIPTION_CLOSE.slowConsumer.code, SUBSCRIPTION_CLOSE.slowConsumer.reason);
-          return;
-        }
-        socket.send(data);
+        const pace = paceOf();
+        const bytes = Buffer.byteLength(data);
+        if (pace ? !pace.fits(bytes) : socket.bufferedAmount + bytes > FOLLOWER_LIMITS.maxBufferedBytes) return cutSlow();
+        socket.send(data, written);
+        if (pace?.behind && !(await pace.catchUp())) cutSlow();
       },
       close: (code, reason) => socket.close(code, reason),
       onMessage: (handle) =>
@@ -76,6 +94,9 @@ export function openSubscriptionSocket(server: Server<SocketExtra>, socket: WebS
     },
     { socket, request },
   );
-  socket.once('close', (code: number, reason: Buffer) => void end(code, String(reason)));
+  socket.once('close', (code: number, reason: Buffer) => {
+    paceOf()?.closed();
+    void end(code, String(reason));
+  });
   keepAlive(socket, log);
 }

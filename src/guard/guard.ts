@@ -78,6 +78,16 @@ function unauthenticated(message: string, error?: 'invalid_token'): AppError {
 const invalid = () => unauthenticated('Invalid or revoked API key.', 'invalid_token');
 const expired = (at: Date) => unauthenticated(`API key expired at ${at.toISOString()}: roll it or create a new one.`, 'invalid_token');
 
+/**
+ * Why an open stream's key no longer admits it (docs/events.md "Following"): UNAUTHENTICATED with RFC 6750's
+ * `invalid_token`, revoked or expired at `expiredAt`; the message names `invalid_token` too, for transports without headers.
+ */
+export function keyNoLongerValid(expiredAt?: Date): AppError {
+  return expiredAt
+    ? unauthenticated(`invalid_token: the API key expired at ${expiredAt.toISOString()}; roll it or create a new one, then reconnect.`, 'invalid_token')
+    : unauthenticated('invalid_token: the API key was revoked; reconnect with another key.', 'invalid_token');
+}
+
 /** RFC 6750 §3.1: 403 with the scope the operation needs. */
 export function insufficientScope(scope: Scope): AppError {
   return new AppError('FORBIDDEN', `This API key lacks the ${scope} scope this operation needs.`, {

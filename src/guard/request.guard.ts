@@ -90,6 +90,13 @@ export function guardRequests(app: FastifyInstance, guard: Guard): RequestGuard 
   };
 }
 
+/** What the guard established of a guarded request (its key's credential, counters): what a stream is admitted with. */
+export function guardStateOf(request: FastifyRequest): GuardState {
+  const state = contextOf(request)?.guard;
+  if (!state?.caller) throw new Error(`${request.method} ${request.routeOptions.url} is not behind the guard`);
+  return state;
+}
+
 /** The caller of a guarded request; throws on an unguarded route (a wiring mistake). */
 export function callerOf(request: FastifyRequest): Caller {
   const caller = contextOf(request)?.guard?.caller;

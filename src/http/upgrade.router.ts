@@ -2,7 +2,7 @@ import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '../errors/error-catalogue';
+import { AppError, toAppError } from '../errors/error-catalogue';
 import { writeRawHttpError } from './raw-http-error';
 import { onStopAccepting } from './graceful-shutdown';
 
@@ -17,6 +17,11 @@ export interface UpgradeRouterOptions {
   /** Also the 429's Retry-After. */
   pendingMs: number;
   closeHandshakeMs: number;
+  /**
+   * Admits the upgrade before any WebSocket is made (its key, when the request carries one); a thrown AppError is the
+   * answer, in the Error shape.
+   */
+  admit: (request: IncomingMessage, socket: Duplex) => Promise<void>;
   accept: (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** At shutdown; upgraded sockets still open after it are destroyed. */
   close: () => Promise<void>;
@@ -81,7 +86,16 @@ export function routeUpgrades(app: FastifyInstance, options: UpgradeRouterOption
       refuse(request, socket, new AppError('TOO_MANY_REQUESTS', message, { 'Retry-After': String(options.pendingMs / 1000) }));
     } else {
       holdPending(request, socket, ip);
-      options.accept(request, socket, head);
+      options.admit(request, socket).then(
+        () => {
+          if (!socket.destroyed) options.accept(request, socket, head);
+        },
+        (error: unknown) => {
+          const { appError, unexpected } = toAppError(error);
+          if (unexpected) app.log.error({ err: error }, 'unexpected error admitting a WebSocket upgrade');
+          refuse(request, socket, appError);
+        },
+      );
     }
   });
 

@@ -46,6 +46,9 @@ export interface FeedState {
   stamped: number;
 }
 
+/** How a follower of the change feed receives it (the `transport` label): an SSE stream, a WebSocket, a webhook endpoint. */
+export type FeedTransport = 'sse' | 'websocket' | 'webhook';
+
 /** The service's Prometheus metrics (docs/operations.md "Metrics"), in a registry of their own. */
 export interface Metrics {
   registry: Registry;
@@ -56,7 +59,10 @@ export interface Metrics {
   /** Reports this instance's view of the change feed and whether it sequences (docs/events.md), read at each scrape. */
   watchFeed: (state: () => FeedState) => void;
   countOpenSocket: (delta: 1 | -1) => void;
-  countOpenEventStream: (delta: 1 | -1) => void;
+  /** A stream following the change feed opened (1) or closed (-1): an SSE response, a WebSocket connection, an endpoint a webhook dispatcher delivers to. */
+  countFeedStream: (transport: FeedTransport, delta: 1 | -1) => void;
+  /** One event of the change feed handed to one stream. */
+  countFeedDelivery: (transport: FeedTransport) => void;
   countActiveSubscription: (delta: 1 | -1) => void;
   /** `subscription` is the root field, e.g. `petCreated`. */
   countDeliveredEvent: (subscription: string) => void;
@@ -107,15 +113,33 @@ export function createMetrics(): Metrics {
   });
   const delivered = new Counter({
     name: 'petstore_subscription_events_total',
-    help: 'Subscription events sent to subscribers (one per subscriber), by subscription field.',
+    help: 'Deprecated: use petstore_feed_delivered_events_total; removed in the next release. Subscription events sent to subscribers (one per subscriber), by subscription field.',
     labelNames: ['subscription'] as const,
     registers: [registry],
   });
   const eventStreams = new Gauge({
     name: 'petstore_event_streams',
-    help: 'Open server-sent event streams of GET /v1/events.',
+    help: 'Deprecated: use petstore_feed_active_streams{transport="sse"}; removed in the next release. Open server-sent event streams of GET /v1/events.',
     registers: [registry],
   });
+  // OpenTelemetry's naming (`petstore.feed.active_streams`, an UpDownCounter as http.server.active_requests is;
+  // `petstore.feed.delivered_events`, a Counter), as Prometheus exposes them.
+  const feedStreams = new Gauge({
+    name: 'petstore_feed_active_streams',
+    help: 'Streams following the change feed on this instance, by transport: sse (GET /v1/events streams), websocket (authenticated GraphQL WebSockets), webhook (endpoints this instance is delivering to).',
+    labelNames: ['transport'] as const,
+    registers: [registry],
+  });
+  const feedDeliveries = new Counter({
+    name: 'petstore_feed_delivered_events_total',
+    help: 'Change-feed events this instance handed to its streams (one per stream), by transport: sse, websocket, webhook (a delivery its endpoint acknowledged).',
+    labelNames: ['transport'] as const,
+    registers: [registry],
+  });
+  const byTransport = {
+    streams: { sse: feedStreams.labels('sse'), websocket: feedStreams.labels('websocket'), webhook: feedStreams.labels('webhook') },
+    deliveries: { sse: feedDeliveries.labels('sse'), websocket: feedDeliveries.labels('websocket'), webhook: feedDeliveries.labels('webhook') },
+  };
   const databases: Database[] = [];
   const watchedNodes = () => databases.flatMap((database) => database.nodes);
   new Gauge({
@@ -219,7 +243,11 @@ export function createMetrics(): Metrics {
     watchDatabase: (database) => void databases.push(database),
     watchFeed: (state) => void feeds.push(state),
     countOpenSocket: (delta) => sockets.inc(delta),
-    countOpenEventStream: (delta) => eventStreams.inc(delta),
+    countFeedStream: (transport, delta) => {
+      byTransport.streams[transport].inc(delta);
+      if (transport === 'sse') eventStreams.inc(delta);
+    },
+    countFeedDelivery: (transport) => byTransport.deliveries[transport].inc(),
     countActiveSubscription: (delta) => subscriptions.inc(delta),
     countDeliveredEvent: (subscription) => delivered.inc({ subscription }),
     watchRedis,

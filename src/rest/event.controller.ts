@@ -1,13 +1,10 @@
 import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
 import Negotiator from 'negotiator';
-import { AppError } from '../errors/error-catalogue';
-import { type PetEvent, type PetEventPage, type PetEventService, toEventBody } from '../events/pet-event.service';
-import { ConnectionSlots } from '../guard/connection-slots';
-import { callerOf } from '../guard/request.guard';
-import { EventStreams } from '../http/event-stream';
-import { onStopAccepting } from '../http/graceful-shutdown';
+import type { PetEventPage, PetEventService } from '../events/pet-event.service';
+import type { FeedFollowers } from '../following/feed-followers';
+import { EventStreams } from '../following/sse.transport';
+import { callerOf, guardStateOf } from '../guard/request.guard';
 import { rejectOtherMethods } from '../http/method-not-allowed';
-import type { Metrics } from '../observability/metrics.registry';
 import {
   CONDITIONAL_REQUEST_HEADERS,
   HEADERS,
@@ -19,13 +16,13 @@ import {
   operationSecurity,
 } from './openapi.schemas';
 import { queryInput } from './query-input';
-import { PET_FEED_LIMITS } from '../limits';
 
 export interface EventControllerOptions {
   petEvents: PetEventService;
   /** The onRequest hook guarding every operation (guard/request.guard.ts): key, rate limit, caller. */
   guard: onRequestAsyncHookHandler;
-  metrics: Pick<Metrics, 'countOpenEventStream'>;
+  /** Every stream of the feed, SSE and WebSocket: admission, the key at every instant, pacing, metrics, shutdown. */
+  followers: FeedFollowers;
 }
 
 /** The media types listEvents answers in, JSON first: what `*\/*` or no Accept gets. */
@@ -46,13 +43,11 @@ const EVENTS_PAGE_HEADERS = { ...HEADERS.FEED_NEXT_LINK, ...HEADERS.CONDITIONAL,
 
 /**
  * `GET /v1/events` (docs/events.md): the change feed a page at a time as JSON, or with `Accept: text/event-stream` as a
- * server-sent event stream that replays, then follows. Streams count against the key's long-lived connections
- * (ConnectionSlots, SUBSCRIPTION_LIMITS.maxConnectionsPerKey) and end as the server stops accepting.
+ * server-sent event stream that replays, then follows, under the rules of every follower (FeedFollowers: one budget per
+ * key with the WebSockets, the key's validity at every instant, pacing, shutdown).
  */
-export const eventController: FastifyPluginAsync<EventControllerOptions> = async (app, { petEvents, guard, metrics }) => {
-  const streams = new EventStreams(app.log);
-  const slots = new ConnectionSlots();
-  onStopAccepting(app, () => streams.close());
+export const eventController: FastifyPluginAsync<EventControllerOptions> = async (app, { petEvents, guard, followers }) => {
+  const streams = new EventStreams(followers, app.log);
   await app.register(async (operations) => {
     operations.addHook('onRequest', guard);
     // Input is validated once, by PetEventService's rules; route schemas only document and serialise.
@@ -92,21 +87,7 @@ export const eventController: FastifyPluginAsync<EventControllerOptions> = async
         }
         const lastEventId = request.headers['last-event-id'];
         const start = await petEvents.streamStart(query, Array.isArray(lastEventId) ? lastEventId.join(',') : lastEventId);
-        const { apiKeyId } = callerOf(request);
-        if (!slots.take(apiKeyId)) {
-          throw new AppError('TOO_MANY_REQUESTS', `Too many open event streams for this API key: at most ${slots.limit} per instance; close one first.`, {
-            'Retry-After': String(PET_FEED_LIMITS.retryMs / 1000),
-          });
-        }
-        const toFrame = (event: PetEvent) => {
-          const body = toEventBody(event);
-          return { id: body.id, event: body.type, data: JSON.stringify(body) };
-        };
-        metrics.countOpenEventStream(1);
-        return streams.serve(reply, petEvents.follow(start), toFrame, () => {
-          slots.give(apiKeyId);
-          metrics.countOpenEventStream(-1);
-        });
+        return streams.serve(reply, guardStateOf(request), start);
       },
     );
   });

@@ -3,7 +3,7 @@ import { restOperationScope } from '../auth/api-key-policy';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-catalogue';
 import { ListEventsArgs } from '../events/pet-event.inputs';
 import { PET_CREATED_EVENT } from '../events/pet-event.service';
-import { formatEventFrame, formatRetryFrame } from '../http/event-stream';
+import { formatEventFrame, formatRetryFrame } from '../following/sse.transport';
 import { encodeEventCursor } from '../pets/pet-cursor';
 import { IDENTIFIER_SCHEMA, ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
 import { PET_FEED_LIMITS, PET_LIMITS } from '../limits';

@@ -21,6 +21,17 @@ export interface WebhookDispatcherOptions {
   metrics?: WebhookMetrics;
   /** WEBHOOK_LIMITS, or shorter ones in tests. */
   limits?: WebhookLimits;
+  /**
+   * The instance's change feed, which wakes the dispatcher each time it advances (so a delivery leaves within
+   * milliseconds of the commit, not at the next claim), and the feed's metrics of every follower, an endpoint being one
+   * stream (FeedFollowers.forWebhooks). Without it, the claims alone find new events.
+   */
+  following?: {
+    onAdvance: (listener: () => void) => () => void;
+    opened: () => void;
+    closed: () => void;
+    delivered: () => void;
+  };
 }
 
 /** How an attempt ended: delivered, or failed with its outcome and the answer's Retry-After (seconds) on 429 and 503. */
@@ -66,7 +77,12 @@ export class WebhookDispatcher {
   /** Aborts the attempts in flight at close: they are neither successes nor failures, and are made again. */
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
+  private stopWaking: (() => void) | undefined;
   private claiming: Promise<void> | undefined;
+  /** Woken while a claim ran: claim again once it ends, so an event that arrived meanwhile is not left to the next tick. */
+  private again = false;
+  /** The feed's advances so far: a delivery that ends after one it may not have seen claims again. */
+  private advances = 0;
   private closing: Promise<void> | undefined;
   /** Whether the last claim failed: a database outage is logged once, when it starts, and once when it ends. */
   private failing = false;
@@ -90,17 +106,32 @@ export class WebhookDispatcher {
     return [...this.running.keys()];
   }
 
-  /** Starts the claims; the first runs now. */
+  /** Starts the claims, every `claimEveryMs` and at each advance of the feed; the first runs now. */
   start(): void {
     this.options.log.info({ holder: this.holder }, 'webhooks: this instance delivers');
     this.timer = setInterval(() => this.tick(), this.limits.claimEveryMs);
     this.timer.unref();
+    this.stopWaking = this.options.following?.onAdvance(() => {
+      this.advances++;
+      this.tick(true);
+    });
     this.tick();
   }
 
-  private tick(): void {
-    if (this.stopping.signal.aborted || this.claiming) return;
-    this.claiming = this.claim().finally(() => (this.claiming = undefined));
+  /** Claims now, or, when `woken` by the feed while a claim runs, once it ends. */
+  private tick(woken = false): void {
+    if (this.stopping.signal.aborted) return;
+    if (this.claiming) {
+      this.again ||= woken;
+      return;
+    }
+    this.claiming = this.claim().finally(() => {
+      this.claiming = undefined;
+      if (this.again) {
+        this.again = false;
+        this.tick();
+      }
+    });
   }
 
   private async claim(): Promise<void> {
@@ -109,9 +140,16 @@ export class WebhookDispatcher {
       const held = await this.endpoints.claim(this.holder, this.limits.leaseSeconds, free, new Set(this.running.keys()));
       for (const endpoint of held) {
         if (this.running.size >= this.limits.maxConcurrentEndpoints || this.stopping.signal.aborted) break;
+        this.options.following?.opened();
+        const advances = this.advances;
         this.running.set(
           endpoint.id,
-          this.deliver(endpoint).finally(() => this.running.delete(endpoint.id)),
+          this.deliver(endpoint).finally(() => {
+            this.running.delete(endpoint.id);
+            this.options.following?.closed();
+            // The claim of an advance skipped this endpoint while it ran: claim again, or it waits for the next tick.
+            if (this.advances !== advances) this.tick(true);
+          }),
         );
       }
       if (this.failing || this.waitingForTables) this.options.log.info('webhooks: claiming endpoints again');
@@ -160,6 +198,7 @@ export class WebhookDispatcher {
         const result = await this.attempt(endpoint, body, headers);
         if (this.stopping.signal.aborted) return;
         if (result.outcome === 'success') {
+          this.options.following?.delivered();
           if (!(await this.endpoints.advance(id, this.holder, event.seq, true))) return;
           cursor = event.seq;
           attempt = 0;
@@ -254,6 +293,7 @@ export class WebhookDispatcher {
   private async stop(): Promise<void> {
     this.stopping.abort();
     clearInterval(this.timer);
+    this.stopWaking?.();
     await this.claiming;
     await Promise.all(this.running.values());
     await this.endpoints.release(this.holder).catch((error: unknown) => this.options.log.warn({ err: error }, 'webhooks: leases not released'));

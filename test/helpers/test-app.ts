@@ -35,7 +35,7 @@ export interface TestApp {
 
 /**
  * A whole configuration for a test app, read by `loadConfig` (docs/configuration.md) from the
- * test defaults (silent logs; rate limits out of the way, with a namespace of their own) and
+ * test defaults (silent logs; rate limits out of the way, with a namespace of their own; no webhook deliveries) and
  * `env` over them; nothing is read from the process environment.
  *
  * @param env - variables as the process environment holds them (strings), e.g. `{ RATE_LIMIT_MAX: '3' }`.
@@ -47,6 +47,8 @@ export function testConfig(env: Readonly<Record<string, string>> = {}): Config {
     RATE_LIMIT_MAX: '1000000000',
     RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
     RATE_LIMIT_NAMESPACE: `test-${randomUUID()}:`,
+    // Webhook tests run dispatchers of their own, with short limits; an app delivers only when a test says so.
+    WEBHOOK_DELIVERIES: 'false',
     // A test app runs on the database startTestApp gives it, never on the configuration's: production's demand for an
     // explicit one (docs/configuration.md "Production") is met here, unless the test names a DATABASE_URL.
     ...(env.NODE_ENV === 'production' && env.DATABASE_URL === undefined && { EMBEDDED_DATABASE: 'true' }),

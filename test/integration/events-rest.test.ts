@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { encodeEventCursor, encodePetCursor } from '../../src/pets/pet-cursor';
 import { createLogger } from '../../src/observability/logger';
 import { type Metrics, createMetrics } from '../../src/observability/metrics.registry';
-import { PET_FEED_LIMITS, SUBSCRIPTION_LIMITS } from '../../src/limits';
+import { FOLLOWER_LIMITS, PET_FEED_LIMITS } from '../../src/limits';
 import { openEventStream } from '../helpers/event-stream-client';
 import { metricValue } from '../helpers/subscription-client';
 import { type TestApp, createPet, request, startTestApp } from '../helpers/test-app';
@@ -215,13 +215,13 @@ describe('GET /v1/events', () => {
     test('when a key holds as many streams as it may, then the next is 429 until one closes', async () => {
       const { key } = await t.apiKeys.create('streams');
       const streams = await Promise.all(
-        Array.from({ length: SUBSCRIPTION_LIMITS.maxConnectionsPerKey }, () => openEventStream(t, '', { authorization: `Bearer ${key}` })),
+        Array.from({ length: FOLLOWER_LIMITS.maxStreamsPerKey }, () => openEventStream(t, '', { authorization: `Bearer ${key}` })),
       );
       const refused = await request(t, 'GET', '/v1/events', { apiKey: key, headers: { accept: 'text/event-stream' } });
       expect(refused.status).toBe(429);
-      expect(refused.body.message).toMatch(/too many open event streams/i);
+      expect(refused.body.message).toMatch(/too many open streams/i);
       streams[0].close();
-      await until(async () => (await metricValue(metrics, 'petstore_event_streams')) < SUBSCRIPTION_LIMITS.maxConnectionsPerKey);
+      await until(async () => (await metricValue(metrics, 'petstore_event_streams')) < FOLLOWER_LIMITS.maxStreamsPerKey);
       const another = await openEventStream(t, '', { authorization: `Bearer ${key}` });
       expect(another.response.statusCode).toBe(200);
       for (const stream of [...streams, another]) stream.close();
@@ -240,11 +240,11 @@ describe('GET /v1/events', () => {
       socket.write(
         `GET /v1/events?after=${encodeEventCursor(1)} HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${t.apiKey}\r\n\r\n`,
       );
-      const closing = () => warnings.find((line) => line.msg === 'closing an event stream whose client stopped reading');
+      const closing = () => warnings.find((line) => line.msg === 'closing a stream whose client stopped reading');
       await until(() => closing() !== undefined, 30_000);
       await until(async () => (await metricValue(metrics, 'petstore_event_streams')) === 0);
       await until(async () => (await metricValue(metrics, 'petstore_feed_followers')) === idleFollowers);
-      expect(closing().bufferedBytes).toBeLessThanOrEqual(SUBSCRIPTION_LIMITS.maxBufferedBytes);
+      expect(closing().bufferedBytes).toBeLessThanOrEqual(FOLLOWER_LIMITS.maxBufferedBytes);
       socket.destroy();
     }, 90_000);
   });

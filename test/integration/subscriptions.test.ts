@@ -12,7 +12,7 @@ import { type Metrics, createMetrics } from '../../src/observability/metrics.reg
 import { exchangeRaw, parseRawResponse } from '../helpers/raw-http';
 import { asEvent, connect, connectWithKey, metricValue, subscribe, untilActive, wsUrl } from '../helpers/subscription-client';
 import { createPet, graphql, request, startTestApp, type TestApp } from '../helpers/test-app';
-import { SUBSCRIPTION_LIMITS } from '../../src/limits';
+import { FOLLOWER_LIMITS, SUBSCRIPTION_LIMITS } from '../../src/limits';
 
 /**
  * `Subscription.petCreated` over WebSocket (docs/subscriptions.md), with a real graphql-ws
@@ -205,11 +205,11 @@ describe('petCreated over WebSocket', () => {
       expect(await again.pets(1)).toEqual([{ id: String(pet.id) }]);
     });
 
-    test(`when one key opens more than ${SUBSCRIPTION_LIMITS.maxConnectionsPerKey} connections, then the next is closed with 4429; another key is not affected`, async () => {
-      for (let i = 0; i < SUBSCRIPTION_LIMITS.maxConnectionsPerKey; i++) await client();
+    test(`when one key opens more than ${FOLLOWER_LIMITS.maxStreamsPerKey} connections, then the next is closed with 4429; another key is not affected`, async () => {
+      for (let i = 0; i < FOLLOWER_LIMITS.maxStreamsPerKey; i++) await client();
       const { client: extra, closed } = connect(t, { Authorization: `Bearer ${t.apiKey}` });
       clients.push(extra);
-      expect(await closed).toEqual({ code: 4429, reason: 'Too many requests: too many open connections for this API key.' });
+      expect(await closed).toEqual({ code: 4429, reason: expect.stringMatching(/^Too many open streams for this API key: at most 20 per instance/) });
       const other = (await t.apiKeys.create('other')).key;
       await client(other);
     });

@@ -354,7 +354,7 @@ describeOnMysql('the change feed under faults (built instances on a private Mari
         await fleet.query(`INSERT INTO ${TABLE} (name, category_id, status) VALUES ${rows.join(',')}`);
       }
       const feed = await feedKept(fleet.query, TABLE);
-      await waitForOutput(a.server, 'closing an event stream whose client stopped reading');
+      await waitForOutput(a.server, 'closing a stream whose client stopped reading');
       slow.response.resume();
       await slow.ended;
       const cut = slow.events().map((event) => Number(event.pet.id));

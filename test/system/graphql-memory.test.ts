@@ -5,7 +5,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { apiKeyFor, built, freePort, startNode, waitForHttp } from '../helpers/processes';
 import { createProcessDatabase } from '../helpers/test-database';
-import { HEAP_CAP_NODE_OPTION, SUBSCRIPTION_LIMITS } from '../../src/limits';
+import { FOLLOWER_LIMITS, HEAP_CAP_NODE_OPTION, SUBSCRIPTION_LIMITS } from '../../src/limits';
 
 /**
  * A flood of distinct GraphQL documents against the built server under the production heap cap
@@ -160,7 +160,7 @@ describe('distinct GraphQL documents under the production heap cap', () => {
     try {
       // 20,000 one-character comment lines (60 KB as JSON, within the message limit): comment tokens, which the token limit does not count.
       const query = `${'#\n'.repeat(20_000)}subscription { petCreated { id } }`;
-      for (let c = 0; c < SUBSCRIPTION_LIMITS.maxConnectionsPerKey; c++) {
+      for (let c = 0; c < FOLLOWER_LIMITS.maxStreamsPerKey; c++) {
         const client = createClient({
           url: `ws://127.0.0.1:${capped.port}/graphql`,
           webSocketImpl: WebSocket,
@@ -175,7 +175,7 @@ describe('distinct GraphQL documents under the production heap cap', () => {
         }
       }
       // Every subscription runs once the server has parsed and validated it: the gauge says when all do.
-      const total = SUBSCRIPTION_LIMITS.maxConnectionsPerKey * SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection;
+      const total = FOLLOWER_LIMITS.maxStreamsPerKey * SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection;
       const started = performance.now();
       while ((await capped.metric('petstore_subscriptions_active')) < total && performance.now() - started < 60_000) {
         if (capped.server.child.exitCode !== null) throw new Error(`the server exited: ${capped.server.output.stderr.slice(-300)}`);

@@ -6,7 +6,7 @@ import { SUBSCRIPTION_CLOSE } from '../../src/graphql/subscription-close.codes';
 import { apiKeyFor, built, freePort, startNode, waitForHttp } from '../helpers/processes';
 import { type TestApp, startTestApp } from '../helpers/test-app';
 import { createProcessDatabase } from '../helpers/test-database';
-import { SUBSCRIPTION_LIMITS } from '../../src/limits';
+import { FOLLOWER_LIMITS, SUBSCRIPTION_LIMITS } from '../../src/limits';
 
 /**
  * Subscribers that stop reading (docs/subscriptions.md "Limits": the keep-alive and the bytes that may
@@ -54,7 +54,7 @@ async function gauge(metricsUrl: string, name: string): Promise<number> {
 }
 
 describe('subscribers that stop reading', () => {
-  const SLOW_SOCKETS = SUBSCRIPTION_LIMITS.maxConnectionsPerKey - 1; // the last place is the reading subscriber's
+  const SLOW_SOCKETS = FOLLOWER_LIMITS.maxStreamsPerKey - 1; // the last place is the reading subscriber's
   const CREATES = 600; // ~500 killed the heap-capped instance before the bound
   const NAME = 'N'.repeat(100);
   // The largest event a subscription may ask for: every alias allowed, each a 100-character name (about 1.7 KiB).
@@ -139,7 +139,7 @@ describe('subscribers that stop reading', () => {
         const creates = Promise.all(Array.from({ length: 4 }, () => creator(CREATES / 4))).finally(() => (created = true));
         // Reading again once the server has closed them all, within the 30 s ws gives a closed peer to answer,
         // each finds its close after what was waiting for it.
-        const slowCloses = () => server.output.stdout.split('closing a WebSocket whose peer stopped reading').length - 1;
+        const slowCloses = () => server.output.stdout.split('closing a stream whose client stopped reading').length - 1;
         while (slowCloses() < SLOW_SOCKETS && !created) await new Promise((resolve) => setTimeout(resolve, 20));
         for (const { tcp } of slow) tcp.resume();
         await creates;

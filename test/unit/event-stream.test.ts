@@ -1,4 +1,4 @@
-import { HEARTBEAT_FRAME, formatEventFrame, formatRetryFrame } from '../../src/http/event-stream';
+import { HEARTBEAT_FRAME, formatEventFrame, formatRetryFrame } from '../../src/following/sse.transport';
 
 describe('SSE frames (WHATWG HTML "Server-sent events")', () => {
   test('when an event is framed, then it has id, event and one data line per line, and ends with a blank line', () => {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import {
   API_KEY_CACHE,
   API_KEY_LIMITS,
+  FOLLOWER_LIMITS,
   DATABASE_DEADLINES,
   DOCUMENT_CACHE_LIMITS,
   HTTP_LIMITS,
@@ -73,7 +74,7 @@ const SECURITY_ROWS: Record<string, string[]> = {
   ],
   'GraphQL subscriptions (WebSocket)': [
     `${SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection} at once per connection`,
-    `${SUBSCRIPTION_LIMITS.maxConnectionsPerKey} connections per API key`,
+    `${FOLLOWER_LIMITS.maxStreamsPerKey} connections per API key`,
     `a connection costs ${SUBSCRIPTION_LIMITS.connectionCost} request`,
   ],
   'WebSockets of one address not yet authenticated': [
@@ -81,11 +82,11 @@ const SECURITY_ROWS: Record<string, string[]> = {
     `for up to ${seconds(SUBSCRIPTION_LIMITS.connectionInitWaitMs)}`,
     `Retry-After: ${SUBSCRIPTION_LIMITS.connectionInitWaitMs / 1000}`,
   ],
-  'Events waiting for a WebSocket peer that does not read': [`${mib(SUBSCRIPTION_LIMITS.maxBufferedBytes)} per socket`],
+  'Events waiting for a WebSocket peer that does not read': [`${mib(FOLLOWER_LIMITS.maxBufferedBytes)} per socket`],
   'Events waiting for an SSE client (`GET /v1/events`) that does not read': [
-    `${kib(PET_FEED_LIMITS.streamPauseBytes)}, then the stream takes no more events`,
-    `${SUBSCRIPTION_LIMITS.maxConnectionsPerKey} streams per key per instance`,
-    `cut after ${seconds(PET_FEED_LIMITS.stalledReaderMs)} without reading`,
+    `${kib(FOLLOWER_LIMITS.pauseAtBytes)}, then the stream takes no more events`,
+    `${FOLLOWER_LIMITS.maxStreamsPerKey} streams per key per instance`,
+    `cut after ${seconds(FOLLOWER_LIMITS.stalledReaderMs)} without reading`,
   ],
   'Change-feed events kept in memory': [
     `the latest ${PET_FEED_LIMITS.recentEvents.toLocaleString('en-US')} per instance`,
@@ -109,7 +110,7 @@ const SECURITY_ROWS: Record<string, string[]> = {
 /** What each row of docs/subscriptions.md "Limits" must state. */
 const SUBSCRIPTION_ROWS: Record<string, string[]> = {
   'Subscriptions at once per connection': [`| ${SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection} |`],
-  'Open connections per API key, per instance': [`| ${SUBSCRIPTION_LIMITS.maxConnectionsPerKey} |`],
+  'Open connections per API key, per instance': [`| ${FOLLOWER_LIMITS.maxStreamsPerKey} |`],
   '`connection_init` within': [`${seconds(SUBSCRIPTION_LIMITS.connectionInitWaitMs)} of the upgrade`],
   'Sockets of one address (`TRUST_PROXY` applied) upgraded but not yet authenticated': [
     `| ${SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress};`,
@@ -117,8 +118,8 @@ const SUBSCRIPTION_ROWS: Record<string, string[]> = {
   ],
   'Keep-alive': [`a ping every ${seconds(SUBSCRIPTION_LIMITS.keepAliveMs)}`],
   'Bytes waiting for a peer that does not read': [
-    `${mib(SUBSCRIPTION_LIMITS.maxBufferedBytes)} per socket`,
-    `at most ${mib(SUBSCRIPTION_LIMITS.maxBufferedBytes * SUBSCRIPTION_LIMITS.maxConnectionsPerKey)} per API key`,
+    `${mib(FOLLOWER_LIMITS.maxBufferedBytes)} per socket`,
+    `at most ${mib(FOLLOWER_LIMITS.maxBufferedBytes * FOLLOWER_LIMITS.maxStreamsPerKey)} per API key`,
   ],
   'Message size': [`${kib(SUBSCRIPTION_LIMITS.maxMessageBytes)} (as the GraphQL HTTP body)`],
 };

@@ -3,6 +3,7 @@ import {
   API_KEY_CACHE,
   DATABASE_DEADLINES,
   DOCUMENT_CACHE_LIMITS,
+  FOLLOWER_LIMITS,
   HEAP_CAP_NODE_OPTION,
   HEAP_LIMITS,
   HTTP_LIMITS,
@@ -89,7 +90,7 @@ describe('HTTP_LIMITS and SUBSCRIPTION_LIMITS', () => {
   test('when read, then a REST body is no larger than a GraphQL body, and a WebSocket message is a GraphQL body', () => {
     expect(HTTP_LIMITS.restBodyBytes).toBeLessThanOrEqual(HTTP_LIMITS.graphqlBodyBytes);
     expect(SUBSCRIPTION_LIMITS.maxMessageBytes).toBe(HTTP_LIMITS.graphqlBodyBytes);
-    expect(SUBSCRIPTION_LIMITS.maxBufferedBytes).toBeGreaterThanOrEqual(SUBSCRIPTION_LIMITS.maxMessageBytes);
+    expect(FOLLOWER_LIMITS.maxBufferedBytes).toBeGreaterThanOrEqual(SUBSCRIPTION_LIMITS.maxMessageBytes);
   });
 
   test('when read, then keep-alive and the timeout check are shorter than the request timeout', () => {
@@ -98,7 +99,12 @@ describe('HTTP_LIMITS and SUBSCRIPTION_LIMITS', () => {
   });
 
   test('when read, then one address may hold as many pending sockets as one key holds connections', () => {
-    expect(SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress).toBe(SUBSCRIPTION_LIMITS.maxConnectionsPerKey);
+    expect(SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress).toBe(FOLLOWER_LIMITS.maxStreamsPerKey);
+  });
+
+  test('when read, then a stream pauses well before its byte bound, and a stalled reader is cut before the keep-alive would drop it', () => {
+    expect(FOLLOWER_LIMITS.pauseAtBytes * 4).toBeLessThanOrEqual(FOLLOWER_LIMITS.maxBufferedBytes);
+    expect(FOLLOWER_LIMITS.stalledReaderMs).toBeLessThan(2 * SUBSCRIPTION_LIMITS.keepAliveMs);
   });
 
   test('when read, then a socket must authenticate before the first keep-alive, and a close handshake is shorter than either', () => {
@@ -181,7 +187,7 @@ describe('DATABASE_DEADLINES and the rest', () => {
 
   test('when read, then a key lookup is reused for less time than a key stays known, and the minimum re-check is under that reuse', () => {
     expect(API_KEY_CACHE.ttlMs).toBeLessThan(API_KEY_CACHE.knownMs);
-    expect(SUBSCRIPTION_LIMITS.minKeyRecheckMs).toBeLessThanOrEqual(API_KEY_CACHE.ttlMs);
+    expect(FOLLOWER_LIMITS.minKeyRecheckMs).toBeLessThanOrEqual(API_KEY_CACHE.ttlMs);
   });
 
   test('when read, then Redis answers within a request timeout', () => {
