@@ -7,7 +7,7 @@ const COMPOSITION = '^src/(app|main|config)\\.ts$|^src/cli/';
 // The layer rules leave config.ts (composition) to the one rule about it, so an import of it is reported once.
 const ABOVE_ALL_BUT_CONFIG = '^src/(app|main)\\.ts$|^src/cli/';
 const SURFACES = '^src/(rest|graphql)/';
-const HTTP = '^src/(http|guard)/';
+const HTTP = '^src/(http|guard|following)/';
 const FEATURES = '^src/(pets|auth|idempotency|events|webhooks)/';
 const PLATFORM = '^src/(observability|validation|net)/';
 const BASE = '^src/(errors|database)/|^src/(limits|surface-paths)\\.ts$';

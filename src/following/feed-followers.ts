@@ -100,7 +100,7 @@ export class FeedStream {
         return result;
       },
       return: () => events.return?.() ?? Promise.resolve({ done: true, value: undefined }),
-      throw: (error?: unknown) => events.throw?.(error) ?? Promise.reject(error),
+      throw: (error?: unknown) => events.throw?.(error) ?? Promise.reject(error instanceof Error ? error : new Error(String(error))),
       [Symbol.asyncIterator]() {
         return this;
       },

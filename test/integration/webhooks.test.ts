@@ -14,6 +14,8 @@ import { WebhookTargetError, checkedLookup } from '../../src/webhooks/webhook-ta
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
 import { createWebhookMetrics } from '../../src/webhooks/webhook.metrics';
 import { openDatabase } from '../../src/database/open-database';
+import { PetFeed } from '../../src/events/pet-feed';
+import { PetFeedRepository } from '../../src/events/pet-feed.repository';
 import { countStatements } from '../helpers/statement-counter';
 import { createTestDatabase } from '../helpers/test-database';
 import { type TestApp, createPet, request, startTestApp } from '../helpers/test-app';
@@ -116,6 +118,42 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     expect(listed.lastSuccessAt).toBeInstanceOf(Date);
     expect(listed.lastFailureAt).toBeInstanceOf(Date);
     expect(await count('petstore_webhook_lag_positions', { endpoint: String(listed.id) })).toBe(0);
+  });
+
+  test('when the feed advances, then the dispatcher delivers at once, not at its next claim (a minute away here), and counts the endpoint as a stream of the feed', async () => {
+    const hook = await receiver(() => ({ status: 204 }));
+    await endpoints.add({ url: hook.url });
+    // This instance's view of the feed, as the app's: it reads each new event within PET_FEED_LIMITS.followEveryMs.
+    const feed = new PetFeed(new PetFeedRepository(t.database), log);
+    await feed.start();
+    closing.push(() => feed.close());
+    const calls = { opened: 0, closed: 0, delivered: 0 };
+    const worker = new WebhookDispatcher({
+      database: t.database,
+      rules: OPEN,
+      retrySchedule: SCHEDULE,
+      log,
+      limits: { ...LIMITS, claimEveryMs: 60_000 },
+      following: {
+        onAdvance: (listener) => feed.onAdvance(listener),
+        opened: () => void calls.opened++,
+        closed: () => void calls.closed++,
+        delivered: () => void calls.delivered++,
+      },
+    });
+    worker.start();
+    closing.push(() => worker.close());
+    // Its first claim, at start, found nothing to deliver; only the feed's advances can wake it now.
+    await sleep(200);
+    const names = ['woken 1', 'woken 2', 'woken 3'];
+    for (const name of names) {
+      await createPet(t, { name });
+      await until(() => hook.received.some((delivery) => JSON.parse(delivery.body).pet.name === name), 5_000);
+    }
+    expect(hook.received.map((delivery) => JSON.parse(delivery.body).pet.name)).toEqual(names);
+    expect(calls.delivered).toBe(names.length);
+    await until(() => calls.closed === calls.opened);
+    expect(calls.opened).toBeGreaterThanOrEqual(1);
   });
 
   test('when an endpoint answers 410, then it is disabled after one attempt, counted, and logged without its query (its token)', async () => {

@@ -82,10 +82,10 @@ const SECURITY_ROWS: Record<string, string[]> = {
     `for up to ${seconds(SUBSCRIPTION_LIMITS.connectionInitWaitMs)}`,
     `Retry-After: ${SUBSCRIPTION_LIMITS.connectionInitWaitMs / 1000}`,
   ],
-  'Events waiting for a WebSocket peer that does not read': [`${mib(FOLLOWER_LIMITS.maxBufferedBytes)} per socket`],
-  'Events waiting for an SSE client (`GET /v1/events`) that does not read': [
-    `${kib(FOLLOWER_LIMITS.pauseAtBytes)}, then the stream takes no more events`,
-    `${FOLLOWER_LIMITS.maxStreamsPerKey} streams per key per instance`,
+  'Streams of the change feed (SSE and WebSocket)': [
+    `${FOLLOWER_LIMITS.maxStreamsPerKey} streams per key per instance, SSE and WebSocket together`,
+    `${kib(FOLLOWER_LIMITS.pauseAtBytes)} waiting, then the stream takes no more events`,
+    `never more than ${mib(FOLLOWER_LIMITS.maxBufferedBytes)} per stream`,
     `cut after ${seconds(FOLLOWER_LIMITS.stalledReaderMs)} without reading`,
   ],
   'Change-feed events kept in memory': [
@@ -110,7 +110,7 @@ const SECURITY_ROWS: Record<string, string[]> = {
 /** What each row of docs/subscriptions.md "Limits" must state. */
 const SUBSCRIPTION_ROWS: Record<string, string[]> = {
   'Subscriptions at once per connection': [`| ${SUBSCRIPTION_LIMITS.maxSubscriptionsPerConnection} |`],
-  'Open connections per API key, per instance': [`| ${FOLLOWER_LIMITS.maxStreamsPerKey} |`],
+  'Open connections per API key, per instance': [`| ${FOLLOWER_LIMITS.maxStreamsPerKey}, SSE streams of \`GET /v1/events\` and WebSockets together`],
   '`connection_init` within': [`${seconds(SUBSCRIPTION_LIMITS.connectionInitWaitMs)} of the upgrade`],
   'Sockets of one address (`TRUST_PROXY` applied) upgraded but not yet authenticated': [
     `| ${SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress};`,
@@ -118,8 +118,10 @@ const SUBSCRIPTION_ROWS: Record<string, string[]> = {
   ],
   'Keep-alive': [`a ping every ${seconds(SUBSCRIPTION_LIMITS.keepAliveMs)}`],
   'Bytes waiting for a peer that does not read': [
-    `${mib(FOLLOWER_LIMITS.maxBufferedBytes)} per socket`,
+    `${kib(FOLLOWER_LIMITS.pauseAtBytes)}, then its subscriptions take no more events`,
+    `never more than ${mib(FOLLOWER_LIMITS.maxBufferedBytes)} per socket`,
     `at most ${mib(FOLLOWER_LIMITS.maxBufferedBytes * FOLLOWER_LIMITS.maxStreamsPerKey)} per API key`,
+    `close 1008 after ${seconds(FOLLOWER_LIMITS.stalledReaderMs)} without reading`,
   ],
   'Message size': [`${kib(SUBSCRIPTION_LIMITS.maxMessageBytes)} (as the GraphQL HTTP body)`],
 };
