@@ -7,6 +7,7 @@ import type { PetFeed } from './pet-feed';
 import type { PetEvent } from './pet-feed.repository';
 import { LastEventIdInput, ListEventsArgs } from './pet-event.inputs';
 
+/** What a follower receives: the one name the other layers use for it. */
 export type { PetEvent };
 
 /** The one event type of the feed: a pet was created (and committed). */

@@ -2,9 +2,6 @@ import type { Logger } from 'pino';
 import type { DatabaseBudget } from '../database/database-deadline';
 import type { PetStatus } from '../pets/pet-status.enum';
 import type { PetEvent, PetFeedRepository } from './pet-feed.repository';
-
-/** What a follower receives; re-exported so the surfaces name it without reaching the repository. */
-export type { PetEvent } from './pet-feed.repository';
 import { PET_FEED_LIMITS, type PetFeedLimits } from '../limits';
 
 /** Where a follower starts: after position `after` (replaying what follows), or, without it, from now; only `status` when given. */

@@ -1,6 +1,6 @@
 import { Arg, Args, Resolver, Root, Subscription } from 'type-graphql';
 import { PetEventsArgs } from '../events/pet-event.inputs';
-import type { PetEvent } from '../events/pet-feed';
+import type { PetEvent } from '../events/pet-event.service';
 import { PetStatus } from '../pets/pet-status.enum';
 import { Pet } from '../pets/pet.entity';
 import type { SubscriptionContext } from './graphql-context';
