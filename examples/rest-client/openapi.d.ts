@@ -55,7 +55,7 @@ export interface paths {
         };
         /**
          * The change feed: every pet created, in one order
-         * @description Every committed pet exactly once, in the feed order every instance agrees on (docs/events.md). JSON: a page at a time from the beginning (without `after`), so walking the `Link` rel="next" pages is the complete list; the link is always there, the way to poll. With `Accept: text/event-stream`: a server-sent event stream that replays after `Last-Event-ID` (it wins) or `after`, else starts from now, then goes live. Unknown query parameters are refused.
+         * @description Every committed pet exactly once, in the feed order every instance agrees on (docs/events.md). JSON: a page at a time from the beginning (without `after`), so walking the `Link` rel="next" pages is the complete list; the link is always there, the way to poll. With `Accept: text/event-stream`: a server-sent event stream that replays after `Last-Event-ID` (it wins) or `after`, else starts from now, then goes live. A stream whose key is revoked or expires ends with an `error` event whose data is the Error shape (`UNAUTHENTICATED`, `invalid_token`): get another key. A key holds at most 20 streams per instance, SSE and WebSocket together. Unknown query parameters are refused.
          */
         get: operations["listEvents"];
         put?: never;

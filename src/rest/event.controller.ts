@@ -16,6 +16,7 @@ import {
   operationSecurity,
 } from './openapi.schemas';
 import { queryInput } from './query-input';
+import { FOLLOWER_LIMITS } from '../limits';
 
 export interface EventControllerOptions {
   petEvents: PetEventService;
@@ -63,7 +64,9 @@ export const eventController: FastifyPluginAsync<EventControllerOptions> = async
             'Every committed pet exactly once, in the feed order every instance agrees on (docs/events.md). JSON: a page at a time from the beginning ' +
             '(without `after`), so walking the `Link` rel="next" pages is the complete list; the link is always there, the way to poll. ' +
             'With `Accept: text/event-stream`: a server-sent event stream that replays after `Last-Event-ID` (it wins) or `after`, ' +
-            'else starts from now, then goes live. Unknown query parameters are refused.',
+            'else starts from now, then goes live. A stream whose key is revoked or expires ends with an `error` event whose data is the Error ' +
+            `shape (\`UNAUTHENTICATED\`, \`invalid_token\`): get another key. A key holds at most ${FOLLOWER_LIMITS.maxStreamsPerKey} streams per instance, SSE and WebSocket together. ` +
+            'Unknown query parameters are refused.',
           tags: ['events'],
           querystring: LIST_EVENTS_QUERY,
           headers: { type: 'object', properties: { ...CONDITIONAL_REQUEST_HEADERS.properties, ...LAST_EVENT_ID_HEADER.properties } },
