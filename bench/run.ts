@@ -3,7 +3,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { generateApiKey } from '../src/auth/api-key.service';
+import { generateApiKey } from '../src/auth/api-key-policy';
 import { positiveIntegerArgument } from '../src/cli/cli-options';
 import { databaseNameOf, siblingDatabaseUrl } from '../test/support/mysql-admin';
 import { freePort } from '../test/support/free-port';

@@ -92,10 +92,10 @@ function announceKeyChanges(app: FastifyInstance, config: Config, apiKeys: ApiKe
   const { redisUrl, namespace } = config.rateLimit;
   if (!redisUrl) return;
   const keyChanges = new KeyChangeChannel({ redisUrl, namespace, log: app.log, redisHealth });
-  keyChanges.listen(apiKeys);
-  apiKeys.announceChangesTo(keyChanges);
+  keyChanges.listen(apiKeys.changes);
+  apiKeys.changes.announceTo(keyChanges);
   app.addHook('onClose', async () => {
-    apiKeys.announceChangesTo(null);
+    apiKeys.changes.announceTo(null);
     await keyChanges.close();
   });
 }
@@ -204,7 +204,8 @@ export async function buildApp({
   const followers = new FeedFollowers({
     events: eventService,
     guard,
-    apiKeys,
+    authentication: apiKeys.authentication,
+    keyChanges: apiKeys.changes,
     metrics,
     keyRecheckMs: Math.max(config.apiKeyCacheSeconds * 1000, FOLLOWER_LIMITS.minKeyRecheckMs),
     log: app.log,

@@ -1,3 +1,4 @@
+import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 /**
@@ -87,6 +88,21 @@ export function kindOfKeyText(key: string): KeyKind | null {
   if (tag === undefined) return sum === checksum(secret) ? 'secret' : null;
   const kind: KeyKind = tag === 'sk' ? 'secret' : 'publishable';
   return sum === checksum(KEY_KINDS[kind].letter + secret) ? kind : null;
+}
+
+/** Makes a new key of `kind` (docs/api-keys.md "Format"); nothing is stored. */
+export function generateApiKey(kind: KeyKind = 'secret'): string {
+  return formatKey(kind, randomBytes(32).toString('base64url'));
+}
+
+/** Shape and checksum: a mistyped, truncated or kind-flipped key fails here, before any database lookup. */
+export function isWellFormedApiKey(key: string): boolean {
+  return kindOfKeyText(key) !== null;
+}
+
+/** The stored form of a key: its SHA-256, in hex (one-shot `hash`: no Hash object per request). */
+export function hashKey(key: string): string {
+  return hash('sha256', key, 'hex');
 }
 
 /**

@@ -39,7 +39,7 @@ export function keepsDevApiKey(config: Pick<DevApiKeyConfig, 'nodeEnv' | 'databa
 export async function ensureDevApiKey(config: DevApiKeyConfig, apiKeys: ApiKeyService): Promise<DevApiKeyState | null> {
   if (config.nodeEnv === 'production' || (config.database.type === 'sqlite' && config.database.path === ':memory:')) return null;
   const saved = await readKeyFile(config.file);
-  const known = saved !== null && (await apiKeys.findActive(saved)) !== null;
+  const known = saved !== null && (await apiKeys.authentication.findActive(saved)) !== null;
   if (known) return { state: 'present', file: config.file };
   // MySQL: a file left from the embedded database is only reported.
   if (!keepsDevApiKey(config)) return saved === null ? null : { state: 'foreign', file: config.file };

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { ApiKeyService, KeyChangeAnnouncer } from './api-key.service';
+import type { KeyChangeAnnouncer, KeyChanges } from './key-changes';
 import { REDIS_TIMEOUTS } from '../limits';
 import { type RedisHealthMonitor, redisConnectionOptions } from '../observability/redis-health.monitor';
 
@@ -38,11 +38,11 @@ function idsOf(message: string): number[] | null {
  * The ids of API keys revoked or rolled anywhere, through Redis pub/sub as `{"ids":[…]}` on
  * {@link keyChangeChannelName} (docs/api-keys.md "Revocation").
  *
- * - {@link announce} publishes (an ApiKeyService announces through it: see `announceChangesTo`); the apikey CLI
+ * - {@link announce} publishes (a process's KeyChanges announces through it: see `announceTo`); the apikey CLI
  *   only publishes.
- * - {@link listen} subscribes a process's ApiKeyService: each message makes it forget those keys, so their next use is
- *   looked up (and its `onForget` listeners close their WebSockets). A message can be missed only while the
- *   subscription is down, so the service forgets every key when the subscription is lost (the connection closed) and
+ * - {@link listen} subscribes a process's KeyChanges: each message makes it forget those keys, so their next use is
+ *   looked up (and the streams of the feed hear of it). A message can be missed only while the
+ *   subscription is down, so the process forgets every key when the subscription is lost (the connection closed) and
  *   again each time it is subscribed anew: no cached key outlives a missed message.
  *
  * Publishing never fails its caller: the change is stored already; a failure is logged, and other processes then learn
@@ -80,11 +80,11 @@ export class KeyChangeChannel implements KeyChangeAnnouncer {
   }
 
   /**
-   * Subscribes `apiKeys` to the channel until {@link close}: it forgets the keys of each message, every key on an
-   * unreadable message, and every key when the subscription is lost or made anew. Once per channel.
+   * Subscribes `changes` to the channel until {@link close}: the process forgets the keys of each message, every key on
+   * an unreadable message, and every key when the subscription is lost or made anew. Once per channel.
    * @throws Error when already listening.
    */
-  listen(apiKeys: ApiKeyService): void {
+  listen(changes: KeyChanges): void {
     if (this.subscriber) throw new Error('this channel already has a listener');
     // A subscribed connection can do nothing else, hence its own; it retries for ever. Subscribed by hand on each
     // `ready`, so the cache is flushed once the subscription is back, not before.
@@ -96,13 +96,13 @@ export class KeyChangeChannel implements KeyChangeAnnouncer {
       if (from !== this.name) return;
       const ids = idsOf(message);
       if (ids === null) log.warn({ channel: this.name }, 'unreadable API key change: every cached key is forgotten');
-      apiKeys.forget(ids ?? undefined);
+      changes.forget(ids ?? undefined);
     });
     // 'close' comes with every lost connection, whether ioredis reconnects ('reconnecting') or gives up ('end').
-    subscriber.on('close', () => apiKeys.forget());
+    subscriber.on('close', () => changes.forget());
     subscriber.on('ready', () => {
       subscriber.subscribe(this.name).then(
-        () => apiKeys.forget(),
+        () => changes.forget(),
         (error: unknown) => {
           log.warn({ err: error, channel: this.name }, 'API key changes: cannot subscribe; reconnecting');
           // A connection that cannot subscribe is useless: dropped, so ioredis reconnects and tries again.

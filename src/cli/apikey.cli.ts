@@ -20,7 +20,7 @@ function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise
     const { redisUrl, namespace } = loadConfig(process.env).rateLimit;
     const log = { warn: (_fields: object, message: string) => void process.stderr.write(`apikey: ${message}\n`) };
     const keyChanges = redisUrl ? new KeyChangeChannel({ redisUrl, namespace, log }) : null;
-    apiKeys.announceChangesTo(keyChanges);
+    apiKeys.changes.announceTo(keyChanges);
     try {
       await action(apiKeys);
     } finally {

@@ -1,7 +1,8 @@
 import type { SpanContext } from '@opentelemetry/api';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Scope } from '../auth/api-key-policy';
-import { type ApiKeyService, hasExpired } from '../auth/api-key.service';
+import { type ApiKeyAuthenticator, hasExpired } from '../auth/api-key.authenticator';
+import type { KeyChanges } from '../auth/key-changes';
 import { AppError } from '../errors/error-catalogue';
 import type { EventStreamStart, PetEvent, PetEventService } from '../events/pet-event.service';
 import { type Guard, type GuardState, keyNoLongerValid } from '../guard/guard';
@@ -156,8 +157,10 @@ export interface FeedFollowersOptions {
   events: Pick<PetEventService, 'follow'>;
   /** Scopes, by the guard's rule. */
   guard: Pick<Guard, 'authorize'>;
-  /** Where open streams' keys are looked up again, and which tells of keys changed (revoked, rolled) anywhere. */
-  apiKeys: Pick<ApiKeyService, 'activeIds' | 'onForget'>;
+  /** Where open streams' keys are looked up again. */
+  authentication: Pick<ApiKeyAuthenticator, 'activeIds'>;
+  /** What tells of keys changed (revoked, rolled) here or anywhere. */
+  keyChanges: Pick<KeyChanges, 'onForget'>;
   metrics: Pick<Metrics, 'countFeedStream' | 'countFeedDelivery'>;
   /** How often every open stream's key is looked up again, for changes nothing announced (no Redis). */
   keyRecheckMs: number;
@@ -175,7 +178,7 @@ export interface FeedFollowersOptions {
  * - **Admission**: a stream of an admitted caller (the guard has checked its key, origin and rate limit) takes one of
  *   its key's FOLLOWER_LIMITS.maxStreamsPerKey places on this instance, SSE and WebSocket together.
  * - **The key at every instant**: a stream ends when its key expires (a timer per stream, from its expiry, moved by a
- *   roll), at once when this process forgets the key (ApiKeyService `onForget`: revoked or rolled here, or announced by
+ *   roll), at once when this process forgets the key (KeyChanges `onForget`: revoked or rolled here, or announced by
  *   another process through Redis, or every key when that channel was lost), and after each `keyRecheckMs` look-up for
  *   changes nobody announced.
  * - **Pacing**: {@link ReaderPace}, one rule in bytes and time.
@@ -198,7 +201,7 @@ export class FeedFollowers {
     this.guard = options.guard;
     this.metrics = options.metrics;
     this.limits = options.limits ?? FOLLOWER_LIMITS;
-    this.stopHearing = options.apiKeys.onForget((ids) => void this.recheck(ids));
+    this.stopHearing = options.keyChanges.onForget((ids) => void this.recheck(ids));
     this.periodic = setInterval(() => void this.recheck(), options.keyRecheckMs);
     this.periodic.unref();
   }
@@ -257,7 +260,7 @@ export class FeedFollowers {
     const open = new Set([...this.streams].map((stream) => stream.apiKeyId).filter((id) => only === undefined || only.has(id)));
     if (open.size === 0) return;
     try {
-      const active = await this.options.apiKeys.activeIds(open);
+      const active = await this.options.authentication.activeIds(open);
       for (const stream of this.streams) {
         if (!open.has(stream.apiKeyId)) continue;
         if (active.has(stream.apiKeyId)) stream.expireAt(active.get(stream.apiKeyId) ?? null);

@@ -1,5 +1,6 @@
 import type { Scope } from '../auth/api-key-policy';
-import { type ApiKeyService, type Credential, hasExpired } from '../auth/api-key.service';
+import { type Credential, hasExpired } from '../auth/api-key.authenticator';
+import type { ApiKeyService } from '../auth/api-key.service';
 import type { DatabaseBudget } from '../database/database-deadline';
 import { AppError } from '../errors/error-catalogue';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key';
@@ -107,7 +108,8 @@ export function keyCounters(credential: Credential, address: string, defaultQuot
 }
 
 /** The guard over `apiKeys` (its cache included) and `limiter`. */
-export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard {
+export function createGuard(apiKeys: Pick<ApiKeyService, 'authentication' | 'usage'>, limiter: RateLimiter): Guard {
+  const { authentication } = apiKeys;
   const charge = async (state: GuardState, counters: readonly RateLimitCounter[], units: number) => {
     const { charged, status } = await limiter.charge(counters, units);
     state.rateLimit = status;
@@ -122,11 +124,11 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
     if (!authorization) return { failure: unauthenticated('Missing API key: send Authorization: Bearer <API_KEY>.') };
     const token = typeof authorization === 'string' ? BEARER.exec(authorization)?.[1] : undefined;
     if (token === undefined) return { failure: unauthenticated('Malformed Authorization header: expected Bearer <API_KEY>.', 'invalid_token') };
-    let recognised = apiKeys.recognise(token);
-    const underWay = recognised.state === 'unknown' ? apiKeys.lookupUnderWay(token) : undefined;
+    let recognised = authentication.recognise(token);
+    const underWay = recognised.state === 'unknown' ? authentication.lookupUnderWay(token) : undefined;
     if (underWay) {
       await underWay.catch(() => undefined);
-      recognised = apiKeys.recognise(token);
+      recognised = authentication.recognise(token);
     }
     if (recognised.state === 'malformed' || recognised.state === 'refused') return { failure: invalid() };
     if (recognised.state === 'trusted') return { token, knownId: recognised.credential.id, credential: recognised.credential };
@@ -139,7 +141,7 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
       if (knownId === undefined) await charge(state, byAddress(address), 1);
       if (failure) throw failure;
       // A trusted key is not looked up (nor hashed) again.
-      const credential = trusted ?? (await apiKeys.find(token, budget));
+      const credential = trusted ?? (await authentication.find(token, budget));
       if (!credential) throw invalid();
       state.apiKeyId = credential.id;
       state.credential = credential;
@@ -155,7 +157,7 @@ export function createGuard(apiKeys: ApiKeyService, limiter: RateLimiter): Guard
         state.originRefused = true;
         throw new AppError('FORBIDDEN', `This API key may not be used from the origin ${JSON.stringify(origin)}.`);
       }
-      apiKeys.noteUse(credential.id);
+      apiKeys.usage.noteUse(credential.id);
       const checked = parseIdempotencyKey(idempotencyKey);
       state.caller = { apiKeyId: credential.id, ...(checked !== undefined && { idempotencyKey: checked }), ...(budget && { budget }) };
       return state.caller;

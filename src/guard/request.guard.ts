@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookH
 import { contextOf, startGuardState } from '../http/request-context';
 import type { Caller } from '../pets/caller';
 import { type Scope, restOperationScope } from '../auth/api-key-policy';
-import type { Credential } from '../auth/api-key.service';
+import type { Credential } from '../auth/api-key.authenticator';
 import type { Guard, GuardState } from './guard';
 import type { RateLimitStatus } from './rate-limiter';
 

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiKey } from '../../src/auth/api-key.entity';
-import { ApiKeyService, generateApiKey } from '../../src/auth/api-key.service';
+import { generateApiKey } from '../../src/auth/api-key-policy';
+import { ApiKeyService } from '../../src/auth/api-key.service';
 import { openDatabase } from '../../src/database/open-database';
 import { API_KEY_LOOKUP, type StatementCounter, countStatements } from '../helpers/statement-counter';
 import { createTestDatabase, testOnMysql } from '../helpers/test-database';

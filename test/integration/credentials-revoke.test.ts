@@ -1,4 +1,4 @@
-import { generateApiKey } from '../../src/auth/api-key.service';
+import { generateApiKey } from '../../src/auth/api-key-policy';
 import { API_KEY_LIMITS, HTTP_LIMITS } from '../../src/limits';
 import { REVOKE_CREDENTIALS_ANSWER } from '../../src/rest/credentials.controller';
 import { type TestApp, request, startTestApp } from '../helpers/test-app';

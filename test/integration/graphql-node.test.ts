@@ -20,7 +20,7 @@ const PET = 'query Pet($id: ID!) { pet(id: $id) { __typename id name categoryId 
 
 /** The getPet calls counted for the test's key (petstore_deprecated_calls_total, docs/operations.md "Metrics"). */
 async function deprecatedGetPetCalls(): Promise<number> {
-  const keyId = String((await t.apiKeys.findActive(t.apiKey))!.id);
+  const keyId = String((await t.apiKeys.authentication.findActive(t.apiKey))!.id);
   const { values } = await metrics.registry.getSingleMetric('petstore_deprecated_calls_total')!.get();
   return values.find(({ labels }) => labels.operation === 'getPet' && labels.api_key_id === keyId)?.value ?? 0;
 }

@@ -1,6 +1,7 @@
 import { buildApp } from '../../src/app';
 import { createLogger } from '../../src/observability/logger';
-import { ApiKeyService, isWellFormedApiKey } from '../../src/auth/api-key.service';
+import { isWellFormedApiKey } from '../../src/auth/api-key-policy';
+import { ApiKeyService } from '../../src/auth/api-key.service';
 import { openDatabase } from '../../src/database/open-database';
 import { countPets, graphql, request, startTestApp, testConfig, type TestApp } from '../helpers/test-app';
 import { HTTP_LIMITS } from '../../src/limits';

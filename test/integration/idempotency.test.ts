@@ -56,7 +56,7 @@ describe('Idempotency-Key on POST /v1/pets', () => {
     const service = new IdempotencyService(t.database);
     let release!: () => void;
     const blocked = new Promise<void>((resolve) => (release = resolve));
-    const apiKey = await t.apiKeys.findActive(t.apiKey);
+    const apiKey = await t.apiKeys.authentication.findActive(t.apiKey);
     const input = { name: 'Rex', categoryId: 1, status: 'available' };
     const slow = service.once(
       { apiKeyId: apiKey!.id, key: 'order-5' },
@@ -80,7 +80,7 @@ describe('Idempotency-Key on POST /v1/pets', () => {
   });
 
   test('when a request was abandoned long ago without finishing, then a retry takes the key over', async () => {
-    const apiKey = await t.apiKeys.findActive(t.apiKey);
+    const apiKey = await t.apiKeys.authentication.findActive(t.apiKey);
     const input = { name: 'Rex', categoryId: 1, status: 'available' };
     await new IdempotencyService(t.database)
       .once(

@@ -234,7 +234,7 @@ describe('operations', () => {
 
     test('when getPet and Query.pet are called, then each call is counted for the calling key and logged once that day', async () => {
       const pet = await createPet(t);
-      const keyId = (await t.apiKeys.findActive(t.apiKey))!.id;
+      const keyId = (await t.apiKeys.authentication.findActive(t.apiKey))!.id;
       const before = Number(
         (await scrape()).match(new RegExp(`petstore_deprecated_calls_total\\{operation="getPet",api_key_id="${keyId}"\\} (\\d+)`))?.[1] ?? 0,
       );

@@ -14,7 +14,7 @@ import {
   parseOrigin,
   scopesFor,
 } from '../../src/auth/api-key-policy';
-import { generateApiKey } from '../../src/auth/api-key.service';
+import { generateApiKey } from '../../src/auth/api-key-policy';
 import { buildPetStoreSchema } from '../../src/graphql/schema';
 
 /**
