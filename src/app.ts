@@ -6,18 +6,19 @@ import type { Logger } from 'pino';
 import { ApiKeyService } from './auth/api-key.service';
 import { keepsDevApiKey } from './auth/dev-api-key';
 import { KeyChangeChannel } from './auth/key-change.channel';
-import { type Config, DEV_API_KEY_PATH } from './config';
+import { type Config, ConfigError, DEV_API_KEY_PATH } from './config';
 import type { Database } from './database/database';
 import { startPetEventBus } from './events/pet-event.bus';
 import { PetEventService } from './events/pet-event.service';
 import { graphqlPlugin } from './graphql/graphql.plugin';
+import { TrustedDocuments } from './graphql/trusted-documents';
 import { createGuard } from './guard/guard';
 import { createRateLimiter } from './guard/rate-limiter';
 import { guardRequests } from './guard/request.guard';
 import { answerConditionalGets } from './http/conditional-get.hook';
 import { answerClientError, refuseUnknownRoute, sendError } from './http/error.handler';
 import { FeedFollowers } from './following/feed-followers';
-import { closeConnectionsOnceNotAccepting, onStopAccepting } from './http/graceful-shutdown';
+import { closeConnectionsOnceNotAccepting } from './http/graceful-shutdown';
 import { parseJsonExactly } from './http/json-body.parser';
 import { endJsonWithNewline } from './http/json-newline.hook';
 import { landingPageRoutes } from './http/landing-page.routes';
@@ -33,7 +34,8 @@ import { healthRoutes } from './observability/health.routes';
 import { createLogger } from './observability/logger';
 import { type Metrics, createMetrics } from './observability/metrics.registry';
 import { RedisHealthMonitor } from './observability/redis-health.monitor';
-import type { ServiceState } from './observability/service-state';
+import { RedisConnections } from './redis/redis.connections';
+import { ServiceState } from './observability/service-state';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
 import { credentialsController } from './rest/credentials.controller';
@@ -88,16 +90,12 @@ export function createApiKeys(config: Config, database: Database, log?: FastifyB
  * With Redis, `apiKeys` announces the keys it revokes or rolls on the key change channel and forgets those announced
  * by other processes (docs/api-keys.md "Revocation"), until `app` closes; without Redis, nothing changes.
  */
-function announceKeyChanges(app: FastifyInstance, config: Config, apiKeys: ApiKeyService, redisHealth?: RedisHealthMonitor): void {
-  const { redisUrl, namespace } = config.rateLimit;
-  if (!redisUrl) return;
-  const keyChanges = new KeyChangeChannel({ redisUrl, namespace, log: app.log, redisHealth });
+function announceKeyChanges(app: FastifyInstance, config: Config, apiKeys: ApiKeyService, redis?: RedisConnections): void {
+  if (!redis) return;
+  const keyChanges = new KeyChangeChannel(redis, config.redis.keyChangesChannel, app.log);
   keyChanges.listen(apiKeys.changes);
   apiKeys.changes.announceTo(keyChanges);
-  app.addHook('onClose', async () => {
-    apiKeys.changes.announceTo(null);
-    await keyChanges.close();
-  });
+  app.addHook('onClose', () => apiKeys.changes.announceTo(null));
 }
 
 /**
@@ -110,6 +108,7 @@ function deliverWebhooks(
   config: Config,
   database: Database,
   metrics: Metrics,
+  state: ServiceState,
   following: NonNullable<ConstructorParameters<typeof WebhookDispatcher>[0]['following']>,
 ): void {
   const webhookMetrics = createWebhookMetrics(metrics.registry, new WebhookEndpointRepository(database));
@@ -117,7 +116,19 @@ function deliverWebhooks(
   const { retrySchedule } = config.webhooks;
   const dispatcher = new WebhookDispatcher({ database, rules: config.webhooks, retrySchedule, log: app.log, metrics: webhookMetrics, following });
   app.addHook('onListen', async () => dispatcher.start());
-  onStopAccepting(app, () => dispatcher.close());
+  state.onStopAccepting(() => dispatcher.close());
+}
+
+/**
+ * The trusted documents of TRUSTED_DOCUMENTS' manifests (docs/api-keys.md "Trusted documents"), read now.
+ * @throws ConfigError naming the manifest and what is wrong with it, as a bad setting is refused.
+ */
+export function readTrustedDocuments(config: Config): TrustedDocuments {
+  try {
+    return TrustedDocuments.read(config.trustedDocumentManifests);
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: TRUSTED_DOCUMENTS: ${(error as Error).message}`);
+  }
 }
 
 /** Builds the HTTP app, ready but not listening (docs/architecture.md); closing it leaves the database open. */
@@ -126,9 +137,10 @@ export async function buildApp({
   database,
   logger = createLogger(config.logLevel),
   metrics = createMetrics(),
-  state = { draining: false },
+  state = new ServiceState(),
   apiKeys = createApiKeys(config, database, logger),
 }: AppDependencies): Promise<FastifyInstance> {
+  const trustedDocuments = readTrustedDocuments(config);
   // So the instance is a plain FastifyInstance, not one generic over pino's Logger.
   const loggerInstance: FastifyBaseLogger = logger;
   const app = fastify({
@@ -162,20 +174,25 @@ export async function buildApp({
   observeRequests(app, metrics);
   metrics.watchDatabase(database);
   closeConnectionsOnceNotAccepting(app, state);
+  // What ServiceState closes as the listener stops accepting closes with the app too (tests close the app alone).
+  app.addHook('preClose', () => state.stopAccepting());
   refuseBadRequestHeads(app);
 
   const idempotency = new IdempotencyService(database);
   const deprecations = new DeprecationTracker(metrics, app.log);
-  // One judge of Redis for the rate limit, the key changes and the feed (docs/failures.md "Redis"), connected before they start.
-  const { redisUrl, onRedisFailure } = config.rateLimit;
-  const redisHealth = redisUrl ? new RedisHealthMonitor(redisUrl, onRedisFailure, app.log) : undefined;
-  if (redisHealth) {
+  // One command and one subscriber connection to Redis for every topic (rate limits, key changes, the feed's pokes), and
+  // one judge of it (docs/failures.md "Redis"), connected before what uses them starts.
+  const { url: redisUrl, onFailure } = config.redis;
+  const redis = redisUrl ? new RedisConnections(redisUrl, app.log) : undefined;
+  const redisHealth = redis ? new RedisHealthMonitor(redis.command, onFailure, app.log) : undefined;
+  if (redis && redisHealth) {
+    app.addHook('onClose', () => redis.close());
     app.addHook('onClose', () => redisHealth.close());
     await redisHealth.start();
     metrics.watchRedis(() => redisHealth.state === 'ok');
   }
   // The change feed; with Redis, instances poke each other so an event reaches all within milliseconds.
-  const petEvents = await startPetEventBus({ database, redisUrl, redisHealth, channel: config.petEventsChannel, log: app.log });
+  const petEvents = await startPetEventBus({ database, redis, channel: config.redis.petFeedChannel, log: app.log });
   app.addHook('onClose', () => petEvents.close());
   metrics.watchFeed(() => ({
     position: petEvents.feed.position,
@@ -196,7 +213,7 @@ export async function buildApp({
   // After the JSON newline, so a tag covers the bytes sent; before the guard's hook, which gives a 304's unit back.
   answerConditionalGets(app);
   const requests = guardRequests(app, guard);
-  announceKeyChanges(app, config, apiKeys, redisHealth);
+  announceKeyChanges(app, config, apiKeys, redis);
   await describeWithOpenapi(app, config);
   await app.register(petController, { prefix: SURFACE_PATHS.rest, petService, guard: requests.operationHook });
   // One service for the feed's operations, on both surfaces; one owner of every stream that follows it (docs/architecture.md "Following").
@@ -210,8 +227,8 @@ export async function buildApp({
     keyRecheckMs: Math.max(config.apiKeyCacheSeconds * 1000, FOLLOWER_LIMITS.minKeyRecheckMs),
     log: app.log,
   });
-  onStopAccepting(app, () => followers.close());
-  deliverWebhooks(app, config, database, metrics, {
+  state.onStopAccepting(() => followers.close());
+  deliverWebhooks(app, config, database, metrics, state, {
     onAdvance: (listener) => petEvents.feed.onAdvance(listener),
     ...followers.forWebhooks(),
   });
@@ -224,13 +241,14 @@ export async function buildApp({
     production: config.nodeEnv === 'production',
     // On the embedded database the server holds the file, so the apikey CLI cannot open it.
     keyCommand: keepsDevApiKey(config) ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',
-    trustedDocuments: config.trustedDocuments,
+    trustedDocuments,
     subscriptions: {
       events: eventService,
       guard,
       followers,
       metrics,
       clientAddressOf: clientAddressOf(config.trustProxy),
+      onStopAccepting: (close) => state.onStopAccepting(close),
     },
   });
   await serveOpenapi(app);

@@ -1,11 +1,11 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { bool, cleanEnv, host, makeValidator, port, str } from 'envalid';
+import { keyChangeChannelName } from './auth/key-change.channel';
 import type { DatabaseConfig } from './database/database-config';
 import type { RateLimitConfig } from './guard/rate-limiter';
-import { TrustedDocuments } from './graphql/trusted-documents';
-import { LOG_LEVELS } from './observability/logger';
-import { REDIS_FAILURE_POLICIES } from './observability/redis-health.monitor';
+import { LOG_LEVELS } from './observability/log-levels';
+import { REDIS_FAILURE_POLICIES, type RedisFailurePolicy } from './observability/redis-health.monitor';
 import { parsePositiveInteger } from './validation/positive-integer';
 import { WEBHOOK_RETRY_SCHEDULE_SECONDS } from './webhooks/retry-schedule';
 import { API_KEY_CACHE, DATABASE_DEADLINES } from './limits';
@@ -113,13 +113,31 @@ const originList = makeValidator<string[]>((input) => {
   return origins;
 });
 
-/** Comma-separated manifest paths, read and checked here, so a bad manifest stops the start as any bad value does. */
-const trustedDocuments = makeValidator<TrustedDocuments>((input) => {
-  const paths = input
-    .split(',')
-    .map((file) => file.trim())
-    .filter(Boolean);
-  return TrustedDocuments.read(paths);
+/** Redis (`REDIS_URL`), shared by every instance: where it is, what to do while it is away, and the names this service uses in it. */
+export interface RedisConfig {
+  /** Unset: every instance alone (in-memory rate limits, no pokes or key change announcements). */
+  readonly url?: string;
+  readonly onFailure: RedisFailurePolicy;
+  /** Pub/sub channel of API key changes (docs/api-keys.md "Revocation"). */
+  readonly keyChangesChannel: string;
+  /** Pub/sub channel of the change feed's pokes (docs/events.md "How it works"). */
+  readonly petFeedChannel: string;
+}
+
+/** Comma-separated manifest paths; read by what uses them (the GraphQL surface), when the service starts. */
+const pathList = makeValidator<readonly string[]>((input) =>
+  Object.freeze(
+    input
+      .split(',')
+      .map((file) => file.trim())
+      .filter(Boolean),
+  ),
+);
+
+/** A name or prefix in Redis: anything but empty, which would let deployments sharing a Redis share counters and channels. */
+const redisName = makeValidator<string>((input) => {
+  if (input.trim() === '') throw new Error('must not be empty: deployments sharing a Redis would share its counters and channels');
+  return input;
 });
 
 /**
@@ -182,9 +200,15 @@ export const CONFIG_SPEC = Object.freeze({
     desc: "Rate-limit counters, the change feed's pokes and API key revocations shared by every instance; in memory when unset.",
     example: 'redis://host:6379',
   }),
-  PET_EVENTS_CHANNEL: str({
-    default: 'pet-store:pet-created',
-    desc: "Redis pub/sub channel of the change feed's pokes with REDIS_URL, one per deployment sharing a Redis.",
+  REDIS_NAMESPACE: redisName({
+    default: 'petstore:',
+    desc:
+      'Prefix of everything this service keeps in Redis: rate-limit counters (`<namespace>rate-limit:`), the API key changes channel ' +
+      "(`<namespace>api-key-changes`) and the change feed's pokes (`<namespace>pet-feed`); one per deployment sharing a Redis.",
+  }),
+  PET_EVENTS_CHANNEL: redisName({
+    default: undefined,
+    desc: "Deprecated (use REDIS_NAMESPACE; removed in the next release): the change feed's pokes channel, instead of `<REDIS_NAMESPACE>pet-feed`.",
   }),
   RATE_LIMIT_ON_REDIS_FAILURE: str({
     choices: REDIS_FAILURE_POLICIES,
@@ -193,9 +217,11 @@ export const CONFIG_SPEC = Object.freeze({
       'With REDIS_URL, while Redis is away: serve-local (each instance counts rate limits alone, /readyz stays 200) ' +
       'or refuse (rate-limited calls answer 503 and /readyz 503 until it is back).',
   }),
-  RATE_LIMIT_NAMESPACE: str({
-    default: 'petstore-rate-limit:',
-    desc: "Prefix of the counters' keys and of the API key changes' channel, one per deployment sharing a Redis.",
+  RATE_LIMIT_NAMESPACE: redisName({
+    default: undefined,
+    desc:
+      "Deprecated (use REDIS_NAMESPACE; removed in the next release): the rate-limit counters' prefix and the API key changes channel's, " +
+      'instead of `<REDIS_NAMESPACE>rate-limit:` and `<REDIS_NAMESPACE>`.',
   }),
   DATABASE_REPLICA_URLS: mysqlUrlList({
     default: [],
@@ -223,7 +249,7 @@ export const CONFIG_SPEC = Object.freeze({
       "How long a key lookup's answer (found active, or unknown/revoked) is reused without asking the database (0: always ask); " +
       'bounds how late a revocation made by another process takes effect here.',
   }),
-  TRUSTED_DOCUMENTS: trustedDocuments({
+  TRUSTED_DOCUMENTS: pathList({
     default: undefined,
     desc:
       'Comma-separated trusted document manifests (Apollo persisted query manifests or graphql-codegen persisted-documents.json), ' +
@@ -301,14 +327,22 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
         }),
       }
     : { type: 'sqlite', path: path.resolve(EMBEDDED_DATABASE_PATH) };
+  const namespace = clean.REDIS_NAMESPACE;
   const rateLimit: RateLimitConfig = {
     max: clean.RATE_LIMIT_MAX,
     unauthenticatedMax: clean.RATE_LIMIT_UNAUTHENTICATED_MAX,
     windowSeconds: clean.RATE_LIMIT_WINDOW_SECONDS,
-    namespace: clean.RATE_LIMIT_NAMESPACE,
-    onRedisFailure: clean.RATE_LIMIT_ON_REDIS_FAILURE,
-    ...(clean.REDIS_URL && { redisUrl: clean.REDIS_URL }),
+    counterPrefix: clean.RATE_LIMIT_NAMESPACE ?? `${namespace}rate-limit:`,
   };
+  const redis: RedisConfig = {
+    ...(clean.REDIS_URL && { url: clean.REDIS_URL }),
+    onFailure: clean.RATE_LIMIT_ON_REDIS_FAILURE,
+    keyChangesChannel: keyChangeChannelName(clean.RATE_LIMIT_NAMESPACE ?? namespace),
+    petFeedChannel: clean.PET_EVENTS_CHANNEL ?? `${namespace}pet-feed`,
+  };
+  const deprecated = (['RATE_LIMIT_NAMESPACE', 'PET_EVENTS_CHANNEL'] as const)
+    .filter((name) => env[name] !== undefined)
+    .map((name) => ({ name, message: `${name} is deprecated and removed in the next release: set REDIS_NAMESPACE instead (docs/configuration.md)` }));
   return Object.freeze({
     port: clean.PORT,
     host: clean.HOST,
@@ -318,15 +352,19 @@ export function loadConfig(env: NodeJS.ProcessEnv) {
     trustProxy: Array.isArray(clean.TRUST_PROXY) ? Object.freeze([...clean.TRUST_PROXY]) : clean.TRUST_PROXY,
     corsOrigins: Object.freeze([...clean.CORS_ORIGINS]),
     rateLimit: Object.freeze(rateLimit),
+    redis: Object.freeze(redis),
     metrics: Object.freeze({ port: metricsPort, host: clean.METRICS_HOST ?? clean.HOST }),
     shutdown: Object.freeze({ drainSeconds: clean.SHUTDOWN_DRAIN_SECONDS, graceSeconds: clean.SHUTDOWN_GRACE_SECONDS }),
     databaseConnectAttempts: clean.DATABASE_CONNECT_ATTEMPTS,
     migrateOnStart: clean.DATABASE_MIGRATE_ON_START,
     slowStatementMs: clean.DATABASE_SLOW_STATEMENT_MS,
     apiKeyCacheSeconds: clean.API_KEY_CACHE_SECONDS,
-    petEventsChannel: clean.PET_EVENTS_CHANNEL,
-    trustedDocuments: clean.TRUSTED_DOCUMENTS ?? TrustedDocuments.none(),
+    trustedDocumentManifests: clean.TRUSTED_DOCUMENTS ?? Object.freeze([]),
     misspeltVariables: Object.freeze(misspelt),
+    /** Variables still read under an old name: start-up warns once of each. */
+    deprecatedVariables: Object.freeze(deprecated),
+    /** OpenTelemetry's own variables (OTEL_*), read here and nowhere else of ours; the SDK's exporters read theirs too. */
+    tracing: Object.freeze(Object.fromEntries(Object.entries(env).filter(([name]) => name.startsWith('OTEL_')))),
     webhooks: Object.freeze({
       deliveries: clean.WEBHOOK_DELIVERIES,
       allowHttp: clean.WEBHOOK_ALLOW_HTTP,

@@ -5,6 +5,7 @@ import type { ApiKey } from '../auth/api-key.entity';
 import { ApiKeyService } from '../auth/api-key.service';
 import { KeyChangeChannel } from '../auth/key-change.channel';
 import { loadConfig } from '../config';
+import { RedisConnections } from '../redis/redis.connections';
 import { withDatabase } from './cli-database';
 import { USAGE_ERROR, byRule, positiveIntegerArgument, runCli } from './cli-options';
 import { API_KEY_LIMITS } from '../limits';
@@ -17,14 +18,14 @@ import { API_KEY_LIMITS } from '../limits';
 function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise<void> {
   return withDatabase(async (database) => {
     const apiKeys = new ApiKeyService(database);
-    const { redisUrl, namespace } = loadConfig(process.env).rateLimit;
-    const log = { warn: (_fields: object, message: string) => void process.stderr.write(`apikey: ${message}\n`) };
-    const keyChanges = redisUrl ? new KeyChangeChannel({ redisUrl, namespace, log }) : null;
-    apiKeys.changes.announceTo(keyChanges);
+    const { url, keyChangesChannel } = loadConfig(process.env).redis;
+    const log = { warn: (_fields: object, message: string) => void process.stderr.write(`apikey: ${message}\n`), debug: () => undefined };
+    const redis = url ? new RedisConnections(url, log) : null;
+    apiKeys.changes.announceTo(redis && new KeyChangeChannel(redis, keyChangesChannel, log));
     try {
       await action(apiKeys);
     } finally {
-      await keyChanges?.close();
+      await redis?.close();
     }
   });
 }

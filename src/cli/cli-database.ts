@@ -13,9 +13,7 @@ import { openDatabase } from '../database/open-database';
  */
 export async function withDatabase(action: (database: Database) => Promise<void>, { migrate = true } = {}): Promise<void> {
   const config = loadConfig(process.env);
-  for (const variable of config.misspeltVariables)
-    process.stderr.write(`warning: ${variable.message}
-`);
+  for (const variable of [...config.misspeltVariables, ...config.deprecatedVariables]) process.stderr.write(`warning: ${variable.message}\n`);
   const unlock = await lockEmbeddedDatabase(config.database);
   try {
     const database = migrate

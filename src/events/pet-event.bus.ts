@@ -1,20 +1,18 @@
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Database } from '../database/database';
 import type { PetEvents } from '../pets/pet-events';
 import { FeedSequencer } from './feed-sequencer';
 import { PetFeed } from './pet-feed';
 import { PetFeedRepository } from './pet-feed.repository';
-import { type RedisHealthMonitor, redisConnectionOptions } from '../observability/redis-health.monitor';
+import type { RedisConnections } from '../redis/redis.connections';
 
 /**
- * `REDIS_URL` and `PET_EVENTS_CHANNEL` (docs/events.md); without Redis, instances find new events by polling alone.
- * `redisHealth` reports Redis's outages, so the bus's connections log their errors at debug only.
+ * The process's Redis connections (`REDIS_URL`) and the pokes' channel, RedisConfig.petFeedChannel (docs/events.md);
+ * without Redis, instances find new events by polling alone.
  */
 export interface PetEventBusOptions {
   readonly database: Database;
-  readonly redisUrl?: string;
-  readonly redisHealth?: RedisHealthMonitor;
+  readonly redis?: Pick<RedisConnections, 'publish' | 'listen'>;
   readonly channel: string;
   readonly log: Pick<Logger, 'warn' | 'info' | 'debug'>;
 }
@@ -35,21 +33,15 @@ type FeedPoke = { head: number } | { stored: true };
  * reaches every instance within milliseconds; without it (or while it is away) the ticks alone bring it within
  * PET_FEED_LIMITS.stampEveryMs + followEveryMs. Redis carries no event: losing a poke delays, never loses.
  */
-export async function startPetEventBus({ database, redisUrl, redisHealth, channel, log }: PetEventBusOptions): Promise<PetEventBus> {
+export async function startPetEventBus({ database, redis, channel, log }: PetEventBusOptions): Promise<PetEventBus> {
   const repository = new PetFeedRepository(database);
   const feed = new PetFeed(repository, log);
   await feed.start();
 
-  // A poke is not worth waiting for: while Redis is away it fails at once, and the ticks find the event.
-  const publisher = redisUrl ? new Redis(redisUrl, redisConnectionOptions({ maxRetriesPerRequest: 0, enableOfflineQueue: false })) : undefined;
-  // A subscribed connection can do nothing else, hence two; it retries forever: a subscription is never given up.
-  const subscriber = redisUrl ? new Redis(redisUrl, redisConnectionOptions({ maxRetriesPerRequest: null })) : undefined;
+  // A poke is not worth waiting for: while Redis is away it fails at once, and the ticks find the event; the outage is
+  // reported once by the health monitor, not once per event.
   const poke = (message: FeedPoke) =>
-    publisher?.publish(channel, JSON.stringify(message)).catch((error: unknown) => {
-      // An outage is reported once by the health monitor, not once per event.
-      if (redisHealth) log.debug({ err: error, channel }, 'pet feed: poke not published');
-      else log.warn({ err: error, channel }, 'pet feed: poke not published');
-    });
+    redis?.publish(channel, JSON.stringify(message)).catch((error: unknown) => log.debug({ err: error, channel }, 'pet feed: poke not published'));
 
   const sequencer = new FeedSequencer(
     repository,
@@ -59,41 +51,36 @@ export async function startPetEventBus({ database, redisUrl, redisHealth, channe
     },
     log,
   );
-  for (const connection of [publisher, subscriber]) {
-    if (!connection) continue;
-    if (redisHealth) redisHealth.watch(connection, 'pet feed');
-    else connection.on('error', (error) => log.warn({ err: error, channel }, 'pet events store (Redis) unreachable'));
-  }
-  subscriber?.on('message', (from: string, message: string) => {
-    if (from !== channel) return;
-    let parsed: FeedPoke;
-    try {
-      parsed = JSON.parse(message) as FeedPoke;
-    } catch (error) {
-      log.warn({ err: error, channel }, 'unreadable pet feed poke ignored');
-      return;
-    }
-    if ('head' in parsed) {
-      if (parsed.head > feed.position) feed.advance();
-    } else if (sequencer.isLeader) {
-      sequencer.nudge();
-    }
+  redis?.listen(channel, {
+    message: (message) => {
+      let parsed: FeedPoke;
+      try {
+        parsed = JSON.parse(message) as FeedPoke;
+      } catch (error) {
+        log.warn({ err: error, channel }, 'unreadable pet feed poke ignored');
+        return;
+      }
+      if ('head' in parsed) {
+        if (parsed.head > feed.position) feed.advance();
+      } else if (sequencer.isLeader) {
+        sequencer.nudge();
+      }
+    },
+    // Pokes missed while the subscription was down: the ticks found those events; read now in case.
+    subscribed: () => feed.advance(),
   });
-  subscriber?.subscribe(channel).catch((error: unknown) => log.warn({ err: error, channel }, 'pet events: cannot subscribe'));
   sequencer.start();
 
   return {
     feed,
     sequencer,
     stored: () => {
-      if (sequencer.isLeader || !publisher) sequencer.nudge();
+      if (sequencer.isLeader || !redis) sequencer.nudge();
       else void poke({ stored: true });
     },
     close: async () => {
       await sequencer.close();
       await feed.close();
-      subscriber?.disconnect();
-      publisher?.disconnect();
     },
   };
 }

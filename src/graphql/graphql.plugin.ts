@@ -53,6 +53,8 @@ export interface GraphqlPluginOptions {
     followers: FeedFollowers;
     metrics: Metrics;
     clientAddressOf: (request: IncomingMessage) => string;
+    /** ServiceState.onStopAccepting: where the WebSockets' close is registered. */
+    onStopAccepting: (close: () => Promise<void>) => void;
   };
 }
 

@@ -35,6 +35,8 @@ export interface SubscriptionServerOptions {
   metrics: Metrics;
   /** TRUST_PROXY applied. */
   clientAddressOf: (request: IncomingMessage) => string;
+  /** Where the WebSockets' close is registered, run as the listener stops accepting (ServiceState.onStopAccepting). */
+  onStopAccepting: (close: () => Promise<void>) => void;
   /** The HTTP operations' rules beyond graphql-js's own (GraphQL Armor). */
   validationRules: readonly ValidationRule[];
   /** The documents a publishable key may run (docs/api-keys.md "Trusted documents"). */
@@ -121,6 +123,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     pendingMs: SUBSCRIPTION_LIMITS.connectionInitWaitMs,
     closeHandshakeMs: SUBSCRIPTION_LIMITS.closeHandshakeMs,
     admit: admitUpgrade,
+    onStopAccepting: options.onStopAccepting,
     accept: (request, socket, head) => wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request)),
     close: () => connections.close(wss),
   });

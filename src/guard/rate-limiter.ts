@@ -1,6 +1,6 @@
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { AppError } from '../errors/error-catalogue';
-import type { RedisFailurePolicy, RedisHealthMonitor } from '../observability/redis-health.monitor';
+import type { RedisHealthMonitor } from '../observability/redis-health.monitor';
 
 /** What one rate-limited client may spend per window (docs/security.md "Limits"). */
 export interface RateLimitConfig {
@@ -8,11 +8,8 @@ export interface RateLimitConfig {
   /** Per IP address without a valid key. */
   readonly unauthenticatedMax: number;
   readonly windowSeconds: number;
-  /** Counters shared by instances; in memory when absent. */
-  readonly redisUrl?: string;
-  readonly namespace: string;
-  /** RATE_LIMIT_ON_REDIS_FAILURE: with Redis away, count in this instance's memory, or refuse (503). */
-  readonly onRedisFailure: RedisFailurePolicy;
+  /** Prefix of every counter's key (REDIS_NAMESPACE's `rate-limit:`), so deployments sharing a Redis count apart. */
+  readonly counterPrefix: string;
 }
 
 /** The rate limit's price of a request, for both surfaces: one unit per pet-store call, at least 1 (docs/security.md "Limits"). */
@@ -56,9 +53,10 @@ export interface RateLimiter {
 }
 
 /**
- * The rate limiter on rate-limiter-flexible; keys `<namespace>key:<id>` and `<namespace>ip:<address>`. With `redis`
- * (the monitor of `config.redisUrl`, whose connection it counts on), the counters are in Redis; while its connection is
- * not ready, rate-limiter-flexible's insurance limiter counts in memory (`serve-local`) or the charge fails (`refuse`).
+ * The rate limiter on rate-limiter-flexible; keys `<counterPrefix>key:<id>` and `<counterPrefix>ip:<address>`. With
+ * `redis` (the health monitor of the instance's Redis, whose command connection it counts on), the counters are in Redis;
+ * while its connection is not ready, rate-limiter-flexible's insurance limiter counts in memory (`serve-local`) or the
+ * charge fails (`refuse`, the monitor's policy).
  */
 export function createRateLimiter(config: RateLimitConfig, redis?: RedisHealthMonitor): RateLimiter {
   // One limiter per quota: quotas are few (the defaults and what operators set per key).
@@ -74,7 +72,7 @@ export function createRateLimiter(config: RateLimitConfig, redis?: RedisHealthMo
             // A connection that is not ready fails at once, so a dead Redis holds no request.
             rejectIfRedisNotReady: true,
             // Without insurance, a Redis failure rejects with its Error (not a RateLimiterRes): refused below.
-            ...(config.onRedisFailure === 'serve-local' && { insuranceLimiter: new RateLimiterMemory(options) }),
+            ...(redis.policy === 'serve-local' && { insuranceLimiter: new RateLimiterMemory(options) }),
           })
         : new RateLimiterMemory(options);
       limiters.set(points, limiter);
@@ -92,7 +90,7 @@ export function createRateLimiter(config: RateLimitConfig, redis?: RedisHealthMo
   /** Charges one counter, all or none; a refusal spends nothing. */
   const chargeOne = async ({ name, quota }: RateLimitCounter, units: number) => {
     const limiter = limiterOf(quota);
-    const counter = config.namespace + name;
+    const counter = config.counterPrefix + name;
     const before = await limiter.get(counter);
     if (before && before.remainingPoints < units) return { charged: false, status: statusOf(quota, before) };
     try {
@@ -113,7 +111,7 @@ export function createRateLimiter(config: RateLimitConfig, redis?: RedisHealthMo
           const { charged, status } = await chargeOne(counter, units);
           if (!charged) {
             // Given back to the counters already charged, so a refusal spends nothing anywhere.
-            for (const done of counters.slice(0, index)) await limiterOf(done.quota).reward(config.namespace + done.name, units);
+            for (const done of counters.slice(0, index)) await limiterOf(done.quota).reward(config.counterPrefix + done.name, units);
             return { charged: false, status };
           }
           statuses.push(status);
@@ -127,7 +125,7 @@ export function createRateLimiter(config: RateLimitConfig, redis?: RedisHealthMo
       const statuses: RateLimitStatus[] = [];
       for (const { name, quota } of counters) {
         const limiter = limiterOf(quota);
-        const counter = config.namespace + name;
+        const counter = config.counterPrefix + name;
         const current = await limiter.get(counter);
         // A window that ended since the charge holds none of it: a reward there would start one below zero.
         const charged = current !== null && current.consumedPoints >= units;

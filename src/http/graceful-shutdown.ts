@@ -15,21 +15,10 @@ export function closeConnectionsOnceNotAccepting(app: FastifyInstance, state: Se
   });
 }
 
-/** Keyed by server: a plugin's instance is not the root's, the server is. */
-const closers = new WeakMap<FastifyInstance['server'], Array<() => Promise<void>>>();
-
-/**
- * Registers `close` for connections that would keep the server open (WebSockets), run as the
- * listener stops accepting. `app.close()` runs it too, so it must be safe to call twice.
- */
-export function onStopAccepting(app: FastifyInstance, close: () => Promise<void>): void {
-  closers.set(app.server, [...(closers.get(app.server) ?? []), close]);
-  app.addHook('preClose', close);
-}
-
 /**
  * Stops the app without resetting a connection it accepted (docs/operations.md "Signals"):
- * `/readyz` answers 503 for `drainMs`, then connections close as they finish; after `graceMs`
+ * `/readyz` answers 503 for `drainMs`, then the listener stops accepting while what `state` was told to close then
+ * (ServiceState.onStopAccepting: WebSockets, streams) closes, connections close as they finish; after `graceMs`
  * the rest are cut. Returns `timed-out` when a request had to be cut, else `clean`.
  */
 export async function drainAndClose(
@@ -53,7 +42,7 @@ export async function drainAndClose(
     // net.Server's close, not http.Server's: since Node 19 the latter also destroys idle
     // keep-alive connections at once, resetting a request a client has just sent on one.
     const closed = new Promise<void>((resolve) => Server.prototype.close.call(server, () => resolve()));
-    await Promise.all((closers.get(server) ?? []).map((close) => close()));
+    await state.stopAccepting();
     await closed;
     await app.close();
   } finally {

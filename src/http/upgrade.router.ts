@@ -4,7 +4,6 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { AppError, toAppError } from '../errors/error-catalogue';
 import { writeRawHttpError } from './raw-http-error';
-import { onStopAccepting } from './graceful-shutdown';
 
 /** Where WebSocket upgrades go, and how many an address may hold before it authenticates. */
 export interface UpgradeRouterOptions {
@@ -25,6 +24,8 @@ export interface UpgradeRouterOptions {
   accept: (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** At shutdown; upgraded sockets still open after it are destroyed. */
   close: () => Promise<void>;
+  /** Where the router registers its close, run as the listener stops accepting (ServiceState.onStopAccepting). */
+  onStopAccepting: (close: () => Promise<void>) => void;
 }
 
 /** Refuses an upgrade in the Error shape; the socket is cut after `closeHandshakeMs` so a refused peer holds nothing. */
@@ -100,7 +101,7 @@ export function routeUpgrades(app: FastifyInstance, options: UpgradeRouterOption
   });
 
   let closing: Promise<void> | undefined;
-  onStopAccepting(app, () => {
+  options.onStopAccepting(() => {
     closing ??= (async () => {
       accepting = false;
       await options.close();

@@ -1,5 +1,6 @@
-import { type Command, Redis, type RedisOptions } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { REDIS_TIMEOUTS } from '../limits';
+import type { CommandConnection } from '../redis/redis.connections';
 
 /** RATE_LIMIT_ON_REDIS_FAILURE (docs/configuration.md): what the rate limit does while Redis is away. */
 export const REDIS_FAILURE_POLICIES = ['serve-local', 'refuse'] as const;
@@ -41,44 +42,18 @@ export interface RedisHealthReport {
 }
 
 /**
- * The connection options every Redis connection of the service uses: reconnection attempts at most
- * REDIS_TIMEOUTS.reconnectMaxMs apart, so Redis is used again within 2 s of answering again; `extra` overrides.
- */
-export function redisConnectionOptions(extra: RedisOptions = {}): RedisOptions {
-  return {
-    connectTimeout: REDIS_TIMEOUTS.connectMs,
-    retryStrategy: (attempt: number) => Math.min(attempt * 100, REDIS_TIMEOUTS.reconnectMaxMs),
-    ...extra,
-  };
-}
-
-/** An ioredis connection that reports each command timing out: the sign of a Redis that stalls with the connection open. */
-class TimedRedis extends Redis {
-  onCommandTimeout: () => void = () => undefined;
-
-  override sendCommand(command: Command, ...rest: Parameters<Redis['sendCommand']> extends [Command, ...infer R] ? R : never): unknown {
-    const sent = super.sendCommand(command, ...rest);
-    // ioredis's own message for commandTimeout (Command.setTimeout); other failures have their events.
-    command.promise.catch((error: Error) => {
-      if (error.message === 'Command timed out') this.onCommandTimeout();
-    });
-    return sent;
-  }
-}
-
-/**
  * The one judge of whether Redis (`REDIS_URL`) answers, shared by the rate limiter, the API key change channel and the
- * change feed (docs/failures.md "Redis"). It owns the command connection the rate limiter counts on ({@link client}):
- * `ready` and `close` on it, a command timing out on it, and a PING every REDIS_TIMEOUTS.checkEveryMs, move
- * {@link state}; each change is logged once (a warning when Redis is lost, an info line when it is back), and the other
- * connections' errors, which every reconnection attempt repeats, are logged at debug ({@link watch}).
+ * change feed (docs/failures.md "Redis"). It watches the process's command connection (RedisConnections.command, which
+ * the rate limiter counts on and every publish goes through): `ready` and `close` on it, a command timing out on it, and
+ * a PING every REDIS_TIMEOUTS.checkEveryMs, move {@link state}; each change is logged once (a warning when Redis is lost,
+ * an info line when it is back).
  *
- * The client fails fast while disconnected (no offline queue, no retry of a command), so a dead Redis never holds a
+ * The connection fails fast while disconnected (no offline queue, no retry of a command), so a dead Redis never holds a
  * request; a command or PING that times out on a connection still open (a stalled server) drops it, so the commands
  * after it fail fast too instead of each waiting REDIS_TIMEOUTS.commandMs.
  */
 export class RedisHealthMonitor {
-  /** The command connection: rate-limit counters. Connected by {@link start}. */
+  /** The command connection: rate-limit counters and publishes. Connected by {@link start}. */
   readonly client: Redis;
   private current: RedisState = 'connecting';
   private since = new Date();
@@ -88,25 +63,13 @@ export class RedisHealthMonitor {
   private settleFirst: () => void = () => undefined;
 
   constructor(
-    url: string,
+    client: CommandConnection,
     readonly policy: RedisFailurePolicy,
     private readonly log: RedisHealthLog,
   ) {
     this.firstAnswer = new Promise((resolve) => (this.settleFirst = resolve));
-    const client = new TimedRedis(
-      url,
-      redisConnectionOptions({
-        lazyConnect: true,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        commandTimeout: REDIS_TIMEOUTS.commandMs,
-        // A stalled server never closes its side: a connection given up is destroyed at once, not 2 s later.
-        disconnectTimeout: 0,
-      }),
-    );
     client.onCommandTimeout = () => this.stalled('a command timed out');
     this.client = client;
-    this.watch(this.client, 'rate limit');
     this.client.on('ready', () => this.observe(true, 'connected'));
     this.client.on('close', () => this.observe(false, 'connection closed'));
   }
@@ -137,22 +100,15 @@ export class RedisHealthMonitor {
     return { state: this.current, since: this.since.toISOString(), onFailure: this.policy };
   }
 
-  /** Logs the errors of `connection` (one of another part of the service, named by `role`) at debug: the monitor reports the outage. */
-  watch(connection: Redis, role: string): void {
-    connection.on('error', (error: Error) => this.log.debug({ err: error, role }, 'Redis connection error'));
-  }
-
-  /** Stops checking and closes the command connection; no state change is logged after. */
-  async close(): Promise<void> {
+  /** Stops checking; no state change is logged after (the connection is its owner's, RedisConnections', to close). */
+  close(): void {
     this.closed = true;
     clearInterval(this.timer);
     this.settleFirst();
-    if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
-    else this.client.disconnect();
   }
 
   /**
-   * A PING only finds a stall: its timeout reports itself (TimedRedis), a connection lost has its `close`. Only a new
+   * A PING only finds a stall: its timeout reports itself (CommandConnection), a connection lost has its `close`. Only a new
    * connection's `ready` says Redis is back, never an answer on the connection being given up.
    */
   private async check(): Promise<void> {

@@ -22,6 +22,9 @@ import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { TRACING_LIMITS } from '../limits';
 import { SURFACE_PATHS } from '../surface-paths';
 
+/** The OTEL_* variables as the configuration read them (tracing.ts's TracingSettings). */
+type TracingSettings = Readonly<Record<string, string | undefined>>;
+
 /** What the service calls itself unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise. */
 const SERVICE_NAME = 'pet-store-gateway';
 
@@ -33,7 +36,7 @@ const UNTRACED_ROUTES = new Set<string | undefined>([SURFACE_PATHS.healthz, SURF
  * (`parentbased_always_on` when unset).
  * @throws Error naming the variable when its value is not one of the specification's samplers or ratio.
  */
-export function samplerOf(env: NodeJS.ProcessEnv): Sampler {
+export function samplerOf(env: TracingSettings): Sampler {
   const name = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || 'parentbased_always_on';
   const ratio = (): number => {
     const text = env.OTEL_TRACES_SAMPLER_ARG?.trim();
@@ -88,7 +91,7 @@ export class RequestStatementsSampler implements Sampler {
  * exporter reads its endpoint, headers and timeout from the standard variables itself.
  * @throws Error for `grpc` or any other value: this service exports over HTTP only.
  */
-function exporterOf(env: NodeJS.ProcessEnv): OtlpProtobufExporter | OtlpJsonExporter {
+function exporterOf(env: TracingSettings): OtlpProtobufExporter | OtlpJsonExporter {
   const variable = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
   const protocol = env[variable]?.trim() || 'http/protobuf';
   if (protocol === 'http/protobuf') return new OtlpProtobufExporter();
@@ -103,7 +106,7 @@ function exporterOf(env: NodeJS.ProcessEnv): OtlpProtobufExporter | OtlpJsonExpo
  * line logged within a span). Call it before fastify, mysql2, ioredis or pino is required.
  * @throws Error naming the OTEL_* variable whose value is not understood.
  */
-export function startTracing(env: NodeJS.ProcessEnv): { enabled: true; shutdown: () => Promise<void> } {
+export function startTracing(env: TracingSettings): { enabled: true; shutdown: () => Promise<void> } {
   const provider = new NodeTracerProvider({
     resource: defaultResource()
       .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: SERVICE_NAME }))

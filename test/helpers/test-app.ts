@@ -46,7 +46,7 @@ export function testConfig(env: Readonly<Record<string, string>> = {}): Config {
     LOG_LEVEL: 'silent',
     RATE_LIMIT_MAX: '1000000000',
     RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
-    RATE_LIMIT_NAMESPACE: `test-${randomUUID()}:`,
+    REDIS_NAMESPACE: `test-${randomUUID()}:`,
     // Webhook tests run dispatchers of their own, with short limits; an app delivers only when a test says so.
     WEBHOOK_DELIVERIES: 'false',
     // A test app runs on the database startTestApp gives it, never on the configuration's: production's demand for an

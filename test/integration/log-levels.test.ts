@@ -2,7 +2,7 @@ import { buildApp } from '../../src/app';
 import { MIGRATIONS } from '../../src/database/data-source';
 import { openDatabase } from '../../src/database/open-database';
 import { createLogger } from '../../src/observability/logger';
-import type { ServiceState } from '../../src/observability/service-state';
+import { ServiceState } from '../../src/observability/service-state';
 import { type TestApp, request, startTestApp, testConfig } from '../helpers/test-app';
 import { createTestDatabase } from '../helpers/test-database';
 
@@ -21,7 +21,7 @@ const WARN = 40;
 
 describe('request lines by outcome', () => {
   let t: TestApp;
-  const state: ServiceState = { draining: false };
+  const state = new ServiceState();
   const lines: Line[] = [];
   const completed = () => lines.filter((line) => line.msg === 'request completed').map(({ level, route, status }) => ({ level, route, status }));
 

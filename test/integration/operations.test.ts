@@ -6,7 +6,7 @@ import { buildMetricsServer } from '../../src/observability/metrics.server';
 import { type Metrics, createMetrics } from '../../src/observability/metrics.registry';
 import { DeprecationTracker } from '../../src/observability/deprecation.tracker';
 import { createLogger } from '../../src/observability/logger';
-import type { ServiceState } from '../../src/observability/service-state';
+import { ServiceState } from '../../src/observability/service-state';
 import { countStatements } from '../helpers/statement-counter';
 import { type TestApp, createPet, graphql, request, startTestApp } from '../helpers/test-app';
 import { createTestDatabase, testOnMysql } from '../helpers/test-database';
@@ -15,7 +15,7 @@ import { createTestDatabase, testOnMysql } from '../helpers/test-database';
 describe('operations', () => {
   let t: TestApp;
   let metrics: Metrics;
-  const state: ServiceState = { draining: false };
+  const state = new ServiceState();
   const lines: Array<Record<string, any>> = [];
 
   beforeAll(async () => {

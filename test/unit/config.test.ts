@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CONFIG_SPEC, ConfigError, EMBEDDED_DATABASE_PATH, loadConfig } from '../../src/config';
-import { TrustedDocuments } from '../../src/graphql/trusted-documents';
+import { readTrustedDocuments } from '../../src/app';
 
 /** A codegen manifest of one document, for TRUSTED_DOCUMENTS. */
 const MANIFEST = path.join(mkdtempSync(path.join(tmpdir(), 'config-')), 'persisted-documents.json');
@@ -19,16 +19,18 @@ describe('loadConfig', () => {
       database: { type: 'sqlite', path: path.resolve(EMBEDDED_DATABASE_PATH) },
       corsOrigins: [],
       trustProxy: false,
-      rateLimit: { max: 600, unauthenticatedMax: 60, windowSeconds: 60, namespace: 'petstore-rate-limit:', onRedisFailure: 'serve-local' },
+      rateLimit: { max: 600, unauthenticatedMax: 60, windowSeconds: 60, counterPrefix: 'petstore:rate-limit:' },
+      redis: { onFailure: 'serve-local', keyChangesChannel: 'petstore:api-key-changes', petFeedChannel: 'petstore:pet-feed' },
       metrics: { port: 9464, host: '127.0.0.1' },
       shutdown: { drainSeconds: 0, graceSeconds: 10 },
       databaseConnectAttempts: 5,
       migrateOnStart: true,
       slowStatementMs: 500,
-      petEventsChannel: 'pet-store:pet-created',
       apiKeyCacheSeconds: 5,
-      trustedDocuments: TrustedDocuments.none(),
+      trustedDocumentManifests: [],
       misspeltVariables: [],
+      deprecatedVariables: [],
+      tracing: {},
       webhooks: { deliveries: true, allowHttp: false, allowPrivateTargets: false, retrySchedule: [0, 5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400] },
     });
   });
@@ -46,9 +48,8 @@ describe('loadConfig', () => {
       RATE_LIMIT_UNAUTHENTICATED_MAX: '10',
       RATE_LIMIT_WINDOW_SECONDS: '30',
       REDIS_URL: 'redis://cache:6379',
-      RATE_LIMIT_NAMESPACE: 'staging-limits:',
+      REDIS_NAMESPACE: 'staging:',
       RATE_LIMIT_ON_REDIS_FAILURE: 'refuse',
-      PET_EVENTS_CHANNEL: 'staging:pet-created',
       DATABASE_REPLICA_URLS: 'mysql://user:pass@replica-1:3306/petstore, mysql://user:pass@replica-2:3306/petstore',
       DATABASE_REPLICA_MAX_LAG_SECONDS: '3',
       DATABASE_CONNECT_ATTEMPTS: '2',
@@ -62,6 +63,8 @@ describe('loadConfig', () => {
       TRUSTED_DOCUMENTS: MANIFEST,
       WEBHOOK_RETRY_SCHEDULE: '0,2.5',
       WEBHOOK_DELIVERIES: 'false',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
     });
     expect(config).toEqual({
       port: 8080,
@@ -76,26 +79,20 @@ describe('loadConfig', () => {
       },
       corsOrigins: ['https://app.example.com', 'http://localhost:5173'],
       trustProxy: ['10.0.0.0/8', '192.168.1.7', 'fd00::/8'],
-      rateLimit: {
-        max: 100,
-        unauthenticatedMax: 10,
-        windowSeconds: 30,
-        namespace: 'staging-limits:',
-        onRedisFailure: 'refuse',
-        redisUrl: 'redis://cache:6379',
-      },
+      rateLimit: { max: 100, unauthenticatedMax: 10, windowSeconds: 30, counterPrefix: 'staging:rate-limit:' },
+      redis: { url: 'redis://cache:6379', onFailure: 'refuse', keyChangesChannel: 'staging:api-key-changes', petFeedChannel: 'staging:pet-feed' },
       metrics: { port: 9100, host: '10.0.0.5' },
       shutdown: { drainSeconds: 5, graceSeconds: 30 },
       databaseConnectAttempts: 2,
       migrateOnStart: false,
       slowStatementMs: 250,
-      petEventsChannel: 'staging:pet-created',
       apiKeyCacheSeconds: 0,
-      trustedDocuments: expect.any(TrustedDocuments),
+      trustedDocumentManifests: [MANIFEST],
       misspeltVariables: [],
+      deprecatedVariables: [],
+      tracing: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' },
       webhooks: { deliveries: false, allowHttp: false, allowPrivateTargets: false, retrySchedule: [0, 2.5] },
     });
-    expect(config.trustedDocuments.size).toBe(1);
   });
 
   test('when the base addresses are set, then they are kept without a trailing slash', () => {
@@ -134,18 +131,34 @@ describe('loadConfig', () => {
     ['SHUTDOWN_DRAIN_SECONDS', '-1'],
     ['SHUTDOWN_GRACE_SECONDS', '0'],
     ['API_KEY_CACHE_SECONDS', '1.5'],
-    ['TRUSTED_DOCUMENTS', 'no/such/manifest.json'],
+    ['REDIS_NAMESPACE', ''],
+    ['REDIS_NAMESPACE', '  '],
+    ['RATE_LIMIT_NAMESPACE', ''],
+    ['PET_EVENTS_CHANNEL', ''],
   ])('when %s is %p, then ConfigError naming it', (key, value) => {
     expect(() => loadConfig({ [key]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [key]: value })).toThrow(new RegExp(`${key}: `));
   });
 
-  test('when a trusted document manifest is malformed, then one line names the variable, the file and the problem', () => {
+  test('when a trusted document manifest is malformed or missing, then reading it is one line naming the variable, the file and the problem', () => {
     const bad = path.join(path.dirname(MANIFEST), 'bad.json');
     writeFileSync(bad, '{"format": "apollo-persisted-query-manifest", "version": 2, "operations": []}');
-    expect(() => loadConfig({ TRUSTED_DOCUMENTS: `${MANIFEST}, ${bad}` })).toThrow(
+    expect(() => readTrustedDocuments(loadConfig({ TRUSTED_DOCUMENTS: `${MANIFEST}, ${bad}` }))).toThrow(
       new ConfigError(`Invalid configuration: TRUSTED_DOCUMENTS: ${bad}: version must be equal to 1`),
     );
+    expect(() => readTrustedDocuments(loadConfig({ TRUSTED_DOCUMENTS: 'no/such/manifest.json' }))).toThrow(
+      new ConfigError('Invalid configuration: TRUSTED_DOCUMENTS: no/such/manifest.json: cannot be read (ENOENT)'),
+    );
+    expect(readTrustedDocuments(loadConfig({ TRUSTED_DOCUMENTS: MANIFEST })).size).toBe(1);
+  });
+
+  test('when the old Redis names are set, then they keep their meaning and each is reported deprecated; REDIS_NAMESPACE names everything else', () => {
+    const config = loadConfig({ REDIS_NAMESPACE: 'eu:', RATE_LIMIT_NAMESPACE: 'eu-limits:', PET_EVENTS_CHANNEL: 'eu:pets' });
+    expect(config.rateLimit.counterPrefix).toBe('eu-limits:');
+    expect(config.redis).toMatchObject({ keyChangesChannel: 'eu-limits:api-key-changes', petFeedChannel: 'eu:pets' });
+    expect(config.deprecatedVariables.map((variable) => variable.name)).toEqual(['RATE_LIMIT_NAMESPACE', 'PET_EVENTS_CHANNEL']);
+    expect(config.deprecatedVariables[0].message).toMatch(/^RATE_LIMIT_NAMESPACE is deprecated .*REDIS_NAMESPACE/);
+    expect(loadConfig({ REDIS_NAMESPACE: 'eu:' }).deprecatedVariables).toEqual([]);
   });
 
   test('when read replicas are set without a primary, then ConfigError', () => {

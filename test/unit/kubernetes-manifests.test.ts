@@ -108,7 +108,7 @@ describe('deploy/kubernetes against the service', () => {
   it('starts a valid production configuration on MySQL and Redis that leaves migrations to the Job', () => {
     expect(config.nodeEnv).toBe('production');
     expect(config.database.type).toBe('mysql');
-    expect(config.rateLimit.redisUrl).toBeDefined();
+    expect(config.redis.url).toBeDefined();
     expect(config.migrateOnStart).toBe(false);
     expect(loadConfig(environment(job.spec!.template.spec!.containers[0])).database.type).toBe('mysql');
     expect(job.spec!.template.spec!.containers[0].command).toEqual(['node', 'dist/src/cli/db.cli.js', 'migrate']);

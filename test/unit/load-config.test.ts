@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { CONFIG_SPEC, ConfigError, DEV_API_KEY_PATH, EMBEDDED_DATABASE_PATH, METRICS_PORT_OFFSET, loadConfig } from '../../src/config';
-import { LOG_LEVELS } from '../../src/observability/logger';
+import { LOG_LEVELS } from '../../src/observability/log-levels';
 import { API_KEY_CACHE, DATABASE_DEADLINES } from '../../src/limits';
 
 /**
@@ -39,6 +39,7 @@ describe('the variables read', () => {
       'RATE_LIMIT_UNAUTHENTICATED_MAX',
       'RATE_LIMIT_WINDOW_SECONDS',
       'REDIS_URL',
+      'REDIS_NAMESPACE',
       'PET_EVENTS_CHANNEL',
       'RATE_LIMIT_ON_REDIS_FAILURE',
       'RATE_LIMIT_NAMESPACE',
@@ -289,11 +290,11 @@ describe('the integer variables', () => {
   );
 });
 
-describe('REDIS_URL, PET_EVENTS_CHANNEL, RATE_LIMIT_NAMESPACE', () => {
+describe('REDIS_URL, REDIS_NAMESPACE', () => {
   test.each(['redis://cache:6379', 'rediss://user:secret@cache.example.com:6380/2', 'redis://[::1]:6379'])(
     'when REDIS_URL is %p, then the rate limit uses it as given',
     (url) => {
-      expect(loadConfig({ REDIS_URL: url }).rateLimit.redisUrl).toBe(url);
+      expect(loadConfig({ REDIS_URL: url }).redis.url).toBe(url);
     },
   );
 
@@ -301,19 +302,24 @@ describe('REDIS_URL, PET_EVENTS_CHANNEL, RATE_LIMIT_NAMESPACE', () => {
     expect(configError({ REDIS_URL: value })).toBe('Invalid configuration: REDIS_URL: must be a URL such as redis://host:6379');
   });
 
-  test('when the channel and namespace are set, then they are used as given', () => {
-    const config = loadConfig({ PET_EVENTS_CHANNEL: 'eu:pets', RATE_LIMIT_NAMESPACE: 'eu-limits:' });
-    expect({ channel: config.petEventsChannel, namespace: config.rateLimit.namespace }).toEqual({ channel: 'eu:pets', namespace: 'eu-limits:' });
+  test('when the namespace is set, then every name in Redis starts with it', () => {
+    const config = loadConfig({ REDIS_NAMESPACE: 'eu:' });
+    expect({ counters: config.rateLimit.counterPrefix, ...config.redis }).toEqual({
+      counters: 'eu:rate-limit:',
+      onFailure: 'serve-local',
+      keyChangesChannel: 'eu:api-key-changes',
+      petFeedChannel: 'eu:pet-feed',
+    });
   });
 });
 
 describe('RATE_LIMIT_ON_REDIS_FAILURE', () => {
   test('when unset, then rate limits are counted by each instance while Redis is away (serve-local)', () => {
-    expect(loadConfig({}).rateLimit.onRedisFailure).toBe('serve-local');
+    expect(loadConfig({}).redis.onFailure).toBe('serve-local');
   });
 
   test.each(['serve-local', 'refuse'])('when it is %p, then it is kept', (value) => {
-    expect(loadConfig({ RATE_LIMIT_ON_REDIS_FAILURE: value }).rateLimit.onRedisFailure).toBe(value);
+    expect(loadConfig({ RATE_LIMIT_ON_REDIS_FAILURE: value }).redis.onFailure).toBe(value);
   });
 
   test.each(['', 'Refuse', 'allow', 'fail-open'])('when it is %p, then ConfigError listing the choices', (value) => {

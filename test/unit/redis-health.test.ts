@@ -1,4 +1,5 @@
-import { type RedisState, nextRedisState, redisConnectionOptions } from '../../src/observability/redis-health.monitor';
+import { type RedisState, nextRedisState } from '../../src/observability/redis-health.monitor';
+import { redisConnectionOptions } from '../../src/redis/redis.connections';
 import { REDIS_TIMEOUTS } from '../../src/limits';
 
 /** The rules of src/observability/redis-health.monitor.ts: one line per change of Redis's state (docs/failures.md "Redis"). */
