@@ -216,6 +216,8 @@ export const WEBHOOK_LIMITS = Object.freeze({
   claimEveryMs: 500,
   /** Endpoints one instance delivers to at once, each in order, none waiting for another. */
   maxConcurrentEndpoints: 16,
+  /** Events an endpoint's delivery reads from the feed at a time (each is still sent and acknowledged alone). */
+  eventsPerRead: 100,
   /** `Retry-After` on 429 and 503 is honoured up to this. */
   maxRetryAfterSeconds: 24 * 60 * 60,
   urlMaxLength: 2048,

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { Database } from '../database/database';
 import { toEventBody } from '../events/pet-event.service';
-import { PetFeedRepository } from '../events/pet-feed.repository';
+import { type PetEvent, PetFeedRepository } from '../events/pet-feed.repository';
 import { type WebhookEndpoint, WebhookEndpointRepository } from './webhook-endpoint.repository';
 import { type SignedHeaders, signDelivery } from './webhook-signature';
 import { type WebhookTargetRules, WebhookTargetError, checkTarget, checkedLookup } from './webhook-target.policy';
@@ -175,19 +175,28 @@ export class WebhookDispatcher {
     const { id } = claimed;
     let cursor = claimed.cursor;
     let attempt = claimed.attempt;
+    // The events still to send, read a page at a time up to the head (with the filter they were read with): per event,
+    // only the endpoint's read and the cursor's update go to the database.
+    let page: PetEvent[] = [];
+    let pageFilter: string | undefined;
     try {
       while (!this.stopping.signal.aborted) {
         // Read again before each event (by primary key): a rotated secret, a new filter, or the endpoint disabled or
         // removed since the claim applies from the next event, not after a long catch-up.
         const endpoint = await this.endpoints.get(id);
         if (!endpoint || endpoint.state !== 'enabled') return;
-        const head = await this.endpoints.head();
-        const [event] = await this.feed.read({ after: cursor, limit: 1, status: endpoint.status ?? undefined, upTo: head });
-        if (!event) {
-          // Nothing up to the head matches the filter: skip there, so the endpoint is not claimed again for those.
-          if (head > cursor) await this.endpoints.advance(id, this.holder, head, false);
-          return;
+        const filter = endpoint.status ?? undefined;
+        if (page.length === 0 || filter !== pageFilter) {
+          const head = await this.endpoints.head();
+          page = await this.feed.read({ after: cursor, limit: this.limits.eventsPerRead, status: filter, upTo: head });
+          pageFilter = filter;
+          if (page.length === 0) {
+            // Nothing up to the head matches the filter: skip there, so the endpoint is not claimed again for those.
+            if (head > cursor) await this.endpoints.advance(id, this.holder, head, false);
+            return;
+          }
         }
+        const event = page[0];
         const body = JSON.stringify(toEventBody(event));
         const headers = signDelivery(endpoint.secrets, event.cursor, new Date(), body);
         if (headers['webhook-signature'] === '') {
@@ -202,6 +211,7 @@ export class WebhookDispatcher {
           if (!(await this.endpoints.advance(id, this.holder, event.seq, true))) return;
           cursor = event.seq;
           attempt = 0;
+          page.shift();
           continue;
         }
         const next = attempt + 1;
