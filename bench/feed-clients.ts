@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 
 /**
@@ -9,16 +10,24 @@ import WebSocket from 'ws';
  *
  * - `sse`: `GET /v1/events` with `Accept: text/event-stream` (from now), raw `http`, reading `data:` lines;
  * - `ws`: a WebSocket with graphql-transport-ws by hand (`connection_init`, `subscribe`, `pong`), `subscription` the
- *   operation given.
+ *   operation given;
+ * - `webhook`: an HTTP receiver on 127.0.0.1 (a port of its own per client) that answers every request 204 and keeps the
+ *   pet id of each delivery's body (the JSON of `GET /v1/events`: `{"id": cursor, "type": …, "pet": {"id": …}}`); its URL
+ *   is in the `connected` answer, for the bench to register as a webhook endpoint of the service.
  *
  * Messages from the bench: `{ type: 'connect' }`, `{ type: 'received', id }` (how many clients got pet `id`),
  * `{ type: 'results', answers, seqs }`; each is answered by one message.
  */
 
+/** The kinds of follower: an SSE stream, a WebSocket subscription, a webhook endpoint. */
+export type FollowerKind = 'sse' | 'ws' | 'webhook';
+
 /** What the bench sends first (in `process.argv[2]`, JSON). */
 export interface FeedClientsSetup {
-  kind: 'sse' | 'ws';
+  kind: FollowerKind;
+  /** The service's base URL (not used by `webhook`: the service comes to it). */
   url: string;
+  /** API keys, one per client in turn (none for `webhook`). */
   keys: string[];
   count: number;
   /** For `ws`: the subscription document and the root field that carries `{ id }` (`petCreated`, or `petEvents` with `pet { id }`). */
@@ -29,7 +38,7 @@ export interface FeedClientsSetup {
 
 /** Per kind: what arrived compared with what was created. */
 export interface FeedDelivery {
-  kind: 'sse' | 'ws';
+  kind: FollowerKind;
   clients: number;
   /** Clients that were connected and had the warm-up event (those measured). */
   live: number;
@@ -64,7 +73,7 @@ export type FeedClientsRequest =
   | { type: 'results'; answers: Array<[id: number, answeredAt: number]>; seqs: Array<[id: number, seq: number]>; warmUpIds: number[] };
 
 export type FeedClientsReply =
-  | { type: 'connected'; open: number; failed: number; failures: string[] }
+  | { type: 'connected'; open: number; failed: number; failures: string[]; /** `webhook`: each open receiver's URL. */ urls: string[] }
   | { type: 'received'; id: number; clients: number }
   | { type: 'marked' }
   | { type: 'results'; delivery: FeedDelivery };
@@ -75,6 +84,8 @@ interface Client {
   at: number[];
   open: boolean;
   error?: string;
+  /** A webhook receiver's URL. */
+  url?: string;
   close: () => void;
 }
 
@@ -166,6 +177,52 @@ function openWs(url: string, key: string, subscription: { query: string; field: 
   });
 }
 
+/**
+ * A webhook receiver on 127.0.0.1: answers every request 204 and keeps the pet id of each body that has one, stamped when
+ * the body has arrived.
+ */
+function openWebhook(): Promise<Client> {
+  return new Promise((resolve) => {
+    const server = http.createServer((request, response) => {
+      let body = '';
+      request.setEncoding('utf8');
+      request.on('data', (chunk: string) => (body += chunk));
+      request.on('end', () => {
+        const arrived = now();
+        let id: unknown;
+        try {
+          id = (JSON.parse(body) as { pet?: { id?: unknown } }).pet?.id;
+        } catch {
+          // not an event: answered, not counted
+        }
+        if (id !== undefined) {
+          client.ids.push(Number(id));
+          client.at.push(arrived);
+        }
+        response.writeHead(204).end();
+      });
+    });
+    const client: Client = {
+      ids: [],
+      at: [],
+      open: false,
+      close: () => {
+        server.closeAllConnections();
+        server.close();
+      },
+    };
+    server.once('error', (error) => {
+      client.error = `webhook receiver ${error.message}`;
+      resolve(client);
+    });
+    server.listen(0, '127.0.0.1', () => {
+      client.open = true;
+      client.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/feed-bench`;
+      resolve(client);
+    });
+  });
+}
+
 function percentile(sorted: Float64Array, p: number): number {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
 }
@@ -181,9 +238,11 @@ function main(): void {
         case 'connect': {
           let next = 0;
           const open = (index: number) =>
-            setup.kind === 'sse'
-              ? openSse(setup.url, setup.keys[index % setup.keys.length])
-              : openWs(setup.url, setup.keys[index % setup.keys.length], setup.subscription!);
+            setup.kind === 'webhook'
+              ? openWebhook()
+              : setup.kind === 'sse'
+                ? openSse(setup.url, setup.keys[index % setup.keys.length])
+                : openWs(setup.url, setup.keys[index % setup.keys.length], setup.subscription!);
           const worker = async () => {
             while (next < setup.count) clients.push(await open(next++));
           };
@@ -194,6 +253,7 @@ function main(): void {
             open: clients.length - failed.length,
             failed: failed.length,
             failures: [...new Set(failed.map((c) => c.error ?? '?'))].slice(0, 5),
+            urls: clients.flatMap((c) => (c.open && c.url ? [c.url] : [])),
           });
           return;
         }

@@ -1,10 +1,12 @@
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, execFile, fork } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { createApiKeys, feedPositions, waitUntilStamped } from './bench-database';
 import { type Measurement, type RunningSystem, measureAtRate } from './bench.runner';
-import type { FeedClientsReply, FeedClientsRequest, FeedClientsSetup, FeedDelivery } from './feed-clients';
+import type { FeedClientsReply, FeedClientsRequest, FeedClientsSetup, FeedDelivery, FollowerKind } from './feed-clients';
 import { type StatementTally, StatementCounter } from './mysql-statement-counter';
 import { SCENARIOS, type ScenarioContext } from './scenarios';
 import { FOLLOWER_LIMITS, SUBSCRIPTION_LIMITS } from '../src/limits';
@@ -22,7 +24,7 @@ export interface FeedSettings {
   redis: boolean[];
 }
 
-/** One delivery run: the service with `sseClients` + `wsClients` followers while pets are created at `rate`. */
+/** One delivery run: the service with `sseClients` + `wsClients` followers and one webhook endpoint while pets are created at `rate`. */
 export interface FeedVariant {
   redis: boolean;
   rate: number;
@@ -31,6 +33,8 @@ export interface FeedVariant {
   subscription: 'petEvents' | 'petCreated';
   /** Why SSE was not measured (the build has no `GET /v1/events` stream), when it was not. */
   sseMissing?: string;
+  /** Why the webhook endpoint was not measured (the build has no webhook CLI to register it with), when it was not. */
+  webhookMissing?: string;
   /** Seconds to open every client; milliseconds from the last create's answer until every live client had the last event. */
   connectSeconds: number;
   drainMs: number;
@@ -64,6 +68,9 @@ export interface FeedResults {
   variants: FeedVariant[];
   sequencer: SequencerCost[];
 }
+
+/** How the report and the log name each kind of follower. */
+export const FOLLOWER_LABELS: Readonly<Record<FollowerKind, string>> = { sse: 'SSE', ws: 'WS', webhook: 'webhook' };
 
 /** Whether a delivery went wrong: a miss, a duplicate, an event out of order, or a client that could not follow. */
 export const deliveryFailed = (d: FeedDelivery) => d.missed > 0 || d.duplicates > 0 || d.outOfOrder > 0 || d.failed > 0 || d.ended > 0;
@@ -166,6 +173,38 @@ async function createOne(system: RunningSystem, apiKey: string): Promise<number>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The webhook CLI of a build (docs/webhooks.md "Endpoints"), relative to its folder. */
+const WEBHOOK_CLI = path.join('dist', 'src', 'cli', 'webhook.cli.js');
+
+/**
+ * What the service and its webhook CLI need to deliver to a receiver at http://127.0.0.1: http and private targets allowed,
+ * which the configuration refuses with NODE_ENV=production, so `test` (the same service but for GraphQL field suggestions
+ * in error messages and misspelt variables being warnings: docs/configuration.md "Production").
+ */
+const WEBHOOK_ENV = { NODE_ENV: 'test', WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_DELIVERIES: 'true' };
+
+/** Runs the build's webhook CLI in `directory` on `databaseUrl` (its own database connection); @returns its stdout. */
+async function webhookCli(directory: string, databaseUrl: string, args: string[]): Promise<string> {
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, [WEBHOOK_CLI, ...args], {
+      cwd: directory,
+      env: { ...process.env, ...WEBHOOK_ENV, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+    });
+    return stdout;
+  } catch (error) {
+    throw new Error(`webhook ${args.join(' ')} failed: ${(error as { stderr?: string }).stderr?.trim() || (error as Error).message}`, { cause: error });
+  }
+}
+
+/** Registers `url` as a webhook endpoint of every pet with the build's CLI (`webhook add`); @returns the endpoint's id. */
+async function addWebhookEndpoint(directory: string, databaseUrl: string, url: string): Promise<number> {
+  await webhookCli(directory, databaseUrl, ['add', url, '--description', 'bench feed follower']);
+  const listed = JSON.parse(await webhookCli(directory, databaseUrl, ['list', '--json'])) as Array<{ id: number; url: string }>;
+  const endpoint = listed.find((e) => e.url === url);
+  if (!endpoint) throw new Error(`webhook add ${url}: not in webhook list (${JSON.stringify(listed)})`);
+  return endpoint.id;
+}
+
 /** Polls every client process until each of its clients that is still open has pet `id`, or `timeoutMs` passes. @returns ms waited. */
 async function waitForEvent(children: Array<{ child: ChildProcess; open: number }>, id: number, timeoutMs: number): Promise<number> {
   const began = Date.now();
@@ -183,6 +222,8 @@ async function waitForEvent(children: Array<{ child: ChildProcess; open: number 
 export interface FeedPhaseOptions {
   /** Starts the service (or the baseline) with `env` added, on `databaseUrl`. */
   start: (system: 'service' | 'baseline', env: Record<string, string>, databaseUrl: string) => Promise<RunningSystem>;
+  /** The folder the system's build runs from: its webhook CLI (dist/src/cli/webhook.cli.js) registers the webhook endpoint. */
+  directory: (system: 'service' | 'baseline') => string;
   databaseUrl: string;
   context: ScenarioContext;
   settings: FeedSettings;
@@ -193,8 +234,9 @@ export interface FeedPhaseOptions {
 }
 
 /**
- * The feed phase (bench/README.md "Feed"): delivery latency and exactness to SSE and WebSocket followers of one instance,
- * with and without Redis; then the sequencer's statements and time per create, through a counting proxy.
+ * The feed phase (bench/README.md "Feed"): delivery latency and exactness to SSE and WebSocket followers and a webhook
+ * endpoint of one instance, with and without Redis; then the sequencer's statements and time per create, through a counting
+ * proxy.
  */
 export async function feedPhase(options: FeedPhaseOptions): Promise<FeedResults> {
   const { settings } = options;
@@ -212,12 +254,19 @@ export async function feedPhase(options: FeedPhaseOptions): Promise<FeedResults>
 async function deliveryRun(options: FeedPhaseOptions, redis: boolean, sseKeys: string[], wsKeys: string[]): Promise<FeedVariant> {
   const { settings, log, context } = options;
   const channel = `petstore-bench-${process.pid}-${Date.now()}`;
-  const env: Record<string, string> = redis ? { REDIS_URL: options.redisUrl, PET_EVENTS_CHANNEL: channel, RATE_LIMIT_NAMESPACE: channel } : {};
+  const directory = options.directory('service');
+  const webhookMissing = existsSync(path.join(directory, WEBHOOK_CLI)) ? undefined : `the build has no webhook CLI (${WEBHOOK_CLI})`;
+  const env: Record<string, string> = {
+    ...(redis && { REDIS_URL: options.redisUrl, PET_EVENTS_CHANNEL: channel, RATE_LIMIT_NAMESPACE: channel }),
+    ...(!webhookMissing && WEBHOOK_ENV),
+  };
   log(
-    `Feed: ${settings.sseClients} SSE + ${settings.wsClients} WebSocket followers, creates at ${settings.rate}/s for ${settings.seconds} s, ${redis ? 'with' : 'without'} Redis`,
+    `Feed: ${settings.sseClients} SSE + ${settings.wsClients} WebSocket followers${webhookMissing ? '' : ' + 1 webhook endpoint'}, creates at ${settings.rate}/s for ${settings.seconds} s, ${redis ? 'with' : 'without'} Redis`,
   );
+  if (webhookMissing) log(`  webhook not measured: ${webhookMissing}`);
   const service = await options.start('service', env, options.databaseUrl);
-  const children: Array<{ child: ChildProcess; kind: 'sse' | 'ws'; open: number }> = [];
+  const children: Array<{ child: ChildProcess; kind: FollowerKind; open: number }> = [];
+  let webhookEndpoint: number | undefined;
   try {
     const stamped = await waitUntilStamped(options.databaseUrl);
     if (stamped.timedOut) throw new Error(`the service left pets unstamped for ${stamped.ms} ms`);
@@ -232,6 +281,7 @@ async function deliveryRun(options: FeedPhaseOptions, redis: boolean, sseKeys: s
       const openAtOnce = Math.max(1, Math.floor(SUBSCRIPTION_LIMITS.maxPendingConnectionsPerAddress / 2));
       setups.push({ kind: 'ws', url: service.url, keys: wsKeys, count: settings.wsClients, subscription: SUBSCRIPTIONS[subscription], openAtOnce });
     }
+    if (!webhookMissing) setups.push({ kind: 'webhook', url: service.url, keys: [], count: 1, openAtOnce: 1 });
     for (const setup of setups) {
       const child = fork(path.join(__dirname, 'feed-clients.js'), [JSON.stringify(setup)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
       children.push({ child, kind: setup.kind, open: 0 });
@@ -242,6 +292,11 @@ async function deliveryRun(options: FeedPhaseOptions, redis: boolean, sseKeys: s
         const connected = await ask(entry.child, { type: 'connect' }, 'connected');
         entry.open = connected.open;
         log(`  ${entry.kind}: ${connected.open} open, ${connected.failed} failed${connected.failed ? ` (${connected.failures.join('; ')})` : ''}`);
+        // The endpoint's deliveries start after the feed's head now: before the warm-up creates.
+        for (const url of connected.urls) {
+          webhookEndpoint = await addWebhookEndpoint(directory, options.databaseUrl, url);
+          log(`  webhook: endpoint ${webhookEndpoint} registered (webhook add ${url})`);
+        }
       }),
     );
     const connectSeconds = (Date.now() - connectBegan) / 1000;
@@ -294,6 +349,7 @@ async function deliveryRun(options: FeedPhaseOptions, redis: boolean, sseKeys: s
       seconds: settings.seconds,
       subscription,
       ...(sseMissing && { sseMissing }),
+      ...(webhookMissing && { webhookMissing }),
       connectSeconds,
       drainMs,
       serviceExited,
@@ -303,6 +359,13 @@ async function deliveryRun(options: FeedPhaseOptions, redis: boolean, sseKeys: s
   } finally {
     for (const { child } of children) child.kill();
     await service.stop();
+    // Not left to the runs after this one, whose service would deliver to a receiver that is gone.
+    if (webhookEndpoint !== undefined) {
+      const id = webhookEndpoint;
+      await webhookCli(directory, options.databaseUrl, ['remove', String(id)]).catch((error: Error) =>
+        log(`  webhook: endpoint ${id} NOT REMOVED: ${error.message}`),
+      );
+    }
   }
 }
 

@@ -103,8 +103,15 @@ const command = new Command('bench')
   .option('--no-scale', 'skip the scale curve')
   .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
   .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
-  .option('--no-feed', "skip the feed phase (the change feed's delivery latency to SSE and WebSocket followers, and the sequencer's cost per create)")
-  .option('--feed-clients <n>', 'followers of each kind (SSE, WebSocket) in the feed phase (default 1000; 10 with --smoke)', positiveIntegerArgument)
+  .option(
+    '--no-feed',
+    "skip the feed phase (the change feed's delivery latency to SSE and WebSocket followers and a webhook endpoint, and the sequencer's cost per create)",
+  )
+  .option(
+    '--feed-clients <n>',
+    'followers of each kind (SSE, WebSocket) in the feed phase, beside one webhook endpoint (default 1000; 10 with --smoke)',
+    positiveIntegerArgument,
+  )
   .option('--feed-rate <n>', 'creates per second in the feed phase (default 200; 50 with --smoke)', positiveIntegerArgument)
   .option('--feed-seconds <seconds>', 'seconds of creates in each delivery run of the feed phase (default 20; 1 with --smoke)', positiveNumber)
   .option('--cpu-prof', 'write a V8 CPU profile of each system to bench/results/profiles/<system>/')
@@ -477,6 +484,7 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
   if (options.feed && SYSTEMS.includes('service')) {
     feed = await feedPhase({
       start: (system, env, url) => start(system, apiKey, url, env),
+      directory: (system) => (system === 'baseline' && baselineCheckout ? baselineCheckout.directory : path.resolve(__dirname, '..', '..')),
       databaseUrl: DATABASE_URL,
       context,
       settings: FEED,
