@@ -116,6 +116,9 @@ function deliverWebhooks(
   const { retrySchedule } = config.webhooks;
   const dispatcher = new WebhookDispatcher({ database, rules: config.webhooks, retrySchedule, log: app.log, metrics: webhookMetrics, following });
   app.addHook('onListen', async () => dispatcher.start());
+  // As the drain starts, not after it: an attempt started during it would be cut anyway and sent again by another
+  // instance. With the app's own close too (tests close it without a drain).
+  state.onDrain(() => dispatcher.close());
   state.onStopAccepting(() => dispatcher.close());
 }
 

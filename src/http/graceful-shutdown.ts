@@ -26,7 +26,7 @@ export async function drainAndClose(
   state: ServiceState,
   { drainMs, graceMs }: { drainMs: number; graceMs: number },
 ): Promise<'clean' | 'timed-out'> {
-  state.draining = true;
+  const drained = state.startDraining();
   if (drainMs > 0) await sleep(drainMs);
   const server = app.server;
   let outcome: 'clean' | 'timed-out' = 'clean';
@@ -44,6 +44,7 @@ export async function drainAndClose(
     const closed = new Promise<void>((resolve) => Server.prototype.close.call(server, () => resolve()));
     await state.stopAccepting();
     await closed;
+    await drained;
     await app.close();
   } finally {
     clearTimeout(deadline);

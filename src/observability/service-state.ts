@@ -5,8 +5,21 @@
  */
 export class ServiceState {
   draining = false;
+  private readonly drainHooks: Array<() => Promise<void>> = [];
   private readonly stopHooks: Array<() => Promise<void>> = [];
   private stopping: Promise<void> | undefined;
+  private drainingDone: Promise<void> | undefined;
+
+  /** Registers `stop`, run once as the drain starts: for work an instance must not start while leaving (webhook deliveries). */
+  onDrain(stop: () => Promise<void>): void {
+    this.drainHooks.push(stop);
+  }
+
+  /** Marks the service draining (`/readyz` 503) and runs every drain hook, together; resolves once they are done. Once. */
+  startDraining(): Promise<void> {
+    this.draining = true;
+    return (this.drainingDone ??= Promise.all(this.drainHooks.map((stop) => stop())).then(() => undefined));
+  }
 
   /** Registers `close`, run once by {@link stopAccepting}. */
   onStopAccepting(close: () => Promise<void>): void {

@@ -176,9 +176,11 @@ export class WebhookDispatcher {
     let cursor = claimed.cursor;
     let attempt = claimed.attempt;
     // The events still to send, read a page at a time up to the head (with the filter they were read with): per event,
-    // only the endpoint's read and the cursor's update go to the database.
+    // only the endpoint's read and the cursor's update go to the database, the update while the next event is sent.
     let page: PetEvent[] = [];
     let pageFilter: string | undefined;
+    /** The cursor update of the event delivered last, in flight: awaited before any other write of the endpoint's row. */
+    let advancing: Promise<boolean> = Promise.resolve(true);
     try {
       while (!this.stopping.signal.aborted) {
         // Read again before each event (by primary key): a rotated secret, a new filter, or the endpoint disabled or
@@ -192,7 +194,7 @@ export class WebhookDispatcher {
           pageFilter = filter;
           if (page.length === 0) {
             // Nothing up to the head matches the filter: skip there, so the endpoint is not claimed again for those.
-            if (head > cursor) await this.endpoints.advance(id, this.holder, head, false);
+            if (head > cursor && (await advancing)) await this.endpoints.advance(id, this.holder, head, false);
             return;
           }
         }
@@ -208,12 +210,17 @@ export class WebhookDispatcher {
         if (this.stopping.signal.aborted) return;
         if (result.outcome === 'success') {
           this.options.following?.delivered();
-          if (!(await this.endpoints.advance(id, this.holder, event.seq, true))) return;
+          // The lease was lost before the previous update: stop; whoever holds it now repeats this event (same webhook-id).
+          if (!(await advancing)) return;
+          advancing = this.endpoints.advance(id, this.holder, event.seq, true);
+          // Handled where it is awaited; marked now, so a failure before then is not an unhandled rejection.
+          advancing.catch(() => undefined);
           cursor = event.seq;
           attempt = 0;
           page.shift();
           continue;
         }
+        if (!(await advancing)) return;
         const next = attempt + 1;
         const disable: DisableReason | null = result.outcome === 'gone' ? 'gone' : next >= this.options.retrySchedule.length ? 'retries_exhausted' : null;
         if (disable) {
@@ -233,6 +240,9 @@ export class WebhookDispatcher {
     } catch (error) {
       this.options.log.warn({ err: error, endpoint: id }, 'webhooks: delivery interrupted by the database; the endpoint is claimed again later');
     } finally {
+      await advancing.catch((error: unknown) =>
+        this.options.log.warn({ err: error, endpoint: id }, 'webhooks: cursor update interrupted by the database; the event is sent again later'),
+      );
       await this.endpoints.release(this.holder, id).catch(() => undefined);
     }
   }
