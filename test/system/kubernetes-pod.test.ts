@@ -46,8 +46,7 @@ testOnMysql(
       ...variables,
       DATABASE_URL: (database as { url: string }).url,
       REDIS_URL: 'redis://127.0.0.1:6379',
-      RATE_LIMIT_NAMESPACE: `${namespace}:`,
-      PET_EVENTS_CHANNEL: `${namespace}:pets`,
+      REDIS_NAMESPACE: `${namespace}:`,
       PORT: String(port),
       METRICS_PORT: String(metricsPort),
     });

@@ -11,7 +11,7 @@ describeGraphqlCharging('in Redis', REDIS_URL);
 
 describe('counters shared through Redis', () => {
   test('when two instances share REDIS_URL, then a key spends one allowance across both', async () => {
-    const shared = { RATE_LIMIT_MAX: '2', RATE_LIMIT_UNAUTHENTICATED_MAX: '2', RATE_LIMIT_NAMESPACE: `rl-${randomUUID()}:`, REDIS_URL };
+    const shared = { RATE_LIMIT_MAX: '2', RATE_LIMIT_UNAUTHENTICATED_MAX: '2', REDIS_NAMESPACE: `rl-${randomUUID()}:`, REDIS_URL };
     const a = await startTestApp({ env: shared });
     const b = await startTestApp({ env: shared });
     try {
@@ -30,7 +30,7 @@ describe('a 304 in Redis', () => {
   test.each(['secret', 'publishable'] as const)(
     'when a %s key is answered 304, then its unit goes back to its counters in Redis, and a 200 after spends one',
     async (kind) => {
-      const t = await startTestApp({ env: { RATE_LIMIT_MAX: '5', RATE_LIMIT_NAMESPACE: `rl-${randomUUID()}:`, REDIS_URL } });
+      const t = await startTestApp({ env: { RATE_LIMIT_MAX: '5', REDIS_NAMESPACE: `rl-${randomUUID()}:`, REDIS_URL } });
       try {
         const { key } = await t.apiKeys.create({ name: kind, kind });
         const remaining = (result: { headers: Headers }) => /;r=(\d+);/.exec(result.headers.get('ratelimit') ?? '')?.[1];

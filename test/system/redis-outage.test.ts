@@ -100,7 +100,7 @@ describe('when the Redis of two instances stops and restarts under load (RATE_LI
   beforeAll(async () => {
     redis = await startPrivateRedis();
     port = Number(new URL(redis.url).port);
-    const env = { REDIS_URL: redis.url, RATE_LIMIT_UNAUTHENTICATED_MAX: String(QUOTA), RATE_LIMIT_NAMESPACE: namespace, TRUST_PROXY: '127.0.0.1' };
+    const env = { REDIS_URL: redis.url, RATE_LIMIT_UNAUTHENTICATED_MAX: String(QUOTA), REDIS_NAMESPACE: namespace, TRUST_PROXY: '127.0.0.1' };
     a = await startObserved(env);
     b = await startObserved(env);
   });
@@ -145,7 +145,7 @@ describe('when the Redis of two instances stops and restarts under load (RATE_LI
           const fromA = remainingOf(await anonymous(a));
           const fromB = remainingOf(await anonymous(b));
           // Counted in Redis, and by both: the store holds both charges, and B's follows A's.
-          const stored = Number(await store.get(`${namespace}ip:127.0.0.1`));
+          const stored = Number(await store.get(`${namespace}rate-limit:ip:127.0.0.1`));
           return fromB === fromA - 1 && stored === QUOTA - fromB;
         },
         BACK_WITHIN_MS,

@@ -230,7 +230,7 @@ describe('two instances', () => {
           METRICS_PORT: String(await freePort()),
           ...databaseEnv,
           REDIS_URL,
-          RATE_LIMIT_NAMESPACE: namespace,
+          REDIS_NAMESPACE: namespace,
           RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
         };
         return { server: startNode(built('src/main.js'), { cwd, env }), base: `http://127.0.0.1:${port}` };

@@ -20,8 +20,9 @@ const PET_FIELDS = 'id name categoryId status';
 describe('petCreated across instances (the change feed, poked through Redis)', () => {
   // Events come from the shared database's feed (docs/events.md): two instances must share one, which the embedded database cannot.
   testOnMysql('when two instances share a database and a Redis, then a pet created on A reaches a subscriber on B, and one on A, once each', async () => {
-    const channel = `pet-store-test:${randomUUID()}`;
-    const env = { REDIS_URL, PET_EVENTS_CHANNEL: channel };
+    const namespace = `pet-store-test:${randomUUID()}:`;
+    const channel = `${namespace}pet-feed`;
+    const env = { REDIS_URL, REDIS_NAMESPACE: namespace };
     const metricsB = createMetrics();
     const metricsA = createMetrics();
     const { database, drop } = await createTestDatabase();

@@ -73,8 +73,7 @@ describeOnMysql('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set, over http/json (d
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_BSP_SCHEDULE_DELAY: '100',
         REDIS_URL,
-        RATE_LIMIT_NAMESPACE: namespace,
-        PET_EVENTS_CHANNEL: `${namespace}pet-created`,
+        REDIS_NAMESPACE: namespace,
         LOG_LEVEL: 'info',
       },
     });
