@@ -100,8 +100,8 @@ function announceKeyChanges(app: FastifyInstance, config: Config, apiKeys: ApiKe
 
 /**
  * The webhook metrics, and with WEBHOOK_DELIVERIES this instance's dispatcher (docs/webhooks.md): started once the app
- * listens (a start that failed before delivers nothing), woken by the feed (`following`), stopped as the server stops
- * accepting (an attempt cut then is made again, with the same webhook-id, by another instance or the next start).
+ * listens (a start that failed before delivers nothing), woken by the feed (`following`), stopped as the drain starts (an
+ * attempt cut then is made again, with the same webhook-id, by another instance or the next start).
  */
 function deliverWebhooks(
   app: FastifyInstance,
