@@ -66,6 +66,12 @@ export interface ServiceOptions {
   database?: DatabaseConfig;
   logger?: Logger;
   metrics?: Metrics;
+  state?: ServiceState;
+  /**
+   * Whether the embedded database's file is locked against another process (default true). Only a test sharing one
+   * file between the apps of one process says false.
+   */
+  lockEmbeddedFile?: boolean;
 }
 
 /** A started service: built, not yet listening. */
@@ -82,6 +88,8 @@ export interface Service {
    * `timed-out` when requests had to be cut after the grace period.
    */
   stop(): Promise<'clean' | 'timed-out'>;
+  /** Closes every resource in the reverse order of its making, without a drain (a test's end). */
+  close(): Promise<void>;
 }
 
 /**
@@ -101,7 +109,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
     for (const { name, message } of config.deprecatedVariables) log.warn({ variable: name }, message);
     readTrustedDocuments(config);
     const databaseConfig = options.database ?? config.database;
-    resources.own(await lockEmbeddedDatabase(databaseConfig));
+    if (options.lockEmbeddedFile ?? true) resources.own(await lockEmbeddedDatabase(databaseConfig));
     const database = await openDatabase(databaseConfig, {
       attempts: config.databaseConnectAttempts,
       migrate: config.migrateOnStart,
@@ -112,7 +120,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
     });
     resources.own(() => database.close());
     const metrics = options.metrics ?? createMetrics();
-    const state = new ServiceState();
+    const state = options.state ?? new ServiceState();
     // One instance for the app and the development key, so they share its cache.
     const apiKeys = createApiKeys(config, database, log);
     const app = await buildApp({ config, database, logger: log, metrics, state, apiKeys });
@@ -146,6 +154,7 @@ export async function startService(config: Config, options: ServiceOptions = {})
         await resources.close(log);
         return outcome;
       },
+      close: () => resources.close(log),
     };
   } catch (error) {
     await resources.close(log);

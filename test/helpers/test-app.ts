@@ -2,12 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { DataSource } from 'typeorm';
-import { type AppDependencies, buildApp, createApiKeys } from '../../src/app';
 import type { ApiKeyService } from '../../src/auth/api-key.service';
 import { type Config, loadConfig } from '../../src/config';
+import { type ServiceOptions, startService } from '../../src/service';
 import type { Database } from '../../src/database/database';
 import type { DatabaseConfig } from '../../src/database/database-config';
-import { openDatabase } from '../../src/database/open-database';
 import { Pet } from '../../src/pets/pet.entity';
 import { PET_FEED_LIMITS } from '../../src/limits';
 import { assertMatchesOpenapi } from './openapi-validator';
@@ -57,7 +56,8 @@ export function testConfig(env: Readonly<Record<string, string>> = {}): Config {
 }
 
 /**
- * Builds the real app on a real database and listens on 127.0.0.1 on a free port.
+ * Starts the production service (startService) with test settings on a real database, and listens on 127.0.0.1 on a
+ * free port. Its apps may share one embedded file within this process (no lock against another process).
  *
  * @param options.database - open this database instead of a fresh test one (it is then not dropped).
  * @param options.createKey - create an API key (default true).
@@ -69,16 +69,14 @@ export async function startTestApp(
     database?: DatabaseConfig;
     createKey?: boolean;
     env?: Readonly<Record<string, string>>;
-    observe?: Pick<AppDependencies, 'logger' | 'metrics' | 'state'>;
+    observe?: Pick<ServiceOptions, 'logger' | 'metrics' | 'state'>;
   } = {},
 ): Promise<TestApp> {
-  // The app runs on `database`: buildApp does not read the configuration's database.
   const config = testConfig(options.env);
   const owned = options.database ? null : await createTestDatabase();
-  const database = await openDatabase(options.database ?? owned!.database);
+  const service = await startService(config, { database: options.database ?? owned!.database, lockEmbeddedFile: false, ...options.observe });
+  const { app, database, apiKeys } = service;
   const dataSource = database.writer;
-  const apiKeys = createApiKeys(config, database);
-  const app = await buildApp({ config, database, apiKeys, ...options.observe });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   const apiKey = options.createKey === false ? '' : (await apiKeys.create('test')).key;
   const prism = THROUGH_PRISM ? await startPrism(url) : null;
@@ -99,8 +97,7 @@ export async function startTestApp(
         const { requests, responseViolations, requestViolations } = prismCounts;
         console.info(`Prism proxy: ${requests} responses checked, ${responseViolations} response violations, ${requestViolations} request violations`);
       }
-      await app.close();
-      await database.close();
+      await service.close();
       await owned?.drop();
     },
   };
