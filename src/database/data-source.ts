@@ -6,6 +6,8 @@ import { DataSource } from 'typeorm';
 import { ApiKey } from '../auth/api-key.entity';
 import { Pet } from '../pets/pet.entity';
 import { IdempotencyRecord } from '../idempotency/idempotency-record.entity';
+import { PetFeedRecord } from '../events/pet-feed.entity';
+import { WebhookEndpoint } from '../webhooks/webhook-endpoint.entity';
 import type { DatabaseConfig } from './database-config';
 import { saveInOrder } from './embedded-file.saver';
 import { TypeormPinoLogger } from './typeorm-pino.logger';
@@ -17,7 +19,7 @@ import { CreateWebhookEndpoint1800000000000 } from './migrations/1800000000000-c
 import { DATABASE_DEADLINES } from '../limits';
 
 /** Listed, not globbed: globs break between src/ and dist/. */
-export const ENTITIES = [Pet, ApiKey, IdempotencyRecord];
+export const ENTITIES = [Pet, ApiKey, IdempotencyRecord, PetFeedRecord, WebhookEndpoint];
 export const MIGRATIONS = [
   CreatePetAndApiKey1763769600000,
   CreateIdempotencyKey1763856000000,
