@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { checkNode } from './database-health';
 import type { DatabaseNode, NodeState } from './database-node';
+import { type SqlDialect, sqlDialectOf } from './sql-dialect';
 import { DATABASE_DEADLINES } from '../limits';
 
 /**
@@ -14,13 +15,25 @@ export class Database {
   private watchTimer: NodeJS.Timeout | undefined;
   /** The latest check, shared by callers within DATABASE_DEADLINES.nodeCheckIntervalMs. */
   private lastCheck: { at: number; states: Promise<readonly NodeState[]> } | undefined;
+  /** The SQL of its engine that TypeORM does not write (sql-dialect.ts), chosen once, from the primary's driver. */
+  readonly dialect: SqlDialect;
 
-  /** @param maxLagSeconds - a replica further behind leaves the read rotation. */
+  /**
+   * @param maxLagSeconds - a replica further behind leaves the read rotation.
+   * @throws Error when the primary's driver is neither MySQL nor sql.js (sqlDialectOf).
+   */
   constructor(
     readonly primary: DatabaseNode,
     readonly replicas: readonly DatabaseNode[] = [],
     private readonly maxLagSeconds: number = DATABASE_DEADLINES.replicaMaxLagSeconds,
-  ) {}
+  ) {
+    this.dialect = sqlDialectOf(primary.dataSource);
+  }
+
+  /** Whether the data is this process's alone (the embedded database: SqlDialect.embedded); false on a server other instances share. */
+  get embedded(): boolean {
+    return this.dialect.embedded;
+  }
 
   /** The primary's DataSource: writes, transactions, migrations, and reads that must see them. */
   get writer(): DataSource {
