@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Command } from 'commander';
 import { parseDuration } from '../auth/api-key-policy';
 import { loadConfig } from '../config';
-import type { WebhookEndpoint } from '../webhooks/webhook-endpoint.repository';
+import type { WebhookEndpoint } from '../webhooks/webhook-endpoint.entity';
 import { WebhookEndpointService } from '../webhooks/webhook-endpoint.service';
 import { withDatabase } from './cli-database';
 import { byRule, positiveIntegerArgument, runCli } from './cli-options';

@@ -1,171 +1,98 @@
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, ObjectLiteral, QueryDeepPartialEntity } from 'typeorm';
 import type { Database } from '../database/database';
 import { withinDeadline } from '../database/database-deadline';
 import { toSafeInteger } from '../database/int64';
+import { PET_FEED_NAME, PetFeedRecord } from '../events/pet-feed.entity';
 import type { PetStatus } from '../pets/pet-status.enum';
-
-/** One signing secret (`whsec_…`) of an endpoint; it stops signing at `expiresAt` (an ISO 8601 time), never when null. */
-export interface WebhookSecret {
-  secret: string;
-  expiresAt: string | null;
-}
-
-/** Why an endpoint stopped receiving deliveries. */
-export type DisabledReason = 'gone' | 'retries exhausted';
-
-/** One webhook endpoint (docs/webhooks.md): where to deliver, what, and how far its deliveries have got. */
-export interface WebhookEndpoint {
-  id: number;
-  url: string;
-  /** Only pets with this status; every pet when null. */
-  status: PetStatus | null;
-  description: string | null;
-  /** Newest first: every secret not expired signs each delivery. */
-  secrets: WebhookSecret[];
-  state: 'enabled' | 'disabled';
-  disabledReason: string | null;
-  /** The feed position delivered last (or skipped, not matching the filter): the next delivery is the first match after it. */
-  cursor: number;
-  createdAt: Date;
-  lastSuccessAt: Date | null;
-  lastFailureAt: Date | null;
-  failuresInRow: number;
-  /** Attempts of the event in progress that failed (0: its first attempt is next). */
-  attempt: number;
-  /** Not before this time (a retry's delay); due now when null. */
-  nextAttemptAt: Date | null;
-}
-
-interface EndpointRow {
-  id: string | number;
-  url: string;
-  status_filter: string | null;
-  description: string | null;
-  secrets: string;
-  state: string;
-  disabled_reason: string | null;
-  cursor_seq: string | number;
-  created_at: Date | string;
-  last_success_at: Date | string | null;
-  last_failure_at: Date | string | null;
-  failures_in_row: string | number;
-  attempt: string | number;
-  next_attempt_at: Date | string | null;
-}
-
-/** A DATETIME as read: a Date from mysql2 (UTC, the DataSource's timezone), a `YYYY-MM-DD HH:MM:SS.SSS` UTC string from sql.js. */
-function toDate(value: Date | string | null): Date | null {
-  if (value === null) return null;
-  return value instanceof Date ? value : new Date(`${value.replace(' ', 'T')}Z`);
-}
-
-function toEndpoint(row: EndpointRow): WebhookEndpoint {
-  return {
-    id: toSafeInteger(row.id),
-    url: row.url,
-    status: row.status_filter as PetStatus | null,
-    description: row.description,
-    secrets: JSON.parse(row.secrets) as WebhookSecret[],
-    state: row.state === 'enabled' ? 'enabled' : 'disabled',
-    disabledReason: row.disabled_reason,
-    cursor: toSafeInteger(row.cursor_seq),
-    createdAt: toDate(row.created_at)!,
-    lastSuccessAt: toDate(row.last_success_at),
-    lastFailureAt: toDate(row.last_failure_at),
-    failuresInRow: Number(row.failures_in_row),
-    attempt: Number(row.attempt),
-    nextAttemptAt: toDate(row.next_attempt_at),
-  };
-}
-
-/** Runs one write and returns the rows it changed, on either driver. */
-async function changedRows(manager: EntityManager, sql: string, parameters: unknown[]): Promise<number> {
-  const runner = manager.queryRunner ?? manager.connection.createQueryRunner();
-  try {
-    const result = await runner.query(sql, parameters, true);
-    return result.affected ?? 0;
-  } finally {
-    if (!manager.queryRunner) await runner.release();
-  }
-}
+import { type DisabledReason, WebhookEndpoint, type WebhookSecret } from './webhook-endpoint.entity';
 
 /**
- * The `webhook_endpoint` table: the endpoints, their delivery state and their leases. Every time is the database's clock
- * (UTC), so instances' clocks do not matter: a lease runs out at the same moment for all of them, as the feed
- * sequencer's does (docs/events.md "How it works"). Every call runs on the primary.
+ * The `webhook_endpoint` table (WebhookEndpoint): the endpoints, their delivery state and their leases. Every time is the
+ * database's clock (UTC, Database.dialect), so instances' clocks do not matter: a lease runs out at the same moment for
+ * all of them, as the feed sequencer's does (docs/events.md "How it works"). Every call runs on the primary.
  */
 export class WebhookEndpointRepository {
-  private readonly now: string;
-  private readonly lastInsertId: string;
-
-  constructor(private readonly database: Database) {
-    const mysql = database.writer.options.type === 'mysql';
-    this.now = mysql ? 'UTC_TIMESTAMP(3)' : "strftime('%Y-%m-%d %H:%M:%f', 'now')";
-    this.lastInsertId = mysql ? 'SELECT LAST_INSERT_ID() AS id' : 'SELECT last_insert_rowid() AS id';
-  }
-
-  /** SQL for the database's time `seconds` from now, and its parameter. */
-  private later(seconds: number): { sql: string; parameter: string | number } {
-    return this.database.writer.options.type === 'mysql'
-      ? { sql: 'UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND', parameter: Math.round(seconds * 1e6) }
-      : { sql: "strftime('%Y-%m-%d %H:%M:%f', 'now', ?)", parameter: `+${seconds.toFixed(3)} seconds` };
-  }
+  constructor(private readonly database: Database) {}
 
   /**
-   * Stores an enabled endpoint whose deliveries start after the feed's current head.
+   * Stores an enabled endpoint whose deliveries start after the feed's current head (read by the INSERT itself).
    * @returns its id.
+   * @throws DatabaseDeadlineError; CommitOutcomeUnknownError.
    */
   async add(endpoint: { url: string; status: PetStatus | null; description: string | null; secret: string }): Promise<number> {
+    const { now } = this.database.dialect;
     return withinDeadline(
       this.database,
       async (manager) => {
-        await manager.query(
-          `INSERT INTO webhook_endpoint (url, status_filter, description, secrets, state, cursor_seq, created_at)
-            SELECT ?, ?, ?, ?, 'enabled', head, ${this.now} FROM pet_feed WHERE name = 'pets'`,
-          [endpoint.url, endpoint.status, endpoint.description, JSON.stringify([{ secret: endpoint.secret, expiresAt: null }])],
-        );
-        const [row]: { id: string | number }[] = await manager.query(this.lastInsertId);
-        return toSafeInteger(row.id);
+        const head = manager.createQueryBuilder().subQuery().select('feed.head').from(PetFeedRecord, 'feed').where(`feed.name = '${PET_FEED_NAME}'`).getQuery();
+        const result = await manager
+          .createQueryBuilder()
+          .insert()
+          .into(WebhookEndpoint)
+          .values({
+            url: endpoint.url,
+            status: endpoint.status,
+            description: endpoint.description,
+            secrets: [{ secret: endpoint.secret, expiresAt: null }],
+            state: 'enabled',
+            cursor: () => head,
+            createdAt: () => now,
+          })
+          .execute();
+        return toSafeInteger((result.identifiers[0] as { id: number | string }).id);
       },
       { transaction: true },
     );
   }
 
-  /** Every endpoint, by id. */
+  /**
+   * Every endpoint, by id.
+   * @throws DatabaseDeadlineError.
+   */
   async list(): Promise<WebhookEndpoint[]> {
-    const rows: EndpointRow[] = await withinDeadline(this.database, (manager) => manager.query('SELECT * FROM webhook_endpoint ORDER BY id'));
-    return rows.map(toEndpoint);
+    return withinDeadline(this.database, (manager) => manager.getRepository(WebhookEndpoint).find({ order: { id: 'ASC' } }));
   }
 
-  /** The endpoint `id`, or null. */
+  /**
+   * The endpoint `id`, or null.
+   * @throws DatabaseDeadlineError.
+   */
   async get(id: number): Promise<WebhookEndpoint | null> {
-    const rows: EndpointRow[] = await withinDeadline(this.database, (manager) => manager.query('SELECT * FROM webhook_endpoint WHERE id = ?', [id]));
-    return rows.length > 0 ? toEndpoint(rows[0]) : null;
+    return withinDeadline(this.database, (manager) => manager.getRepository(WebhookEndpoint).findOneBy({ id }));
   }
 
-  /** Deletes the endpoint; false when there is none with this id. */
+  /**
+   * Deletes the endpoint; false when there is none with this id.
+   * @throws DatabaseDeadlineError.
+   */
   async remove(id: number): Promise<boolean> {
-    return withinDeadline(this.database, async (manager) => (await changedRows(manager, 'DELETE FROM webhook_endpoint WHERE id = ?', [id])) === 1);
+    return withinDeadline(this.database, async (manager) => (await manager.getRepository(WebhookEndpoint).delete({ id })).affected === 1);
   }
 
-  /** Replaces the secrets; false when there is no endpoint with this id. */
+  /**
+   * Replaces the secrets; false when there is no endpoint with this id.
+   * @throws DatabaseDeadlineError.
+   */
   async setSecrets(id: number, secrets: readonly WebhookSecret[]): Promise<boolean> {
     return withinDeadline(
       this.database,
-      async (manager) => (await changedRows(manager, 'UPDATE webhook_endpoint SET secrets = ? WHERE id = ?', [JSON.stringify(secrets), id])) === 1,
+      async (manager) => (await manager.getRepository(WebhookEndpoint).update({ id }, { secrets: [...secrets] })).affected === 1,
     );
   }
 
-  /** Enables the endpoint again, its next delivery due now (from its cursor: the event that failed comes first); false when there is none. */
+  /**
+   * Enables the endpoint again, its next delivery due now (from its cursor: the event that failed comes first); false when there is none.
+   * @throws DatabaseDeadlineError.
+   */
   async enable(id: number): Promise<boolean> {
     return withinDeadline(
       this.database,
       async (manager) =>
-        (await changedRows(
-          manager,
-          "UPDATE webhook_endpoint SET state = 'enabled', disabled_reason = NULL, attempt = 0, failures_in_row = 0, next_attempt_at = NULL WHERE id = ?",
-          [id],
-        )) === 1,
+        (
+          await manager
+            .getRepository(WebhookEndpoint)
+            .update({ id }, { state: 'enabled', disabledReason: null, attempt: 0, failuresInRow: 0, nextAttemptAt: null })
+        ).affected === 1,
     );
   }
 
@@ -174,72 +101,87 @@ export class WebhookEndpointRepository {
    * feed's head, and leased by nobody (or by an instance whose lease ran out). Writes nothing when there is nothing to
    * renew or take (the embedded database saves its file after every write).
    * @returns the endpoints `holder` holds now and that are not in `running`.
+   * @throws DatabaseDeadlineError.
    */
   async claim(holder: string, leaseSeconds: number, limit: number, running: ReadonlySet<number>): Promise<WebhookEndpoint[]> {
-    const expiry = this.later(leaseSeconds);
+    const { now, later } = this.database.dialect;
+    const expiry = later(leaseSeconds);
     return withinDeadline(this.database, async (manager) => {
-      if (running.size > 0) {
-        await manager.query(`UPDATE webhook_endpoint SET lease_expires_at = ${expiry.sql} WHERE lease_holder = ?`, [expiry.parameter, holder]);
-      }
+      const endpoints = manager.getRepository(WebhookEndpoint);
+      if (running.size > 0) await endpoints.update({ leaseHolder: holder }, { leaseExpiresAt: () => expiry });
       if (limit <= 0) return [];
       const busy = [...running];
       // Its own lease on an endpoint it no longer delivers to (a release lost to a database error) counts as free.
-      const due: { id: string | number }[] = await manager.query(
-        `SELECT e.id FROM webhook_endpoint e
-          WHERE e.state = 'enabled' AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= ${this.now})
-            AND (e.lease_holder IS NULL OR e.lease_expires_at < ${this.now} OR e.lease_holder = ?)
-            AND e.cursor_seq < (SELECT head FROM pet_feed WHERE name = 'pets')
-            ${busy.length > 0 ? `AND e.id NOT IN (${busy.map(() => '?').join(', ')})` : ''}
-          ORDER BY e.next_attempt_at, e.id LIMIT ?`,
-        [holder, ...busy, limit],
-      );
+      const free = `(e.leaseHolder IS NULL OR e.leaseExpiresAt < ${now} OR e.leaseHolder = :holder)`;
+      const dueQuery = endpoints
+        .createQueryBuilder('e')
+        .select('e.id', 'id')
+        .where("e.state = 'enabled'")
+        .andWhere(`(e.nextAttemptAt IS NULL OR e.nextAttemptAt <= ${now})`)
+        .andWhere(free, { holder })
+        .andWhere((query) => `e.cursor < ${query.subQuery().select('feed.head').from(PetFeedRecord, 'feed').where('feed.name = :feed').getQuery()}`)
+        .setParameter('feed', PET_FEED_NAME);
+      if (busy.length > 0) dueQuery.andWhere('e.id NOT IN (:...busy)', { busy });
+      const due = await dueQuery.orderBy('e.nextAttemptAt', 'ASC').addOrderBy('e.id', 'ASC').limit(limit).getRawMany<{ id: string | number }>();
       if (due.length === 0) return [];
       const ids = due.map((row) => toSafeInteger(row.id));
       // Taken only if still free: another instance may have taken one since the SELECT.
-      await manager.query(
-        `UPDATE webhook_endpoint SET lease_holder = ?, lease_expires_at = ${expiry.sql}
-          WHERE id IN (${ids.map(() => '?').join(', ')}) AND state = 'enabled' AND (lease_holder IS NULL OR lease_expires_at < ${this.now} OR lease_holder = ?)`,
-        [holder, expiry.parameter, ...ids, holder],
-      );
-      const rows: EndpointRow[] = await manager.query(
-        `SELECT * FROM webhook_endpoint WHERE id IN (${ids.map(() => '?').join(', ')}) AND lease_holder = ? AND lease_expires_at > ${this.now} ORDER BY id`,
-        [...ids, holder],
-      );
-      return rows.map(toEndpoint).filter((endpoint) => !running.has(endpoint.id));
+      await endpoints
+        .createQueryBuilder()
+        .update()
+        .set({ leaseHolder: holder, leaseExpiresAt: () => expiry })
+        .where('id IN (:...ids)', { ids })
+        .andWhere("state = 'enabled'")
+        .andWhere(`(lease_holder IS NULL OR lease_expires_at < ${now} OR lease_holder = :holder)`, { holder })
+        .execute();
+      const held = await endpoints
+        .createQueryBuilder('e')
+        .where('e.id IN (:...ids)', { ids })
+        .andWhere('e.leaseHolder = :holder', { holder })
+        .andWhere(`e.leaseExpiresAt > ${now}`)
+        .orderBy('e.id', 'ASC')
+        .getMany();
+      return held.filter((endpoint) => !running.has(endpoint.id));
     });
   }
 
-  /** Each endpoint's (enabled or not) distance behind the feed's head, in positions. */
+  /**
+   * Each endpoint's (enabled or not) distance behind the feed's head, in positions.
+   * @throws DatabaseDeadlineError.
+   */
   async lag(): Promise<{ id: number; lag: number }[]> {
-    const rows: { id: string | number; lag: string | number }[] = await withinDeadline(this.database, (manager) =>
-      manager.query("SELECT e.id, f.head - e.cursor_seq AS lag FROM webhook_endpoint e, pet_feed f WHERE f.name = 'pets' ORDER BY e.id"),
+    const rows = await withinDeadline(this.database, (manager) =>
+      manager
+        .getRepository(WebhookEndpoint)
+        .createQueryBuilder('e')
+        .select('e.id', 'id')
+        .addSelect('feed.head - e.cursor', 'lag')
+        .innerJoin(PetFeedRecord, 'feed', 'feed.name = :feed', { feed: PET_FEED_NAME })
+        .orderBy('e.id', 'ASC')
+        .getRawMany<{ id: string | number; lag: string | number }>(),
     );
     return rows.map((row) => ({ id: toSafeInteger(row.id), lag: Math.max(0, Number(row.lag)) }));
   }
 
-  /** The feed's head, to compare each endpoint's cursor with. */
+  /**
+   * The feed's head, to compare each endpoint's cursor with.
+   * @throws DatabaseDeadlineError.
+   */
   async head(): Promise<number> {
-    return withinDeadline(this.database, async (manager) => {
-      const [row]: { head: string | number }[] = await manager.query("SELECT head FROM pet_feed WHERE name = 'pets'");
-      return toSafeInteger(row.head);
-    });
+    return withinDeadline(this.database, async (manager) => (await manager.getRepository(PetFeedRecord).findOneByOrFail({ name: PET_FEED_NAME })).head);
   }
 
   /**
    * Moves the cursor to `seq` after a delivery (or over events the filter skips, `delivered` false), if `holder` still
    * holds the lease.
    * @returns false when the lease was lost: another instance delivers now, and this one must stop.
+   * @throws DatabaseDeadlineError.
    */
   async advance(id: number, holder: string, seq: number, delivered: boolean): Promise<boolean> {
-    const success = delivered ? `, last_success_at = ${this.now}, failures_in_row = 0, attempt = 0, next_attempt_at = NULL` : '';
-    return withinDeadline(
-      this.database,
-      async (manager) =>
-        (await changedRows(
-          manager,
-          `UPDATE webhook_endpoint SET cursor_seq = ?${success} WHERE id = ? AND lease_holder = ? AND lease_expires_at > ${this.now} AND cursor_seq < ?`,
-          [seq, id, holder, seq],
-        )) === 1,
+    const { now } = this.database.dialect;
+    const success = delivered ? { lastSuccessAt: () => now, failuresInRow: 0, attempt: 0, nextAttemptAt: null } : {};
+    return withinDeadline(this.database, async (manager) =>
+      leased(manager, id, holder, now, { cursor: seq, ...success }, { condition: 'cursor_seq < :seq', parameters: { seq } }),
     );
   }
 
@@ -247,30 +189,49 @@ export class WebhookEndpointRepository {
    * Records a failed attempt and gives the lease up: the next attempt is due in `retryInSeconds`, or, with `disable`,
    * none: the endpoint is disabled for that reason.
    * @returns false when the lease had been lost (nothing recorded).
+   * @throws DatabaseDeadlineError; RangeError for a retry delay that is not a finite number.
    */
   async recordFailure(id: number, holder: string, outcome: { retryInSeconds: number } | { disable: DisabledReason }): Promise<boolean> {
-    const next = 'disable' in outcome ? null : this.later(outcome.retryInSeconds);
-    const set =
-      next === null ? "state = 'disabled', disabled_reason = ?, next_attempt_at = NULL, attempt = 0" : `next_attempt_at = ${next.sql}, attempt = attempt + 1`;
-    const parameters = next === null ? [(outcome as { disable: DisabledReason }).disable] : [next.parameter];
-    return withinDeadline(
-      this.database,
-      async (manager) =>
-        (await changedRows(
-          manager,
-          `UPDATE webhook_endpoint SET ${set}, last_failure_at = ${this.now}, failures_in_row = failures_in_row + 1, lease_holder = NULL
-            WHERE id = ? AND lease_holder = ? AND lease_expires_at > ${this.now}`,
-          [...parameters, id, holder],
-        )) === 1,
-    );
+    const { now, later } = this.database.dialect;
+    const next =
+      'disable' in outcome
+        ? { state: 'disabled' as const, disabledReason: outcome.disable, nextAttemptAt: null, attempt: 0 }
+        : { nextAttemptAt: () => later(outcome.retryInSeconds), attempt: () => 'attempt + 1' };
+    const failed = { lastFailureAt: () => now, failuresInRow: () => 'failures_in_row + 1', leaseHolder: null };
+    return withinDeadline(this.database, async (manager) => leased(manager, id, holder, now, { ...next, ...failed }));
   }
 
-  /** Gives up `holder`'s lease on `id`, or on every endpoint when `id` is undefined (at shutdown). */
+  /**
+   * Gives up `holder`'s lease on `id`, or on every endpoint when `id` is undefined (at shutdown).
+   * @throws DatabaseDeadlineError.
+   */
   async release(holder: string, id?: number): Promise<void> {
     await withinDeadline(this.database, (manager) =>
-      id === undefined
-        ? manager.query('UPDATE webhook_endpoint SET lease_holder = NULL WHERE lease_holder = ?', [holder])
-        : manager.query('UPDATE webhook_endpoint SET lease_holder = NULL WHERE id = ? AND lease_holder = ?', [id, holder]),
+      manager.getRepository(WebhookEndpoint).update(id === undefined ? { leaseHolder: holder } : { id, leaseHolder: holder }, { leaseHolder: null }),
     );
   }
+}
+
+/**
+ * Updates endpoint `id` with `changes` (values, or SQL expressions of its columns and the database's clock) if `holder`'s
+ * lease on it has not run out on the database's clock `now`, and if `also` (SQL, with its parameters) holds.
+ * @returns whether it did.
+ */
+async function leased(
+  manager: EntityManager,
+  id: number,
+  holder: string,
+  now: string,
+  changes: QueryDeepPartialEntity<WebhookEndpoint>,
+  also?: { condition: string; parameters: ObjectLiteral },
+): Promise<boolean> {
+  const update = manager
+    .createQueryBuilder()
+    .update(WebhookEndpoint)
+    .set(changes)
+    .where('id = :id', { id })
+    .andWhere('lease_holder = :holder', { holder })
+    .andWhere(`lease_expires_at > ${now}`);
+  if (also) update.andWhere(also.condition, also.parameters);
+  return (await update.execute()).affected === 1;
 }

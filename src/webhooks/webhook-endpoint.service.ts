@@ -1,6 +1,7 @@
 import type { Database } from '../database/database';
 import { PetStatus } from '../pets/pet-status.enum';
-import { type WebhookEndpoint, WebhookEndpointRepository, type WebhookSecret } from './webhook-endpoint.repository';
+import type { WebhookEndpoint, WebhookSecret } from './webhook-endpoint.entity';
+import { WebhookEndpointRepository } from './webhook-endpoint.repository';
 import { newWebhookSecret } from './webhook-signature';
 import { type WebhookTargetRules, WebhookTargetError, checkTarget, parseWebhookUrl } from './webhook-target.policy';
 import { WEBHOOK_LIMITS } from '../limits';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import type { WebhookSecret } from './webhook-endpoint.repository';
+import type { WebhookSecret } from './webhook-endpoint.entity';
 import { WEBHOOK_LIMITS } from '../limits';
 
 /** A new signing secret in the Standard Webhooks form: `whsec_` and the base64 of {@link WEBHOOK_LIMITS.secretBytes} random bytes. */

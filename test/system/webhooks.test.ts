@@ -314,7 +314,7 @@ describeOnMysql('webhooks through a database stall (a TCP proxy between the disp
       for (const name of ['Pet 0', 'Pet 1']) await createPet(t, { name });
       await until(() => names().length === 2, 10_000);
 
-      proxy.stallAt('UPDATE webhook_endpoint SET cursor_seq', { deliver: false });
+      proxy.stallAt('UPDATE `webhook_endpoint` SET `cursor_seq`', { deliver: false });
       await createPet(t, { name: 'Pet 2' });
       await until(() => names().includes('Pet 2'), 10_000);
       await until(() => warnings.some((warning) => warning.startsWith('webhooks: delivery interrupted by the database')), 10_000);
