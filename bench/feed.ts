@@ -87,14 +87,16 @@ export function classifyStatement(sql: string): string {
     [/^(START TRANSACTION|BEGIN)/i, 'START TRANSACTION'],
     [/^COMMIT/i, 'COMMIT'],
     [/^ROLLBACK/i, 'ROLLBACK'],
-    [/^UPDATE pet_feed SET leader = '[^']*', lease_expires_at/i, 'sequencer: claim lease'],
-    [/^UPDATE pet_feed SET leader = NULL/i, 'sequencer: release lease'],
+    // The names of pet_feed's statements are quoted or not: TypeORM's query builders quote them, and a baseline built
+    // before they did may not.
+    [/^UPDATE `?pet_feed`? SET `?leader`? = '[^']*', `?lease_expires_at`?/i, 'sequencer: claim lease'],
+    [/^UPDATE `?pet_feed`? SET `?leader`? = NULL/i, 'sequencer: release lease'],
     [/^SELECT id FROM pet WHERE seq IS NULL LIMIT 1$/i, 'sequencer: any unstamped?'],
-    [/FROM pet_feed WHERE name = .* FOR UPDATE/i, 'sequencer: lock head'],
+    [/FROM `?pet_feed`? .*WHERE .*name`? = .* FOR UPDATE/i, 'sequencer: lock head'],
     [/^SELECT id FROM pet WHERE seq IS NULL ORDER BY id/i, 'sequencer: unstamped batch'],
     [/^UPDATE pet SET seq = CASE/i, 'sequencer: stamp'],
-    [/^UPDATE pet_feed SET head/i, 'sequencer: move head'],
-    [/^SELECT head FROM pet_feed/i, 'feed: head'],
+    [/^UPDATE `?pet_feed`? SET `?head`?/i, 'sequencer: move head'],
+    [/^SELECT [^(]*\bhead`? [^(]*FROM `?pet_feed`?/i, 'feed: head'],
     [/seq`? > .*ORDER BY .*seq/i, 'feed: read after (fan-out, replay)'],
     [/^INSERT INTO `?pet`? ?\(/i, 'create: INSERT pet'],
   ];

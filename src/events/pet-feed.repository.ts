@@ -6,6 +6,7 @@ import { encodeEventCursor } from '../pets/pet-cursor';
 import type { PetStatus } from '../pets/pet-status.enum';
 import type { Pet } from '../pets/pet.entity';
 import { type PetRow, forceIndex, selectPets, toPet } from '../pets/pet.repository';
+import { PET_FEED_NAME, PetFeedRecord } from './pet-feed.entity';
 
 /** One entry of the change feed (docs/events.md): a committed pet at its position `seq` (1, 2, 3, … with no gaps). */
 export class PetEvent {
@@ -36,23 +37,20 @@ export interface FeedRead {
   budget?: DatabaseBudget;
 }
 
-/** The one row of `pet_feed`. */
-const FEED = 'pets';
 const STATUS_SEQ_INDEX = 'idx_pet_status_seq';
 
 /**
  * The feed's tables (docs/events.md "How it works"): `pet.seq`, stamped after COMMIT in batches by the one instance holding
- * the lease on `pet_feed`, whose `head` is the last position stamped. Each batch is one transaction that locks the head
- * row, so batches commit one after another and a reader sees positions 1 … n and never n+1 without n. Every call runs on
- * the primary: a replica could show a later batch before an earlier one if it applied them out of order.
+ * the lease on `pet_feed` (PetFeedRecord), whose `head` is the last position stamped. Each batch is one transaction that
+ * locks the head row, so batches commit one after another and a reader sees positions 1 … n and never n+1 without n.
+ * Leases are on the database's clock (Database.dialect), so instances' clocks do not matter. Every call runs on the
+ * primary: a replica could show a later batch before an earlier one if it applied them out of order.
  */
 export class PetFeedRepository {
-  private readonly mysql: boolean;
   private readonly sql: Readonly<{ after: string; afterByStatus: string }>;
 
   constructor(private readonly database: Database) {
     const dataSource = database.writer;
-    this.mysql = dataSource.options.type === 'mysql';
     const ordered = (query: ReturnType<typeof selectPets>) => `${query.addSelect('pet.seq', 'seq').orderBy('pet.seq', 'ASC').getQuery()} LIMIT ?`;
     this.sql = {
       after: ordered(selectPets(dataSource).where('pet.seq > ?').andWhere('pet.seq <= ?')),
@@ -79,35 +77,43 @@ export class PetFeedRepository {
     );
   }
 
-  /** The last position stamped: 0 before the first. */
+  /**
+   * The last position stamped: 0 before the first.
+   * @throws DatabaseDeadlineError.
+   */
   async head(): Promise<number> {
+    return withinDeadline(this.database, async (manager) => (await feedRow(manager)).head);
+  }
+
+  /**
+   * Takes or renews the sequencer's lease for `holder` for `leaseSeconds` on the database's clock, if nobody else holds
+   * one that has not run out. On the embedded database, which one process alone uses, that process always holds it and
+   * nothing is written.
+   * @returns whether `holder` holds the lease now.
+   * @throws DatabaseDeadlineError.
+   */
+  async claimLease(holder: string, leaseSeconds: number): Promise<boolean> {
+    if (this.database.embedded) return true;
+    const { now, later } = this.database.dialect;
     return withinDeadline(this.database, async (manager) => {
-      const [row]: { head: string | number }[] = await manager.query('SELECT head FROM pet_feed WHERE name = ?', [FEED]);
-      return toSafeInteger(row.head);
+      const result = await manager
+        .createQueryBuilder()
+        .update(PetFeedRecord)
+        .set({ leader: holder, leaseExpiresAt: () => later(leaseSeconds) })
+        .where('name = :name', { name: PET_FEED_NAME })
+        .andWhere(`(leader = :holder OR leader IS NULL OR lease_expires_at < ${now})`, { holder })
+        .execute();
+      return result.affected === 1;
     });
   }
 
   /**
-   * Takes or renews the sequencer's lease for `holder` (MySQL family: on the database's clock, so instances' clocks do not
-   * matter; a dead holder's lease runs out). The embedded database has one process, which always holds it.
-   * @returns whether `holder` holds the lease now.
+   * Gives the lease up, so another instance takes it at its next claim rather than when it runs out.
+   * @throws DatabaseDeadlineError.
    */
-  async claimLease(holder: string, leaseSeconds: number): Promise<boolean> {
-    if (!this.mysql) return true;
-    return withinDeadline(this.database, async (manager) => {
-      const result: { affectedRows: number } = await manager.query(
-        `UPDATE pet_feed SET leader = ?, lease_expires_at = NOW(3) + INTERVAL ${Number(leaseSeconds)} SECOND
-          WHERE name = ? AND (leader = ? OR leader IS NULL OR lease_expires_at < NOW(3))`,
-        [holder, FEED, holder],
-      );
-      return result.affectedRows === 1;
-    });
-  }
-
-  /** Gives the lease up, so another instance takes it at its next claim rather than when it runs out. */
   async releaseLease(holder: string): Promise<void> {
-    if (!this.mysql) return;
-    await withinDeadline(this.database, (manager) => manager.query('UPDATE pet_feed SET leader = NULL WHERE name = ? AND leader = ?', [FEED, holder]));
+    if (this.database.embedded) return;
+    await withinDeadline(this.database, (manager) => manager.getRepository(PetFeedRecord).update({ name: PET_FEED_NAME, leader: holder }, { leader: null }));
   }
 
   /** Whether a committed pet awaits its position: one index lookup. */
@@ -130,11 +136,19 @@ export class PetFeedRepository {
   }
 
   private async stampWithin(manager: EntityManager, holder: string, limit: number): Promise<{ stamped: number; head: number }> {
-    const [feed]: { head: string | number; leader: string | null; valid: string | number }[] = this.mysql
-      ? await manager.query('SELECT head, leader, lease_expires_at > NOW(3) AS valid FROM pet_feed WHERE name = ? FOR UPDATE', [FEED])
-      : await manager.query('SELECT head, NULL AS leader, 1 AS valid FROM pet_feed WHERE name = ?', [FEED]);
-    if (this.mysql && (feed.leader !== holder || Number(feed.valid) !== 1)) throw new FeedLeaseLostError('another instance holds the feed lease');
+    const { embedded, now, rowLock } = this.database.dialect;
+    // The head row, locked until COMMIT (the embedded database has one writer, and no lock to take).
+    const lockHead = manager
+      .createQueryBuilder(PetFeedRecord, 'feed')
+      .select('feed.head', 'head')
+      .addSelect('feed.leader', 'leader')
+      .addSelect(`feed.leaseExpiresAt > ${now}`, 'valid')
+      .where('feed.name = :name', { name: PET_FEED_NAME });
+    if (rowLock) lockHead.setLock(rowLock.mode);
+    const feed = (await lockHead.getRawOne<{ head: string | number; leader: string | null; valid: string | number | null }>())!;
+    if (!embedded && (feed.leader !== holder || Number(feed.valid) !== 1)) throw new FeedLeaseLostError('another instance holds the feed lease');
     const head = toSafeInteger(feed.head);
+    // The batch itself is plain SQL both engines run as written: one index range of unstamped ids, one UPDATE numbering them.
     // Read after the head row is locked: every pet committed before the previous batch's COMMIT is seen.
     const rows: { id: string | number }[] = await manager.query('SELECT id FROM pet WHERE seq IS NULL ORDER BY id LIMIT ?', [limit]);
     if (rows.length === 0) return { stamped: 0, head };
@@ -143,7 +157,15 @@ export class PetFeedRepository {
       ...ids.flatMap((id, index) => [id, head + index + 1]),
       ...ids,
     ]);
-    await manager.query('UPDATE pet_feed SET head = ? WHERE name = ?', [head + ids.length, FEED]);
+    await manager.getRepository(PetFeedRecord).update({ name: PET_FEED_NAME }, { head: head + ids.length });
     return { stamped: ids.length, head: head + ids.length };
   }
+}
+
+/**
+ * The feed's row, read in `manager`: its head and lease.
+ * @throws Error when the migrations did not create it.
+ */
+async function feedRow(manager: EntityManager): Promise<PetFeedRecord> {
+  return manager.getRepository(PetFeedRecord).findOneByOrFail({ name: PET_FEED_NAME });
 }

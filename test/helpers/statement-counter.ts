@@ -19,8 +19,8 @@ export const PET_TABLE = /^(?![\s\S]*seq[`"]? > \?)[\s\S]*[`"]pet[`"]/;
  * among them: count {@link STAMP_TRANSACTION}, one per stamp transaction, to tell them apart.
  */
 export const FEED_STATEMENT = /pet_feed|seq IS NULL|SET seq|seq[`"]? > \?|^SET TRANSACTION ISOLATION LEVEL READ COMMITTED$/;
-/** The first statement of each stamp transaction. */
-export const STAMP_TRANSACTION = /FROM pet_feed WHERE name = \? FOR UPDATE$|1 AS valid FROM pet_feed/;
+/** The first statement of each stamp transaction: its read of the head row (locked on MySQL), with the lease's validity. */
+export const STAMP_TRANSACTION = /AS [`"]valid[`"] FROM [`"]pet_feed[`"]/;
 
 /**
  * Counts the SQL statements a DataSource sends, through a TypeORM logger (TypeORM hands every
