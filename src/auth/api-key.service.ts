@@ -104,7 +104,7 @@ export class ApiKeyService {
   async roll(id: number, overlapMs: number = API_KEY_LIMITS.defaultRollOverlapMs): Promise<{ apiKey: ApiKey; key: string; previous: ApiKey } | null> {
     const rolled = await this.keys.manager.transaction(async (manager) => {
       const keys = manager.getRepository(ApiKey);
-      const previous = await keys.findOne({ where: { id, revokedAt: IsNull() }, lock: this.lockMode(manager) });
+      const previous = await keys.findOne({ where: { id, revokedAt: IsNull() }, lock: this.database.dialect.rowLock });
       if (!previous) return null;
       const now = Date.now();
       const key = generateApiKey(previous.kind);
@@ -179,10 +179,5 @@ export class ApiKeyService {
   async revokeCredentials(body: unknown): Promise<number[]> {
     const { credentials } = await validateInput(RevokeCredentialsInput, body);
     return this.revokeLeaked(credentials);
-  }
-
-  /** Row locks where the driver has them (MySQL); SQLite's one writer needs none. */
-  private lockMode(manager: Repository<ApiKey>['manager']) {
-    return manager.connection.driver.options.type === 'mysql' ? ({ mode: 'pessimistic_write' } as const) : undefined;
   }
 }

@@ -1,5 +1,5 @@
 import { chmod, readFile, writeFile } from 'node:fs/promises';
-import type { DatabaseConfig } from '../database/database-config';
+import { type DatabaseConfig, storageOf } from '../database/database-config';
 import type { ApiKeyService } from './api-key.service';
 
 export interface DevApiKeyConfig {
@@ -24,9 +24,9 @@ async function readKeyFile(file: string): Promise<string | null> {
   }
 }
 
-/** Outside production, on the embedded database's file only: on MySQL keys come from the apikey CLI. */
+/** Outside production, on the embedded database's file only: on a server (MySQL) keys come from the apikey CLI. */
 export function keepsDevApiKey(config: Pick<DevApiKeyConfig, 'nodeEnv' | 'database'>): boolean {
-  return config.nodeEnv !== 'production' && config.database.type === 'sqlite' && config.database.path !== ':memory:';
+  return config.nodeEnv !== 'production' && storageOf(config.database) === 'file';
 }
 
 /**
@@ -37,7 +37,7 @@ export function keepsDevApiKey(config: Pick<DevApiKeyConfig, 'nodeEnv' | 'databa
  * @throws the file system's errors, ENOENT aside.
  */
 export async function ensureDevApiKey(config: DevApiKeyConfig, apiKeys: ApiKeyService): Promise<DevApiKeyState | null> {
-  if (config.nodeEnv === 'production' || (config.database.type === 'sqlite' && config.database.path === ':memory:')) return null;
+  if (config.nodeEnv === 'production' || storageOf(config.database) === 'memory') return null;
   const saved = await readKeyFile(config.file);
   const known = saved !== null && (await apiKeys.authentication.findActive(saved)) !== null;
   if (known) return { state: 'present', file: config.file };

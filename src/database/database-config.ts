@@ -4,3 +4,12 @@ export type DatabaseConfig =
   | { readonly type: 'mysql'; readonly url: string; readonly replicaUrls?: readonly string[]; readonly replicaMaxLagSeconds?: number }
   /** `path` is a file path, or `':memory:'` for a throw-away database. */
   | { readonly type: 'sqlite'; readonly path: string };
+
+/**
+ * Where `database` keeps its data: `server` (MySQL, shared by every instance), `file` (the embedded database's file, this
+ * process's alone while it runs) or `memory` (the embedded database in memory, gone at exit).
+ */
+export function storageOf(database: DatabaseConfig): 'server' | 'file' | 'memory' {
+  if (database.type === 'mysql') return 'server';
+  return database.path === ':memory:' ? 'memory' : 'file';
+}

@@ -70,7 +70,10 @@ export class PetRepository {
    */
   readonly sql: Readonly<{ list: string; listByStatus: string; byId: string }>;
 
-  /** MySQL family: the create's INSERT, built once as the reads are. sql.js returns no insert id from a raw query, so there TypeORM's insert() runs. */
+  /**
+   * The create's INSERT, built once as the reads are, where a raw INSERT answers the new id (Database.dialect.rawInsertId:
+   * the MySQL family); elsewhere (sql.js) TypeORM's insert() runs, which reads the id its own way.
+   */
   private readonly insertSql: string | undefined;
 
   constructor(private readonly database: Database) {
@@ -81,7 +84,7 @@ export class PetRepository {
       listByStatus: forceIndex(ordered(selectPets(dataSource).useIndex(STATUS_ID_INDEX).where('pet.status = ?').andWhere('pet.id > ?'))),
       byId: selectPets(dataSource).where('pet.id = ?').getQuery(),
     };
-    this.insertSql = dataSource.options.type === 'mysql' ? insertStatement(dataSource) : undefined;
+    this.insertSql = database.dialect.rawInsertId ? insertStatement(dataSource) : undefined;
   }
 
   /** Up to `limit` pets with an id above `afterId`, in id order, from a replica when configured; throws DatabaseDeadlineError (503). */

@@ -1,5 +1,9 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import { DataSource } from 'typeorm';
 import { sqlDialectOf } from '../../src/database/sql-dialect';
+
+const SRC = path.resolve(__dirname, '..', '..', 'src');
 
 /** Unopened DataSources: building one connects to nothing. */
 const mysql = sqlDialectOf(new DataSource({ type: 'mysql', url: 'mysql://nobody@127.0.0.1:1/none' }));
@@ -21,5 +25,13 @@ describe('the SQL dialects (src/database/sql-dialect.ts)', () => {
       "strftime('%Y-%m-%d %H:%M:%f', 'now', '-1.500 seconds')",
       "strftime('%Y-%m-%d %H:%M:%f', 'now', '+90.250 seconds')",
     ]);
+  });
+
+  // The start-up (main.ts, app.ts and service.ts, which took main.ts's checks) is another change's, held to it after that one.
+  test('when src/ is read, then only src/database/ tells the engines apart (the start-up files aside)', () => {
+    const files = readdirSync(SRC, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.ts'));
+    const engineTest = /[=!]==\s*'(mysql|sqlite|sqljs)'|'(mysql|sqlite|sqljs)'\s*[=!]==|case\s+'(mysql|sqlite|sqljs)'/;
+    const testing = files.filter((file) => engineTest.test(readFileSync(path.join(SRC, file), 'utf8'))).map((file) => file.split(path.sep).join('/'));
+    expect(testing.filter((file) => !file.startsWith('database/') && !['main.ts', 'app.ts', 'service.ts'].includes(file))).toEqual([]);
   });
 });
