@@ -1,4 +1,4 @@
-import type { EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Database } from '../database/database';
 import { type DatabaseBudget, withinDeadline } from '../database/database-deadline';
 import { toSafeInteger } from '../database/int64';
@@ -39,6 +39,11 @@ export interface FeedRead {
 
 const STATUS_SEQ_INDEX = 'idx_pet_status_seq';
 
+/** The feed's head: `SELECT … head` of its row, built by TypeORM in the DataSource's dialect; binds (name). */
+export function selectFeedHead(dataSource: DataSource): string {
+  return dataSource.createQueryBuilder(PetFeedRecord, 'feed').select('feed.head', 'head').where('feed.name = ?').getQuery();
+}
+
 /**
  * The feed's tables (docs/events.md "How it works"): `pet.seq`, stamped after COMMIT in batches by the one instance holding
  * the lease on `pet_feed` (PetFeedRecord), whose `head` is the last position stamped. Each batch is one transaction that
@@ -47,16 +52,39 @@ const STATUS_SEQ_INDEX = 'idx_pet_status_seq';
  * primary: a replica could show a later batch before an earlier one if it applied them out of order.
  */
 export class PetFeedRepository {
-  private readonly sql: Readonly<{ after: string; afterByStatus: string }>;
+  /**
+   * The SQL of the reads and of the stamp transaction's statements on `pet_feed`, built once by TypeORM's query builders,
+   * not per call, as PetRepository's are (bench/README.md "What makes it fast"). Bound per call: `after` (after, upTo,
+   * limit), `afterByStatus` (status, after, upTo, limit), `head` (name), `lockHead` (name), `moveHead` (head, name).
+   */
+  private readonly sql: Readonly<Record<'after' | 'afterByStatus' | 'head' | 'lockHead' | 'moveHead', string>>;
 
   constructor(private readonly database: Database) {
     const dataSource = database.writer;
+    const { now, rowLock } = database.dialect;
     const ordered = (query: ReturnType<typeof selectPets>) => `${query.addSelect('pet.seq', 'seq').orderBy('pet.seq', 'ASC').getQuery()} LIMIT ?`;
+    // The head row with the lease's validity on the database's clock, locked until COMMIT where the engine has row locks
+    // (the embedded database has one writer).
+    const lockHead = dataSource
+      .createQueryBuilder(PetFeedRecord, 'feed')
+      .select('feed.head', 'head')
+      .addSelect('feed.leader', 'leader')
+      .addSelect(`feed.leaseExpiresAt > ${now}`, 'valid')
+      .where('feed.name = ?');
+    if (rowLock) lockHead.setLock(rowLock.mode);
     this.sql = {
       after: ordered(selectPets(dataSource).where('pet.seq > ?').andWhere('pet.seq <= ?')),
       afterByStatus: forceIndex(
         ordered(selectPets(dataSource).useIndex(STATUS_SEQ_INDEX).where('pet.status = ?').andWhere('pet.seq > ?').andWhere('pet.seq <= ?')),
       ),
+      head: selectFeedHead(dataSource),
+      lockHead: lockHead.getQuery(),
+      moveHead: dataSource
+        .createQueryBuilder()
+        .update(PetFeedRecord)
+        .set({ head: () => '?' })
+        .where('name = ?')
+        .getQuery(),
     };
   }
 
@@ -82,7 +110,10 @@ export class PetFeedRepository {
    * @throws DatabaseDeadlineError.
    */
   async head(): Promise<number> {
-    return withinDeadline(this.database, async (manager) => (await feedRow(manager)).head);
+    return withinDeadline(this.database, async (manager) => {
+      const [row]: { head: string | number }[] = await manager.query(this.sql.head, [PET_FEED_NAME]);
+      return toSafeInteger(row.head);
+    });
   }
 
   /**
@@ -136,17 +167,8 @@ export class PetFeedRepository {
   }
 
   private async stampWithin(manager: EntityManager, holder: string, limit: number): Promise<{ stamped: number; head: number }> {
-    const { embedded, now, rowLock } = this.database.dialect;
-    // The head row, locked until COMMIT (the embedded database has one writer, and no lock to take).
-    const lockHead = manager
-      .createQueryBuilder(PetFeedRecord, 'feed')
-      .select('feed.head', 'head')
-      .addSelect('feed.leader', 'leader')
-      .addSelect(`feed.leaseExpiresAt > ${now}`, 'valid')
-      .where('feed.name = :name', { name: PET_FEED_NAME });
-    if (rowLock) lockHead.setLock(rowLock.mode);
-    const feed = (await lockHead.getRawOne<{ head: string | number; leader: string | null; valid: string | number | null }>())!;
-    if (!embedded && (feed.leader !== holder || Number(feed.valid) !== 1)) throw new FeedLeaseLostError('another instance holds the feed lease');
+    const [feed]: { head: string | number; leader: string | null; valid: string | number | null }[] = await manager.query(this.sql.lockHead, [PET_FEED_NAME]);
+    if (!this.database.embedded && (feed.leader !== holder || Number(feed.valid) !== 1)) throw new FeedLeaseLostError('another instance holds the feed lease');
     const head = toSafeInteger(feed.head);
     // The batch itself is plain SQL both engines run as written: one index range of unstamped ids, one UPDATE numbering them.
     // Read after the head row is locked: every pet committed before the previous batch's COMMIT is seen.
@@ -157,15 +179,7 @@ export class PetFeedRepository {
       ...ids.flatMap((id, index) => [id, head + index + 1]),
       ...ids,
     ]);
-    await manager.getRepository(PetFeedRecord).update({ name: PET_FEED_NAME }, { head: head + ids.length });
+    await manager.query(this.sql.moveHead, [head + ids.length, PET_FEED_NAME]);
     return { stamped: ids.length, head: head + ids.length };
   }
-}
-
-/**
- * The feed's row, read in `manager`: its head and lease.
- * @throws Error when the migrations did not create it.
- */
-async function feedRow(manager: EntityManager): Promise<PetFeedRecord> {
-  return manager.getRepository(PetFeedRecord).findOneByOrFail({ name: PET_FEED_NAME });
 }

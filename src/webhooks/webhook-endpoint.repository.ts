@@ -3,6 +3,7 @@ import type { Database } from '../database/database';
 import { withinDeadline } from '../database/database-deadline';
 import { toSafeInteger } from '../database/int64';
 import { PET_FEED_NAME, PetFeedRecord } from '../events/pet-feed.entity';
+import { selectFeedHead } from '../events/pet-feed.repository';
 import type { PetStatus } from '../pets/pet-status.enum';
 import { type DisabledReason, WebhookEndpoint, type WebhookSecret } from './webhook-endpoint.entity';
 
@@ -12,7 +13,14 @@ import { type DisabledReason, WebhookEndpoint, type WebhookSecret } from './webh
  * all of them, as the feed sequencer's does (docs/events.md "How it works"). Every call runs on the primary.
  */
 export class WebhookEndpointRepository {
-  constructor(private readonly database: Database) {}
+  /** The feed's head (binds its name), built once: read per page of deliveries. */
+  private readonly headSql: string;
+  /** The claim's SELECT of due endpoints by how many busy ones it leaves out: built once per count, run at every advance of the feed. */
+  private readonly dueSql = new Map<number, string>();
+
+  constructor(private readonly database: Database) {
+    this.headSql = selectFeedHead(database.writer);
+  }
 
   /**
    * Stores an enabled endpoint whose deliveries start after the feed's current head (read by the INSERT itself).
@@ -111,18 +119,7 @@ export class WebhookEndpointRepository {
       if (running.size > 0) await endpoints.update({ leaseHolder: holder }, { leaseExpiresAt: () => expiry });
       if (limit <= 0) return [];
       const busy = [...running];
-      // Its own lease on an endpoint it no longer delivers to (a release lost to a database error) counts as free.
-      const free = `(e.leaseHolder IS NULL OR e.leaseExpiresAt < ${now} OR e.leaseHolder = :holder)`;
-      const dueQuery = endpoints
-        .createQueryBuilder('e')
-        .select('e.id', 'id')
-        .where("e.state = 'enabled'")
-        .andWhere(`(e.nextAttemptAt IS NULL OR e.nextAttemptAt <= ${now})`)
-        .andWhere(free, { holder })
-        .andWhere((query) => `e.cursor < ${query.subQuery().select('feed.head').from(PetFeedRecord, 'feed').where('feed.name = :feed').getQuery()}`)
-        .setParameter('feed', PET_FEED_NAME);
-      if (busy.length > 0) dueQuery.andWhere('e.id NOT IN (:...busy)', { busy });
-      const due = await dueQuery.orderBy('e.nextAttemptAt', 'ASC').addOrderBy('e.id', 'ASC').limit(limit).getRawMany<{ id: string | number }>();
+      const due: { id: string | number }[] = await manager.query(this.selectDue(busy.length), [holder, PET_FEED_NAME, ...busy, limit]);
       if (due.length === 0) return [];
       const ids = due.map((row) => toSafeInteger(row.id));
       // Taken only if still free: another instance may have taken one since the SELECT.
@@ -168,7 +165,10 @@ export class WebhookEndpointRepository {
    * @throws DatabaseDeadlineError.
    */
   async head(): Promise<number> {
-    return withinDeadline(this.database, async (manager) => (await manager.getRepository(PetFeedRecord).findOneByOrFail({ name: PET_FEED_NAME })).head);
+    return withinDeadline(this.database, async (manager) => {
+      const [row]: { head: string | number }[] = await manager.query(this.headSql, [PET_FEED_NAME]);
+      return toSafeInteger(row.head);
+    });
   }
 
   /**
@@ -199,6 +199,30 @@ export class WebhookEndpointRepository {
         : { nextAttemptAt: () => later(outcome.retryInSeconds), attempt: () => 'attempt + 1' };
     const failed = { lastFailureAt: () => now, failuresInRow: () => 'failures_in_row + 1', leaseHolder: null };
     return withinDeadline(this.database, async (manager) => leased(manager, id, holder, now, { ...next, ...failed }));
+  }
+
+  /**
+   * The SELECT of the endpoints due for a claim, `busy` of them left out: enabled, due, behind the feed's head, and leased
+   * by nobody, by an instance whose lease ran out, or by the claimer itself (its own lease on an endpoint it no longer
+   * delivers to, a release lost to a database error, counts as free). Built by TypeORM once per count of busy endpoints.
+   * Binds (holder, the feed's name, …busy ids, limit).
+   */
+  private selectDue(busy: number): string {
+    let sql = this.dueSql.get(busy);
+    if (sql === undefined) {
+      const { now } = this.database.dialect;
+      const query = this.database.writer
+        .createQueryBuilder(WebhookEndpoint, 'e')
+        .select('e.id', 'id')
+        .where("e.state = 'enabled'")
+        .andWhere(`(e.nextAttemptAt IS NULL OR e.nextAttemptAt <= ${now})`)
+        .andWhere(`(e.leaseHolder IS NULL OR e.leaseExpiresAt < ${now} OR e.leaseHolder = ?)`)
+        .andWhere((select) => `e.cursor < ${select.subQuery().select('feed.head').from(PetFeedRecord, 'feed').where('feed.name = ?').getQuery()}`);
+      if (busy > 0) query.andWhere(`e.id NOT IN (${Array.from({ length: busy }, () => '?').join(', ')})`);
+      sql = `${query.orderBy('e.nextAttemptAt', 'ASC').addOrderBy('e.id', 'ASC').getQuery()} LIMIT ?`;
+      this.dueSql.set(busy, sql);
+    }
+    return sql;
   }
 
   /**
