@@ -6,7 +6,7 @@ import type { ApiKeyService } from './auth/api-key.service';
 import { type DevApiKeyState, ensureDevApiKey } from './auth/dev-api-key';
 import { type Config, DEV_API_KEY_PATH } from './config';
 import type { Database } from './database/database';
-import type { DatabaseConfig } from './database/database-config';
+import { type DatabaseConfig, describeDatabase } from './database/database-config';
 import { lockEmbeddedDatabase } from './database/embedded-lock';
 import { openDatabase } from './database/open-database';
 import { drainAndClose } from './http/graceful-shutdown';
@@ -136,14 +136,10 @@ export async function startService(config: Config, options: ServiceOptions = {})
       async listen() {
         await listenOn('PORT', config, () => app.listen({ port: config.port, host: config.host }));
         await listenOn('METRICS_PORT', config.metrics, () => metricsServer.listen({ port: config.metrics.port, host: config.metrics.host }));
-        const where = databaseConfig.type === 'mysql' ? 'MySQL' : `embedded SQLite (${path.relative('.', databaseConfig.path)})`;
+        const { engine, replicas, words } = describeDatabase(databaseConfig);
         log.info(
-          {
-            database: databaseConfig.type,
-            replicas: databaseConfig.type === 'mysql' ? (databaseConfig.replicaUrls?.length ?? 0) : 0,
-            tracing: options.tracing?.enabled ?? false,
-          },
-          `Pet Store gateway on ${where}, serving ${describeSurfaces(originOf(config.host, config.port))}; metrics ${originOf(config.metrics.host, config.metrics.port)}/metrics`,
+          { database: engine, replicas, tracing: options.tracing?.enabled ?? false },
+          `Pet Store gateway on ${words}, serving ${describeSurfaces(originOf(config.host, config.port))}; metrics ${originOf(config.metrics.host, config.metrics.port)}/metrics`,
         );
         // Only now that it serves: a start that failed before this point created no key.
         const devKey = await ensureDevApiKey({ nodeEnv: config.nodeEnv, database: databaseConfig, file: path.resolve(DEV_API_KEY_PATH) }, apiKeys);
