@@ -44,7 +44,7 @@ import { eventController } from './rest/event.controller';
 import { petController } from './rest/pet.controller';
 import { SURFACE_PATHS } from './surface-paths';
 import { WebhookEndpointRepository } from './webhooks/webhook-endpoint.repository';
-import { WebhookDispatcher } from './webhooks/webhook.dispatcher';
+import { WebhookDispatcher, type WebhookFollowing } from './webhooks/webhook.dispatcher';
 import { createWebhookMetrics } from './webhooks/webhook.metrics';
 
 /** Fastify's `trustProxy`: a hop count trusts the nearest `n` proxies. */
@@ -103,14 +103,7 @@ function announceKeyChanges(app: FastifyInstance, config: Config, apiKeys: ApiKe
  * listens (a start that failed before delivers nothing), woken by the feed (`following`), stopped as the drain starts (an
  * attempt cut then is made again, with the same webhook-id, by another instance or the next start).
  */
-function deliverWebhooks(
-  app: FastifyInstance,
-  config: Config,
-  database: Database,
-  metrics: Metrics,
-  state: ServiceState,
-  following: NonNullable<ConstructorParameters<typeof WebhookDispatcher>[0]['following']>,
-): void {
+function deliverWebhooks(app: FastifyInstance, config: Config, database: Database, metrics: Metrics, state: ServiceState, following: WebhookFollowing): void {
   const webhookMetrics = createWebhookMetrics(metrics.registry, new WebhookEndpointRepository(database));
   if (!config.webhooks.deliveries) return;
   const { retrySchedule } = config.webhooks;

@@ -73,7 +73,7 @@ export class FeedStream {
    * subscription's root fields: api-key-policy.ts OPERATION_SCOPES).
    */
   authorize(scopes: Iterable<Scope | undefined>): void {
-    this.owner.guard.authorize(this.state, scopes);
+    this.owner.options.guard.authorize(this.state, scopes);
   }
 
   /**
@@ -83,12 +83,12 @@ export class FeedStream {
    * @param delivery.name - what the span and the metric call the event: the SSE event type, or the subscription field.
    */
   follow(start: EventStreamStart, delivery: { name: string; span?: SpanContext }): AsyncIterableIterator<PetEvent> {
-    const events = this.owner.events.follow(start);
+    const events = this.owner.options.events.follow(start);
     const done = async (): Promise<IteratorResult<PetEvent>> => {
       await events.return?.();
       return { done: true, value: undefined };
     };
-    const metrics = this.owner.metrics;
+    const { metrics } = this.owner.options;
     return {
       next: async () => {
         if (this.ended) return done();
@@ -192,14 +192,9 @@ export class FeedFollowers {
   private readonly stopHearing: () => void;
   private readonly periodic: NodeJS.Timeout;
   private accepting = true;
-  readonly events: FeedFollowersOptions['events'];
-  readonly guard: FeedFollowersOptions['guard'];
-  readonly metrics: FeedFollowersOptions['metrics'];
 
-  constructor(private readonly options: FeedFollowersOptions) {
-    this.events = options.events;
-    this.guard = options.guard;
-    this.metrics = options.metrics;
+  /** @param options - read by its streams too (`events`, `guard`, `metrics`). */
+  constructor(readonly options: FeedFollowersOptions) {
     this.limits = options.limits ?? FOLLOWER_LIMITS;
     this.stopHearing = options.keyChanges.onForget((ids) => void this.recheck(ids));
     this.periodic = setInterval(() => void this.recheck(), options.keyRecheckMs);
@@ -237,7 +232,7 @@ export class FeedFollowers {
     this.perKey.set(credential.id, held + 1);
     const stream = new FeedStream(this, { ...state, apiKeyId: credential.id }, transport, this.limits);
     this.streams.add(stream);
-    this.metrics.countFeedStream(transport.transport, 1);
+    this.options.metrics.countFeedStream(transport.transport, 1);
     stream.expireAt(credential.expiresAt);
     return stream;
   }
@@ -248,7 +243,7 @@ export class FeedFollowers {
     const left = (this.perKey.get(stream.apiKeyId) ?? 1) - 1;
     if (left > 0) this.perKey.set(stream.apiKeyId, left);
     else this.perKey.delete(stream.apiKeyId);
-    this.metrics.countFeedStream(stream.transport.transport, -1);
+    this.options.metrics.countFeedStream(stream.transport.transport, -1);
   }
 
   /**
@@ -277,9 +272,9 @@ export class FeedFollowers {
    */
   forWebhooks(): { opened: () => void; closed: () => void; delivered: () => void } {
     return {
-      opened: () => this.metrics.countFeedStream('webhook', 1),
-      closed: () => this.metrics.countFeedStream('webhook', -1),
-      delivered: () => this.metrics.countFeedDelivery('webhook'),
+      opened: () => this.options.metrics.countFeedStream('webhook', 1),
+      closed: () => this.options.metrics.countFeedStream('webhook', -1),
+      delivered: () => this.options.metrics.countFeedDelivery('webhook'),
     };
   }
 

@@ -16,7 +16,7 @@ export class SocketTransport implements StreamTransport {
   private socket: WebSocket | undefined;
 
   /** @param raw - the upgrade's socket, cut when the stream ends before ws has made the WebSocket. */
-  constructor(private readonly raw?: Duplex) {}
+  constructor(private readonly raw: Duplex) {}
 
   /** The WebSocket ws made of the upgrade. */
   bind(socket: WebSocket): void {
@@ -28,14 +28,14 @@ export class SocketTransport implements StreamTransport {
   }
 
   end(why: StreamEnd): void {
-    if (!this.socket) return void this.raw?.destroy();
+    if (!this.socket) return void this.raw.destroy();
     const close = why.reason === 'key' ? SUBSCRIPTION_CLOSE.revoked : SUBSCRIPTION_CLOSE.goingAway;
     this.socket.close(close.code, close.reason);
   }
 
   cut(): void {
     if (this.socket) this.socket.terminate();
-    else this.raw?.destroy();
+    else this.raw.destroy();
   }
 }
 

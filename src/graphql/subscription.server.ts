@@ -103,15 +103,18 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
    * A client that can send headers (a server; browsers cannot) may put its key in the upgrade's `Authorization`: it is
    * admitted there, and refused as an HTTP request is (401, 403, 429 in the Error shape) before any WebSocket is made.
    */
-  const admitUpgrade = async (request: IncomingMessage, socket: Duplex) => {
-    const transport = new SocketTransport(socket);
-    upgraded.set(request, { transport });
-    const authorization = request.headers.authorization;
-    if (authorization === undefined) return;
+  /** The one admission of a WebSocket, at its upgrade or its connection_init: the guard, then a place among the feed's streams. */
+  const admit = async (request: IncomingMessage, authorization: unknown, transport: SocketTransport): Promise<FeedStream> => {
     const state: GuardState = {};
     const address = options.clientAddressOf(request);
     await guard.admit({ address, authorization, origin: request.headers.origin, units: SUBSCRIPTION_LIMITS.connectionCost }, state);
-    const stream = options.followers.admit(state, transport);
+    return options.followers.admit(state, transport);
+  };
+  const admitUpgrade = async (request: IncomingMessage, socket: Duplex) => {
+    const transport = new SocketTransport(socket);
+    upgraded.set(request, { transport });
+    if (request.headers.authorization === undefined) return;
+    const stream = await admit(request, request.headers.authorization, transport);
     socket.once('close', () => stream.release());
     upgraded.set(request, { transport, stream });
   };
@@ -132,9 +135,8 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
     refuseUpgrade(request, socket, handshakeRefusal(error, request), SUBSCRIPTION_LIMITS.closeHandshakeMs),
   );
   wss.on('connection', (socket, request: IncomingMessage) => {
-    const entry = upgraded.get(request) ?? { transport: new SocketTransport() };
-    upgraded.set(request, entry);
-    entry.transport.bind(socket);
+    // Every upgrade is admitted (admitUpgrade) before ws makes its socket.
+    upgraded.get(request)!.transport.bind(socket);
     connections.opened(socket);
     openSubscriptionSocket(server, socket, request, log, () => connections.of(socket)?.pace);
   });
@@ -142,7 +144,6 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
   const onConnect = async ({ extra: { socket, request }, connectionParams }: WsContext): Promise<boolean> => {
     // Refused by closing the socket (graphql-ws's own 4403 then changes nothing).
     const refuse = (close: { code: number; reason: string }) => (socket.close(close.code, close.reason), false);
-    const state: GuardState = {};
     try {
       const { transport, stream: admitted } = upgraded.get(request)!;
       const authorization = authorizationOf(connectionParams);
@@ -151,9 +152,7 @@ export function serveSubscriptions(app: FastifyInstance, options: SubscriptionSe
         if (authorization !== undefined && authorization !== request.headers.authorization) return refuse(SUBSCRIPTION_CLOSE.forbidden);
         connections.hold(socket, admitted);
       } else {
-        const admission = { address: options.clientAddressOf(request), authorization, origin: request.headers.origin };
-        await guard.admit({ ...admission, units: SUBSCRIPTION_LIMITS.connectionCost }, state);
-        connections.hold(socket, options.followers.admit(state, transport));
+        connections.hold(socket, await admit(request, authorization, transport));
       }
       // Before the ack: from now on the key's limits hold it, not its address's pending count.
       upgrades.authenticated(request);

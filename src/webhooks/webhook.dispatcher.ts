@@ -27,12 +27,15 @@ export interface WebhookDispatcherOptions {
    * milliseconds of the commit, not at the next claim), and the feed's metrics of every follower, an endpoint being one
    * stream (FeedFollowers.forWebhooks). Without it, the claims alone find new events.
    */
-  following?: {
-    onAdvance: (listener: () => void) => () => void;
-    opened: () => void;
-    closed: () => void;
-    delivered: () => void;
-  };
+  following?: WebhookFollowing;
+}
+
+/** What the dispatcher takes of the instance's feed and its followers' metrics (WebhookDispatcherOptions.following). */
+export interface WebhookFollowing {
+  onAdvance: (listener: () => void) => () => void;
+  opened: () => void;
+  closed: () => void;
+  delivered: () => void;
 }
 
 /** How an attempt ended: delivered, or failed with its outcome and the answer's Retry-After (seconds) on 429 and 503. */
