@@ -95,7 +95,9 @@ export class EventStreams {
     const finish = () => {
       if (finished) return;
       finished = true;
-      body.end();
+      // Ended while corked, Node 24 writes a chunked answer's last chunk ahead of the frames the cork holds: end after it.
+      if (corked) setImmediate(() => body.end());
+      else body.end();
     };
     const stream = this.followers.admit(state, {
       transport: 'sse',
