@@ -56,8 +56,9 @@ import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
  * the peers: the GraphQL scenarios),
  * 3 rounds of 5 s after a 0.5 s warm-up, 32 connections. The report gives medians over rounds
  * and the service's ratios to B1 and B1c (a GraphQL row to their REST figure) and, on GraphQL, to each peer.
- * Then the fixed-rate phase: for every scenario, B1c, then the service, then each peer (GraphQL) at half of B1c's
- * maximum rate for the operation, for p50/p99 and the server's CPU time per request (user +
+ * Then the fixed-rate phase, in as many rounds, fresh processes, the order reversed every other round: every
+ * scenario on B1c, the service, the baseline and each peer (GraphQL) at half of the slowest system's maximum rate for
+ * the operation (so none is measured under overload), the median round by CPU, for p50/p99 and the server's CPU time per request (user +
  * system, read from each thread's /proc/<pid>/task/<tid>/schedstat; see cpuTimeMs in bench.runner.ts). Then the scale
  * curve (10k, 100k, 1M rows in BENCH_DATABASE_URL's database + `_scale`). Then, on a 3-node
  * Galera cluster of its own on 127.0.0.1 (galera-4, rsync), the price of causal reads: the
@@ -102,7 +103,7 @@ const command = new Command('bench')
   )
   .option('--no-scale', 'skip the scale curve')
   .option('--no-galera', 'skip the Galera phase (the price of causal reads on a 3-node cluster of its own)')
-  .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of B1c's maximum rate)")
+  .option('--no-half-rate', "skip the fixed-rate phase (p99 and CPU time per request at half of the slowest system's maximum rate)")
   .option(
     '--no-feed',
     "skip the feed phase (the change feed's delivery latency to SSE and WebSocket followers and a webhook endpoint, and the sequencer's cost per create)",
@@ -371,62 +372,57 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
     }
   }
 
-  // The fixed-rate phase: every scenario at half of B1c's maximum rate for its operation (the
-  // main rounds' median), B1c, the service, the baseline, then each peer on GraphQL: latency, and server CPU time per request.
+  // The fixed-rate phase: every scenario at one rate per operation that every system measured sustains (half of the
+  // lowest maximum of the main rounds' medians, B1c's included), so no system's CPU per request is read under overload;
+  // as many rounds as the main phase, fresh processes, the order reversed every other round; the median round by CPU.
   const halfRate: BenchResults['halfRate'] = [];
   if (scenarios.length > 0 && SYSTEMS.includes('B1c') && SYSTEMS.includes('service') && options.halfRate) {
-    log("At half of B1c's maximum rate");
-    const rateOf = (name: string) => Math.max(1, Math.round(summarise(runs.find((r) => r.system === 'B1c' && r.name === name))!.rps / 2));
-    const b1c = await start('B1c', apiKey);
-    const b1cResults: Record<string, Measurement> = {};
-    try {
-      for (const scenario of baselineScenarios) b1cResults[scenario.name] = await run(b1c, scenario, context, rateOf(scenario.name));
-    } finally {
-      await b1c.stop();
-    }
-    const service = await start('service', apiKey);
-    try {
-      for (const scenario of scenarios) {
-        const rate = rateOf(scenario.name);
-        halfRate.push({
-          name: scenario.name,
-          surface: scenario.surface,
-          rate,
-          b1c: b1cResults[scenario.name],
-          service: await run(service, scenario, context, rate),
-        });
-      }
-    } finally {
-      await service.stop();
-    }
-    if (SYSTEMS.includes('baseline')) {
-      const baseline = await start('baseline', apiKey);
-      try {
-        for (const row of halfRate)
-          row.baseline = await run(
-            baseline,
-            scenarios.find((s) => s.surface === row.surface && s.name === row.name)!,
-            context,
-            row.rate,
-          );
-      } finally {
-        await baseline.stop();
-      }
-    }
-    for (const peer of PEER_NAMES.filter((name) => SYSTEMS.includes(name) && peerScenarios.length > 0)) {
-      const system = await start(peer, apiKey);
-      try {
-        for (const row of halfRate.filter((r) => r.surface === 'graphql')) {
-          (row.peers ??= {})[peer] = await run(
-            system,
-            peerScenarios.find((s) => s.name === row.name)!,
-            context,
-            row.rate,
-          );
+    const rateOf = (name: string) => {
+      const maxima = runs.filter((r) => r.name === name).map((r) => summarise(r)!.rps);
+      return Math.max(1, Math.round(Math.min(...maxima) / 2));
+    };
+    log('At half of the slowest maximum rate of each operation');
+    const fixed = new Map<string, Measurement[]>();
+    const note = (system: SystemName, scenario: Scenario, m: Measurement) => {
+      const id = `${system} ${scenario.surface} ${scenario.name}`;
+      fixed.set(id, [...(fixed.get(id) ?? []), m]);
+    };
+    const byCpu = (system: SystemName, surface: string, name: string) => {
+      const measured = fixed.get(`${system} ${surface} ${name}`);
+      if (!measured) return undefined;
+      return [...measured].sort((a, b) => a.cpuMsPerRequest - b.cpuMsPerRequest)[Math.floor((measured.length - 1) / 2)];
+    };
+    for (let round = 0; round < SETTINGS.rounds; round++) {
+      const order = (round % 2 === 0 ? SYSTEM_NAMES : [...SYSTEM_NAMES].reverse()).filter(
+        (name) => SYSTEMS.includes(name) && name !== 'B1' && name !== 'B0' && scenariosOf(name).length > 0,
+      );
+      log(`Fixed rate, round ${round + 1} of ${SETTINGS.rounds}: ${order.join(', ')}`);
+      for (const name of order) {
+        const system = await start(name, apiKey);
+        try {
+          for (const scenario of scenariosOf(name)) note(name, scenario, await run(system, scenario, context, rateOf(scenario.name)));
+        } finally {
+          await system.stop();
         }
-      } finally {
-        await system.stop();
       }
+    }
+    for (const scenario of scenarios) {
+      const peers = Object.fromEntries(
+        PEER_NAMES.flatMap((peer) => {
+          const m = scenario.surface === 'graphql' ? byCpu(peer, scenario.surface, scenario.name) : undefined;
+          return m ? [[peer, m]] : [];
+        }),
+      );
+      const baseline = byCpu('baseline', scenario.surface, scenario.name);
+      halfRate.push({
+        name: scenario.name,
+        surface: scenario.surface,
+        rate: rateOf(scenario.name),
+        b1c: byCpu('B1c', 'rest', scenario.name)!,
+        service: byCpu('service', scenario.surface, scenario.name)!,
+        ...(baseline && { baseline }),
+        ...(Object.keys(peers).length > 0 && { peers }),
+      });
     }
   }
 
