@@ -96,6 +96,7 @@ export class PetFeed {
         this.started = true;
         for (const wake of this.followers) wake();
       }
+      if (this.followers.size === 0) return await this.moveToHead();
       for (;;) {
         const events = await this.repository.read({ after: this.delivered, limit: this.limits.readBatch });
         if (this.failing) this.log.info('pet feed: reading new events again');
@@ -113,6 +114,23 @@ export class PetFeed {
   }
 
   /** Appends `events` (they follow `delivered`) to the recent ones, dropping the oldest beyond the bound, a tenth at a time. */
+  /**
+   * With nobody following here, where the feed stands is all that is read, not its events: the advance is told all the
+   * same, and a follower that comes later replays from the table up to that position (the head is written in the
+   * transaction that stamps, so every event up to it is committed).
+   */
+  private async moveToHead(): Promise<void> {
+    const head = await this.repository.head();
+    if (this.failing) this.log.info('pet feed: reading new events again');
+    this.failing = false;
+    if (head <= this.delivered) return;
+    this.delivered = head;
+    this.recent = [];
+    this.recentFirst = head + 1;
+    for (const wake of this.followers) wake();
+    for (const listener of this.advanceListeners) listener();
+  }
+
   private remember(events: readonly PetEvent[]): void {
     this.recent.push(...events);
     this.delivered = events[events.length - 1].seq;

@@ -148,6 +148,27 @@ describe('the change feed on the database', () => {
     await sequencer.close();
     await feed.close();
   });
+  test('when nobody follows, then the instance reads only where the feed stands, tells of each advance, and a follower that comes later replays every event once, in order', async () => {
+    const feed = new PetFeed(repository, quiet);
+    const sequencer = new FeedSequencer(repository, () => feed.advance(), quiet);
+    await feed.start();
+    sequencer.start();
+    let advances = 0;
+    feed.onAdvance(() => advances++);
+    const statements = countStatements(dataSource);
+    await insertPets(6);
+    await until(() => feed.position === 6);
+    expect(advances).toBeGreaterThan(0);
+    expect(statements.count(/seq[`"]? > \?/)).toBe(0);
+
+    const follower = feed.follow({ after: 0 });
+    expect((await take(follower, 6)).map((event) => event.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    await insertPets(2);
+    expect((await take(follower, 2)).map((event) => event.seq)).toEqual([7, 8]);
+    await follower.return?.();
+    await sequencer.close();
+    await feed.close();
+  });
 });
 
 describe('the change feed with many followers', () => {
