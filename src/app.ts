@@ -36,6 +36,7 @@ import { type Metrics, createMetrics } from './observability/metrics.registry';
 import { RedisHealthMonitor } from './observability/redis-health.monitor';
 import { RedisConnections } from './redis/redis.connections';
 import { ServiceState } from './observability/service-state';
+import { tracingWanted } from './observability/tracing';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
 import { credentialsController } from './rest/credentials.controller';
@@ -167,7 +168,7 @@ export async function buildApp({
   provideRequestContext(app);
   await hardenResponses(app, config.corsOrigins);
   endJsonWithNewline(app);
-  observeRequests(app, metrics);
+  observeRequests(app, metrics, tracingWanted(config.tracing));
   metrics.watchDatabase(database);
   closeConnectionsOnceNotAccepting(app, state);
   // What ServiceState closes as the listener stops accepting closes with the app too (tests close the app alone).

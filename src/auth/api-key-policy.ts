@@ -71,7 +71,9 @@ const KEY_FORMAT = /^pst_(?:(sk|pk)_)?([A-Za-z0-9_-]{43})([A-Za-z0-9_-]{6})$/;
 export const SECRET_KEY_SCANNER = /(?<![A-Za-z0-9_-])pst_(?:sk_)?[A-Za-z0-9_-]{49}(?![A-Za-z0-9_-])/;
 
 function checksum(text: string): string {
-  return Buffer.from(crc32(text).toString(16).padStart(8, '0'), 'hex').toString('base64url');
+  const bytes = Buffer.allocUnsafe(4);
+  bytes.writeUInt32BE(crc32(text));
+  return bytes.toString('base64url');
 }
 
 /** A key's text from its kind and 43 characters of base64url secret. */

@@ -19,7 +19,9 @@ export const CONDITIONAL_CACHE_CONTROL = 'private, no-cache';
  * @returns quoted, as the field carries it: `"3-zQ1MwyNGdQQI99T1547JpuW3mg0"` for an empty page (`[]` and its newline).
  */
 export function entityTagOf(payload: string | Buffer, link: string | undefined): string {
-  return etag(link === undefined ? payload : Buffer.concat([Buffer.from(`${link}\n`), Buffer.from(payload)]));
+  if (link === undefined) return etag(payload);
+  // The same bytes either way: a string is hashed as its UTF-8, with no copy into a Buffer.
+  return etag(typeof payload === 'string' ? `${link}\n${payload}` : Buffer.concat([Buffer.from(`${link}\n`), payload]));
 }
 
 /**

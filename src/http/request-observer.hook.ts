@@ -66,20 +66,22 @@ export class RequestLogController extends LogController {
 }
 
 /**
- * Answers every request with `X-Request-Id` and records it in `metrics` once it is sent. With tracing on, every traced
- * request is also answered with the W3C `traceparent` of its server span (docs/operations.md "Tracing"); off, there is no
- * active span and nothing is added.
+ * Answers every request with `X-Request-Id` and records it in `metrics` once it is sent. With tracing on (`traced`:
+ * tracing.ts tracingWanted), every traced request is also answered with the W3C `traceparent` of its server span
+ * (docs/operations.md "Tracing"); off, no hook looks for a span.
  */
-export function observeRequests(app: FastifyInstance, metrics: Metrics): void {
-  app.addHook('onRequest', (_request, reply, done) => {
-    // Fastify's instrumentation has made the server span active before any hook of the app runs.
-    if (trace.getActiveSpan() !== undefined) {
-      const carrier: Record<string, string> = {};
-      propagation.inject(context.active(), carrier);
-      if (carrier.traceparent) reply.header('traceparent', carrier.traceparent);
-    }
-    done();
-  });
+export function observeRequests(app: FastifyInstance, metrics: Metrics, traced: boolean): void {
+  if (traced) {
+    app.addHook('onRequest', (_request, reply, done) => {
+      // Fastify's instrumentation has made the server span active before any hook of the app runs.
+      if (trace.getActiveSpan() !== undefined) {
+        const carrier: Record<string, string> = {};
+        propagation.inject(context.active(), carrier);
+        if (carrier.traceparent) reply.header('traceparent', carrier.traceparent);
+      }
+      done();
+    });
+  }
   app.addHook('onSend', (request, reply, _payload, done) => {
     reply.header('X-Request-Id', request.id);
     done();

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { parsePositiveInteger } from '../validation/positive-integer';
 import { PetStatus } from './pet-status.enum';
 import { PET_LIMITS } from '../limits';
@@ -16,7 +16,8 @@ const CHECKSUM_BYTES = 8;
 const STATUSES: ReadonlySet<string> = new Set(Object.values(PetStatus));
 
 function checksum(payload: string): Buffer {
-  return createHash('sha256').update(`pet-store cursor\0${payload}`).digest().subarray(0, CHECKSUM_BYTES);
+  // One-shot: no Hash object per cursor.
+  return hash('sha256', `pet-store cursor\0${payload}`, 'buffer').subarray(0, CHECKSUM_BYTES);
 }
 
 /** Reads a checksummed cursor's payload; undefined for anything this service did not write. */
