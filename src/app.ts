@@ -168,7 +168,8 @@ export async function buildApp({
   provideRequestContext(app);
   await hardenResponses(app, config.corsOrigins);
   endJsonWithNewline(app);
-  observeRequests(app, metrics, tracingWanted(config.tracing));
+  const traced = tracingWanted(config.tracing);
+  observeRequests(app, metrics, traced);
   metrics.watchDatabase(database);
   closeConnectionsOnceNotAccepting(app, state);
   // What ServiceState closes as the listener stops accepting closes with the app too (tests close the app alone).
@@ -236,6 +237,7 @@ export async function buildApp({
     petService,
     guard: requests,
     production: config.nodeEnv === 'production',
+    traced,
     // On the embedded database the server holds the file, so the apikey CLI cannot open it.
     keyCommand: keepsDevApiKey(config) ? `cat ${DEV_API_KEY_PATH}` : 'npm run apikey -- create <name>',
     trustedDocuments,

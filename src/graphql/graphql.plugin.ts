@@ -40,6 +40,8 @@ export interface GraphqlPluginOptions {
   guard: RequestGuard;
   /** Hides field suggestions from error messages. */
   production: boolean;
+  /** Tracing is on (tracing.ts tracingWanted): each operation within a traced request gets a span. */
+  traced: boolean;
   /** The shell command that gets a key on this set-up, for the playground's hints. */
   keyCommand: string;
   /** The documents a publishable key may run, by id (docs/api-keys.md "Trusted documents"). */
@@ -61,7 +63,7 @@ export interface GraphqlPluginOptions {
 /** GraphQL at `/graphql` (GET, POST, WebSocket) through Apollo Server, behind the guard (docs/graphql.md). */
 export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
   app,
-  { petService, guard, production, keyCommand, trustedDocuments, subscriptions },
+  { petService, guard, production, traced, keyCommand, trustedDocuments, subscriptions },
 ) => {
   const armor = armorSettings(production);
   const schema = await buildPetStoreSchema(petService);
@@ -70,6 +72,7 @@ export const graphqlPlugin: FastifyPluginAsync<GraphqlPluginOptions> = async (
     gateway: jitExecutorGateway(schema, {
       maxBytes: DOCUMENT_CACHE_LIMITS.compiledOperationBytes,
       onFallback: ({ operationName, reason }) => app.log.warn({ operationName, reason }, 'GraphQL operation runs uncompiled'),
+      traced,
     }),
     formatError: createGraphqlErrorFormatter((error) => app.log.error({ err: error }, 'unexpected GraphQL error')),
     // Safe: every caller has passed the guard.

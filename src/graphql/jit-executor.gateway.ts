@@ -39,9 +39,13 @@ function asBadUserInput(error: GraphQLError): GraphQLError {
  * For ApolloServer's `gateway` option (no `schema` beside it): only execution changes, to
  * graphql-jit, compiled once per (document, operation name) in an LRU of `maxBytes` (bench/README.md
  * "What makes it fast"). graphql-js still coerces the variables, so errors read the same; what
- * jit cannot compile runs on graphql-js, and `onFallback` is told once.
+ * jit cannot compile runs on graphql-js, and `onFallback` is told once. With `traced` (tracing on), each operation within a
+ * traced request gets a span of its own.
  */
-export function jitExecutorGateway(schema: GraphQLSchema, options: { maxBytes: number; onFallback: (fallback: JitFallback) => void }): GatewayInterface {
+export function jitExecutorGateway(
+  schema: GraphQLSchema,
+  options: { maxBytes: number; onFallback: (fallback: JitFallback) => void; traced: boolean },
+): GatewayInterface {
   // `query` undefined: jit could not compile it, and it runs on graphql-js. `bytes`: what the entry keeps alive.
   const compiled = byteBoundedLru<{ query: CompiledQuery | undefined; conditionVariables: string[]; bytes: number }>(options.maxBytes, ({ bytes }) => bytes);
 
@@ -82,7 +86,7 @@ export function jitExecutorGateway(schema: GraphQLSchema, options: { maxBytes: n
       callback({ apiSchema: schema, coreSupergraphSdl: '' });
       return () => undefined;
     },
-    load: async () => ({ executor: tracedExecutor(executor) }),
+    load: async () => ({ executor: options.traced ? tracedExecutor(executor) : executor }),
     stop: async () => undefined,
   };
 }

@@ -16,7 +16,11 @@ const fallbacks: JitFallback[] = [];
 
 beforeAll(async () => {
   schema = await buildPetStoreSchema();
-  const gateway = jitExecutorGateway(schema, { maxBytes: DOCUMENT_CACHE_LIMITS.compiledOperationBytes, onFallback: (fallback) => fallbacks.push(fallback) });
+  const gateway = jitExecutorGateway(schema, {
+    maxBytes: DOCUMENT_CACHE_LIMITS.compiledOperationBytes,
+    onFallback: (fallback) => fallbacks.push(fallback),
+    traced: false,
+  });
   gateway.onSchemaLoadOrUpdate(() => undefined);
   executor = (await gateway.load({ apollo: {} })).executor!;
 });

@@ -193,7 +193,7 @@ describe("graphql-jit's compiled operations", () => {
 
   test('when compiled operations pass the budget, then the first is compiled again; a few do not push it out', async () => {
     const budget = 1024 * 1024;
-    const gateway = jitExecutorGateway(markerSchema, { maxBytes: budget, onFallback: () => undefined });
+    const gateway = jitExecutorGateway(markerSchema, { maxBytes: budget, onFallback: () => undefined, traced: false });
     gateway.onSchemaLoadOrUpdate(() => undefined);
     const executor = (await gateway.load({ apollo: {} })).executor!;
     const first = '{ marker }';
