@@ -23,6 +23,8 @@ export class FeedSequencer {
   private lastRunAt = -Infinity;
   private delayed: NodeJS.Timeout | undefined;
   private closed = false;
+  /** A pet was stored since the last run began (a nudge of {@link stored}): the next run need not look for one first. */
+  private storedSinceRun = false;
   /** Whether the last run failed: a database outage is logged once, when it starts, and once when it ends. */
   private failing = false;
 
@@ -79,6 +81,15 @@ export class FeedSequencer {
     });
   }
 
+  /**
+   * {@link nudge}, for a pet this process (or, through Redis, another) has just stored and committed: the run it brings
+   * stamps without first looking for a pet to stamp.
+   */
+  stored(): void {
+    this.storedSinceRun = true;
+    this.nudge();
+  }
+
   private async run(): Promise<void> {
     try {
       if (Date.now() >= this.nextClaimAt) {
@@ -87,7 +98,10 @@ export class FeedSequencer {
         if (leading !== this.leading) this.log.info({ holder: this.holder }, leading ? 'pet feed: this instance sequences' : 'pet feed: lease lost');
         this.leading = leading;
       }
-      if (this.leading && (await this.feed.hasUnstamped())) {
+      // A run for a stored pet has one to stamp; a tick looks first, so an idle instance sends no empty transaction.
+      const stored = this.storedSinceRun;
+      this.storedSinceRun = false;
+      if (this.leading && (stored || (await this.feed.hasUnstamped()))) {
         for (;;) {
           const { stamped, head } = await this.feed.stamp(this.holder, this.limits.stampBatch);
           this.stamped += stamped;

@@ -46,7 +46,7 @@ export async function startPetEventBus({ database, redis, channel, log }: PetEve
   const sequencer = new FeedSequencer(
     repository,
     (head) => {
-      feed.advance();
+      feed.advance(head);
       void poke({ head });
     },
     log,
@@ -63,7 +63,7 @@ export async function startPetEventBus({ database, redis, channel, log }: PetEve
       if ('head' in parsed) {
         if (parsed.head > feed.position) feed.advance();
       } else if (sequencer.isLeader) {
-        sequencer.nudge();
+        sequencer.stored();
       }
     },
     // Pokes missed while the subscription was down: the ticks found those events; read now in case.
@@ -75,7 +75,7 @@ export async function startPetEventBus({ database, redis, channel, log }: PetEve
     feed,
     sequencer,
     stored: () => {
-      if (sequencer.isLeader || !redis) sequencer.nudge();
+      if (sequencer.isLeader || !redis) sequencer.stored();
       else void poke({ stored: true });
     },
     close: async () => {

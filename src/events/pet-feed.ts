@@ -35,6 +35,8 @@ export class PetFeed {
   private again = false;
   /** Whether the last read failed: a database outage is logged once, when it starts, and once when it ends. */
   private failing = false;
+  /** The highest head this process's sequencer has committed and told of: with nobody following, no need to read it. */
+  private committedHead = 0;
 
   constructor(
     private readonly repository: PetFeedRepository,
@@ -72,8 +74,14 @@ export class PetFeed {
     await this.reading;
   }
 
-  /** Reads what follows the last event now (after the read in progress, if any); never throws. */
-  advance(): void {
+  /**
+   * Reads what follows the last event now (after the read in progress, if any); never throws.
+   * @param committedHead - the head this process's sequencer has just committed, if that is what advanced: trusted, so
+   *   an instance with nobody following moves there without reading. Not for a head announced through Redis, which
+   *   anyone on the channel could send.
+   */
+  advance(committedHead?: number): void {
+    if (committedHead !== undefined && committedHead > this.committedHead) this.committedHead = committedHead;
     if (this.reading) {
       this.again = true;
       return;
@@ -113,14 +121,14 @@ export class PetFeed {
     }
   }
 
-  /** Appends `events` (they follow `delivered`) to the recent ones, dropping the oldest beyond the bound, a tenth at a time. */
   /**
    * With nobody following here, where the feed stands is all that is read, not its events: the advance is told all the
    * same, and a follower that comes later replays from the table up to that position (the head is written in the
-   * transaction that stamps, so every event up to it is committed).
+   * transaction that stamps, so every event up to it is committed). The head this process's sequencer told of is not
+   * read again.
    */
   private async moveToHead(): Promise<void> {
-    const head = await this.repository.head();
+    const head = this.committedHead > this.delivered ? this.committedHead : await this.repository.head();
     if (this.failing) this.log.info('pet feed: reading new events again');
     this.failing = false;
     if (head <= this.delivered) return;
@@ -131,6 +139,7 @@ export class PetFeed {
     for (const listener of this.advanceListeners) listener();
   }
 
+  /** Appends `events` (they follow `delivered`) to the recent ones, dropping the oldest beyond the bound, a tenth at a time. */
   private remember(events: readonly PetEvent[]): void {
     this.recent.push(...events);
     this.delivered = events[events.length - 1].seq;

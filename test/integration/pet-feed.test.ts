@@ -7,7 +7,7 @@ import { type PetEvent, PetFeedRepository } from '../../src/events/pet-feed.repo
 import { PetStatus } from '../../src/pets/pet-status.enum';
 import { PET_FEED_LIMITS } from '../../src/limits';
 import { createMetrics } from '../../src/observability/metrics.registry';
-import { countStatements } from '../helpers/statement-counter';
+import { STAMP_TRANSACTION, countStatements } from '../helpers/statement-counter';
 import { createPet, startTestApp } from '../helpers/test-app';
 import { openTestDatabase, testOnMysql } from '../helpers/test-database';
 
@@ -166,6 +166,26 @@ describe('the change feed on the database', () => {
     await insertPets(2);
     expect((await take(follower, 2)).map((event) => event.seq)).toEqual([7, 8]);
     await follower.return?.();
+    await sequencer.close();
+    await feed.close();
+  });
+  test('when pets are stored with nobody following, then each run stamps without looking first and the feed moves to the head its sequencer told of without reading it', async () => {
+    // Ticks far apart, so only the first look, the stores' nudges and the advances they bring run.
+    const limits = { ...PET_FEED_LIMITS, stampEveryMs: 60_000, followEveryMs: 60_000 };
+    const feed = new PetFeed(repository, quiet, limits);
+    const sequencer = new FeedSequencer(repository, (head) => feed.advance(head), quiet, limits);
+    await feed.start();
+    sequencer.start();
+    await until(() => sequencer.isLeader);
+    const statements = countStatements(dataSource);
+    for (let i = 1; i <= 3; i++) {
+      await insertPets(1);
+      sequencer.stored();
+      await until(() => feed.position === i);
+    }
+    expect(statements.count(/seq IS NULL LIMIT 1/)).toBe(0);
+    expect(statements.count(/SELECT [`"]?feed[`"]?\.[`"]?head[`"]? AS [`"]head[`"] FROM [`"]pet_feed[`"](?![\s\S]*valid)/)).toBe(0);
+    expect(statements.count(STAMP_TRANSACTION)).toBe(3);
     await sequencer.close();
     await feed.close();
   });
