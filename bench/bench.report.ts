@@ -1,7 +1,7 @@
 import type { ExplainRow } from './bench-database';
 import { type Measurement, PEER_NAMES, type PeerName, type SystemName } from './bench.runner';
 import type { CausalReadsResult } from './causal-reads';
-import { FOLLOWER_LABELS, type FeedResults, deliveryFailed } from './feed';
+import { FAN_OUT_TARGET, FOLLOWER_LABELS, type FeedResults, type FeedVariant, deliveryFailed } from './feed';
 
 /** Every measurement of one system on one scenario, one per round. */
 export interface ScenarioRuns {
@@ -303,6 +303,12 @@ function checkFeedTargets(results: BenchResults): TargetCheck[] {
         met: !deliveryFailed(d),
       });
     }
+    const { sse, ws } = followerP99s(variant);
+    checks.push({
+      target: `feed ${variant.redis ? 'with' : 'without'} Redis: fan-out ≥ ${FAN_OUT_TARGET.perCore.toLocaleString('en-US')} events/s per core (SSE + WS) at p99 ≤ ${FAN_OUT_TARGET.p99Ms} ms`,
+      value: `${fixed(variant.fanOut.perCore)} events/s per core (${fixed(variant.fanOut.perSecond)}/s on ${fixed(variant.fanOut.cores, 2)} cores), SSE p99 ${fixed(sse, 1)} ms, WS p99 ${fixed(ws, 1)} ms, ${variant.deliveries.find((d) => d.kind === 'sse')?.clients ?? 0} + ${variant.deliveries.find((d) => d.kind === 'ws')?.clients ?? 0} followers at ${variant.rate} creates/s`,
+      met: variant.fanOut.perCore >= FAN_OUT_TARGET.perCore && sse <= FAN_OUT_TARGET.p99Ms && ws <= FAN_OUT_TARGET.p99Ms,
+    });
     const webhook = variant.deliveries.find((d) => d.kind === 'webhook');
     if (variant.redis && webhook) {
       const beside = variant.deliveries
@@ -326,6 +332,12 @@ function checkFeedTargets(results: BenchResults): TargetCheck[] {
     }
   }
   return checks;
+}
+
+/** The p99 latency of a run's SSE and WebSocket followers, milliseconds (NaN for a kind not measured). */
+function followerP99s(variant: FeedVariant): { sse: number; ws: number } {
+  const p99 = (kind: 'sse' | 'ws') => variant.deliveries.find((d) => d.kind === kind)?.latency.p99 ?? NaN;
+  return { sse: p99('sse'), ws: p99('ws') };
 }
 
 /** The feed phase's tables: delivery per follower kind, then the sequencer's statements and time per create. */
@@ -369,6 +381,19 @@ function feedMarkdown(results: BenchResults): string[] {
     }
     if (v.sseMissing) lines.push(`| ${v.redis ? 'yes' : 'no'} | SSE | – | not measured: ${v.sseMissing} | | | | | | | | | | | | |`);
     if (v.webhookMissing) lines.push(`| ${v.redis ? 'yes' : 'no'} | webhook | – | not measured: ${v.webhookMissing} | | | | | | | | | | | | |`);
+  }
+  lines.push('');
+  lines.push(
+    `Fan-out (issue 43's target: ≥ ${FAN_OUT_TARGET.perCore.toLocaleString('en-US')} events/s per core, SSE and WebSocket together, at p99 ≤ ${FAN_OUT_TARGET.p99Ms} ms): every event each SSE and WebSocket follower received of the measured creates, over the creates' window (the wall time between the two reads of the server's CPU time), and over the cores the server used in it (its CPU seconds per wall second, from schedstat); the creates' own cost and the webhook's deliveries are in that CPU:`,
+  );
+  lines.push('');
+  lines.push('| Redis | Deliveries (SSE + WS) | Window s | Deliveries/s | Server cores | Events/s per core | SSE p99 ms | WS p99 ms |');
+  lines.push('|---|--:|--:|--:|--:|--:|--:|--:|');
+  for (const v of feed.variants) {
+    const { sse, ws } = followerP99s(v);
+    lines.push(
+      `| ${v.redis ? 'yes' : 'no'} | ${v.fanOut.deliveries} | ${fixed(v.creates.cpuWindowMs / 1000, 1)} | ${fixed(v.fanOut.perSecond)} | ${fixed(v.fanOut.cores, 2)} | ${fixed(v.fanOut.perCore)} | ${fixed(sse, 1)} | ${fixed(ws, 1)} |`,
+    );
   }
   const counted = feed.sequencer;
   if (counted.length > 0) {

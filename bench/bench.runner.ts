@@ -57,6 +57,8 @@ export interface Measurement {
   cpuMs: number;
   /** `cpuMs` over the responses received: server CPU time per request, milliseconds. */
   cpuMsPerRequest: number;
+  /** Wall time between the two reads of `cpuMs`, milliseconds: `cpuMs / cpuWindowMs` is the cores the server used. */
+  cpuWindowMs: number;
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -216,7 +218,7 @@ export async function probe(system: RunningSystem, scenario: Scenario, context: 
 }
 
 /** What a load generator measured, before the server's usage is added. */
-type LoadResult = Omit<Measurement, 'peakRssMb' | 'cpuMs' | 'cpuMsPerRequest'>;
+type LoadResult = Omit<Measurement, 'peakRssMb' | 'cpuMs' | 'cpuMsPerRequest' | 'cpuWindowMs'>;
 
 /**
  * Runs a load against a system, sampling the server's RSS every 50 ms and reading its CPU
@@ -227,11 +229,19 @@ async function withServerUsage(system: RunningSystem, settleMs: number, load: ()
   let peakRssMb = rssMb(system.pid);
   const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, rssMb(system.pid))), 50);
   const cpuBefore = cpuTimeMs(system.pid);
+  const began = performance.now();
   try {
     const result = await load();
     if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
     const cpuMs = cpuTimeMs(system.pid) - cpuBefore;
-    return { ...result, peakRssMb: Math.round(Math.max(peakRssMb, rssMb(system.pid))), cpuMs, cpuMsPerRequest: result.total > 0 ? cpuMs / result.total : NaN };
+    const cpuWindowMs = performance.now() - began;
+    return {
+      ...result,
+      peakRssMb: Math.round(Math.max(peakRssMb, rssMb(system.pid))),
+      cpuMs,
+      cpuMsPerRequest: result.total > 0 ? cpuMs / result.total : NaN,
+      cpuWindowMs,
+    };
   } finally {
     clearInterval(sampler);
   }

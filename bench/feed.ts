@@ -43,7 +43,36 @@ export interface FeedVariant {
   /** The creates (REST POST /v1/pets), with the server's CPU over them. */
   creates: Measurement;
   deliveries: FeedDelivery[];
+  /** Deliveries to the SSE and WebSocket followers per second, and per core of the server, over the creates. */
+  fanOut: FanOut;
 }
+
+/**
+ * The fan-out of one delivery run (bench/README.md "Feed"): every event each SSE and WebSocket follower received of the
+ * measured creates (duplicates not counted), over the creates' window, the wall time between the two reads of the
+ * server's CPU time, and over the cores the server used in it (its CPU seconds per wall second).
+ */
+export interface FanOut {
+  /** Events received by the SSE and WebSocket followers, each follower's each event once. */
+  deliveries: number;
+  /** `deliveries` per second of the creates' window. */
+  perSecond: number;
+  /** The server's CPU seconds per wall second over that window. */
+  cores: number;
+  /** `perSecond` over `cores`: events per second per core (NaN when the CPU time was unreadable). */
+  perCore: number;
+}
+
+/** The fan-out of a run whose creates measured `creates` and whose followers reported `deliveries` (webhooks left out). */
+export function fanOutOf(creates: Pick<Measurement, 'cpuMs' | 'cpuWindowMs'>, deliveries: readonly FeedDelivery[]): FanOut {
+  const delivered = deliveries.filter((d) => d.kind === 'sse' || d.kind === 'ws').reduce((sum, d) => sum + d.received - d.duplicates, 0);
+  const perSecond = delivered / (creates.cpuWindowMs / 1000);
+  const cores = creates.cpuMs / creates.cpuWindowMs;
+  return { deliveries: delivered, perSecond, cores, perCore: perSecond / cores };
+}
+
+/** The target of issue 43's fan-out: events per second per core (SSE and WebSocket together) at a p99 of each within `p99Ms`. */
+export const FAN_OUT_TARGET = { perCore: 20_000, p99Ms: 200 } as const;
 
 /** What the sequencer cost while one system took creates at a fixed rate, seen through the statement counter. */
 export interface SequencerCost {
@@ -340,6 +369,10 @@ async function deliveryRun(options: FeedPhaseOptions, redis: boolean, sseKeys: s
     log(
       `  creates: ${answers.length} answered 201 (${Math.round(creates.rps)}/s, p99 ${creates.p99} ms, server CPU ${creates.cpuMsPerRequest.toFixed(3)} ms/create); every follower had the last event ${Math.round(drainMs)} ms after its answer`,
     );
+    const fanOut = fanOutOf(creates, deliveries);
+    log(
+      `  fan-out: ${fanOut.deliveries} deliveries (SSE + WS) in ${(creates.cpuWindowMs / 1000).toFixed(1)} s, ${Math.round(fanOut.perSecond)}/s on ${fanOut.cores.toFixed(2)} server cores: ${Math.round(fanOut.perCore)} events/s per core`,
+    );
     for (const d of deliveries) {
       log(
         `  ${d.kind}: ${d.live}/${d.clients} followers, latency p50 ${d.latency.p50} ms p99 ${d.latency.p99} ms max ${d.latency.max} ms; received ${d.received}/${d.expected}, missed ${d.missed}, duplicates ${d.duplicates}, out of order ${d.outOfOrder}, foreign ${d.foreign}; client CPU ${d.clientCpuMs} ms${deliveryFailed(d) ? '  DELIVERY FAILED' : ''}`,
@@ -357,6 +390,7 @@ async function deliveryRun(options: FeedPhaseOptions, redis: boolean, sseKeys: s
       serviceExited,
       creates,
       deliveries,
+      fanOut,
     };
   } finally {
     for (const { child } of children) child.kill();

@@ -5,6 +5,7 @@ import type { GuardState } from '../guard/guard';
 import { PET_FEED_LIMITS } from '../limits';
 import { subscriptionSpanContext } from '../observability/event-delivery.tracer';
 import type { FeedFollowers, StreamEnd } from './feed-followers';
+import { TurnCork } from './turn-cork';
 
 /** One server-sent event: `id` and `event` are single lines; `data` may span lines. */
 export interface ServerSentEvent {
@@ -79,24 +80,17 @@ export class EventStreams {
     const body = new PassThrough();
     const raw = reply.raw;
     let finished = false;
-    let corked = false;
+    // The events of one feed advance arrive in one turn of the event loop: held until the next, they leave in one write.
+    const cork = new TurnCork(raw);
     const send = (frame: string | Buffer) => {
-      // The events of one feed advance arrive in one turn of the event loop: corked until the next, they leave in one write.
-      if (!corked) {
-        corked = true;
-        raw.cork();
-        setImmediate(() => {
-          corked = false;
-          raw.uncork();
-        });
-      }
+      cork.hold();
       body.write(frame);
     };
     const finish = () => {
       if (finished) return;
       finished = true;
       // Ended while corked, Node 24 writes a chunked answer's last chunk ahead of the frames the cork holds: end after it.
-      if (corked) setImmediate(() => body.end());
+      if (cork.held) setImmediate(() => body.end());
       else body.end();
     };
     const stream = this.followers.admit(state, {

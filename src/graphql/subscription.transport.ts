@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { CloseCode, type Server } from 'graphql-ws';
 import type { WebSocket } from 'ws';
 import type { ReaderPace } from '../following/reader-pace';
+import { TurnCork } from '../following/turn-cork';
 import { SUBSCRIPTION_CLOSE } from './subscription-close.codes';
 import { FOLLOWER_LIMITS, SUBSCRIPTION_LIMITS } from '../limits';
 
@@ -45,7 +46,9 @@ function keepAlive(socket: WebSocket, log: FastifyBaseLogger): void {
  * the feed (ReaderPace, FOLLOWER_LIMITS): graphql-ws awaits each send, so a subscription whose peer has
  * `pauseAtBytes` waiting takes no more events until it reads (its follower holds only a position), a peer that reads
  * nothing for `stalledReaderMs` is closed with 1008, and nothing ever queues beyond `maxBufferedBytes`. `paceOf` gives
- * the socket's pace once it is admitted; before that only the byte bound holds.
+ * the socket's pace once it is admitted; before that only the byte bound holds. The messages sent to the socket in one
+ * turn of the event loop (a feed advance's events, to each of its subscriptions) leave in one write of `request.socket`,
+ * the connection ws writes to ({@link TurnCork}).
  */
 export function openSubscriptionSocket(
   server: Server<SocketExtra>,
@@ -72,6 +75,8 @@ export function openSubscriptionSocket(
   };
   // Each write done is progress for the pace: ws's `drain`.
   const written = () => paceOf()?.progressed();
+  // A feed advance's events to this socket's subscriptions arrive in one turn: held until the next, they leave in one write.
+  const cork = new TurnCork(request.socket);
   const closed = server.opened(
     {
       protocol: socket.protocol,
@@ -80,6 +85,7 @@ export function openSubscriptionSocket(
         const pace = paceOf();
         const bytes = Buffer.byteLength(data);
         if (pace ? !pace.fits(bytes) : socket.bufferedAmount + bytes > FOLLOWER_LIMITS.maxBufferedBytes) return cutSlow();
+        cork.hold();
         socket.send(data, written);
         if (pace?.behind && !(await pace.catchUp())) cutSlow();
       },

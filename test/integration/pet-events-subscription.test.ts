@@ -112,6 +112,32 @@ describe('petEvents over WebSocket', () => {
     expect(resumed.results).toHaveLength(6);
   });
 
+  test('when several events are queued for one WebSocket in one turn, then they leave in one write of its socket, in feed order', async () => {
+    // The server's end of the next WebSocket, as the HTTP server hands it to the upgrade.
+    const upgraded: Socket[] = [];
+    const onUpgrade = (_request: unknown, socket: Socket) => void upgraded.push(socket);
+    t.app.server.prependListener('upgrade', onUpgrade);
+    const c = await client().finally(() => t.app.server.off('upgrade', onUpgrade));
+    expect(upgraded).toHaveLength(1);
+    const watcher = await observer(c);
+    const created = await createAll(['Q1', 'Q2', 'Q3', 'Q4', 'Q5']);
+    const seen = (await watcher.pets(5)) as Event[];
+    // Every write of the socket from now: one call of its _write (one chunk) or _writev (several), Node's stream hooks.
+    const socket = upgraded[0];
+    const writes: string[] = [];
+    const write = socket._write.bind(socket);
+    const writev = socket._writev!.bind(socket);
+    socket._write = (chunk, encoding, callback) => (writes.push('write'), write(chunk, encoding, callback));
+    socket._writev = (chunks, callback) => (writes.push(`writev of ${chunks.length}`), writev(chunks, callback));
+    // Replayed from the feed's recent events: four `next` messages queued in one turn.
+    const replayed = subscribe(c, `subscription($after: String) { petEvents(after: $after) { ${EVENT_FIELDS} } }`, { after: seen[0].cursor });
+    const events = (await replayed.pets(4)) as Event[];
+    expect(events.map((event) => event.pet)).toEqual(created.slice(1));
+    expect(events.map((event) => event.cursor)).toEqual(seen.slice(1).map((event) => event.cursor));
+    // ws writes a frame's header and payload apart: four frames, eight chunks, one writev.
+    expect(writes).toEqual(['writev of 8']);
+  });
+
   test('when status is given, then only pets with that status are replayed and then sent, their cursors resuming any filter', async () => {
     const c = await client();
     const watcher = await observer(c);
