@@ -231,10 +231,16 @@ export async function feedPositions(url: string, ids: number[]): Promise<{ seqs:
 /**
  * Waits until webhook endpoint `endpointId` has had every event of the feed: every pet stamped and the endpoint's cursor
  * (`webhook_endpoint.cursor_seq`, the position delivered last) at the feed's head, polling every 100 ms.
- * @returns the milliseconds waited, the events still owed (0 when it caught up), and whether `timeoutMs` passed first.
+ * @returns the milliseconds waited, the events owed at first and still owed (0 when it caught up), and whether
+ *   `timeoutMs` passed first.
  */
-export async function waitUntilDelivered(url: string, endpointId: number, timeoutMs: number): Promise<{ ms: number; behind: number; timedOut: boolean }> {
+export async function waitUntilDelivered(
+  url: string,
+  endpointId: number,
+  timeoutMs: number,
+): Promise<{ ms: number; owedAtFirst: number; behind: number; timedOut: boolean }> {
   const began = Date.now();
+  let owedAtFirst: number | undefined;
   const connection = await createConnection(url);
   try {
     for (;;) {
@@ -245,8 +251,9 @@ export async function waitUntilDelivered(url: string, endpointId: number, timeou
       );
       const { unstamped, head, cursorSeq } = rows[0];
       const behind = cursorSeq === null ? 0 : Number(unstamped) + Math.max(0, Number(head) - Number(cursorSeq));
-      if (behind === 0) return { ms: Date.now() - began, behind, timedOut: false };
-      if (Date.now() - began > timeoutMs) return { ms: Date.now() - began, behind, timedOut: true };
+      owedAtFirst ??= behind;
+      if (behind === 0) return { ms: Date.now() - began, owedAtFirst, behind, timedOut: false };
+      if (Date.now() - began > timeoutMs) return { ms: Date.now() - began, owedAtFirst, behind, timedOut: true };
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   } finally {

@@ -57,6 +57,11 @@ export interface Measurement {
   cpuMs: number;
   /** `cpuMs` over the responses received: server CPU time per request, milliseconds. */
   cpuMsPerRequest: number;
+  /**
+   * Of `cpuMs`, what the server spent after the run delivering the webhook events the run's creates left owed (bench/run.ts
+   * `run`, bench/README.md "The service's set-up"), milliseconds; absent when nothing was owed.
+   */
+  afterRunCpuMs?: number;
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');

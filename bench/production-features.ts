@@ -154,14 +154,16 @@ export class ProductionFeatures {
    * After a measured run of a system that delivers: waits until the endpoint has had every event (up to `timeoutMs`),
    * so that the dispatcher's backlog is delivered between runs, not during the next one; past the timeout, registers
    * the endpoint anew (the rest is dropped). A no-op without an endpoint.
+   * @returns the events owed when the run ended (0: nothing to wait for) and whether the timeout passed.
    */
-  async drain(timeoutMs: number): Promise<void> {
-    if (this.endpoint === undefined) return;
+  async drain(timeoutMs: number): Promise<{ owed: number; timedOut: boolean }> {
+    if (this.endpoint === undefined) return { owed: 0, timedOut: false };
     const waited = await waitUntilDelivered(this.options.databaseUrl, this.endpoint, timeoutMs);
     if (waited.timedOut) {
       this.options.log(`  webhook: ${waited.behind} events still owed after ${(waited.ms / 1000).toFixed(1)} s: the endpoint registered anew`);
       await this.freshEndpoint();
     } else if (waited.ms > 1000) this.options.log(`  webhook: the endpoint caught up ${(waited.ms / 1000).toFixed(1)} s after the run`);
+    return { owed: waited.owedAtFirst, timedOut: waited.timedOut };
   }
 
   /** Deliveries the receiver has taken so far. */
