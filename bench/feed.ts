@@ -180,8 +180,8 @@ export const WEBHOOK_CLI = path.join('dist', 'src', 'cli', 'webhook.cli.js');
 
 /**
  * What the service and its webhook CLI need to deliver to a receiver at http://127.0.0.1: http and private targets allowed,
- * which the configuration refuses with NODE_ENV=production, so `test` (the same service but for GraphQL field suggestions
- * in error messages and misspelt variables being warnings: docs/configuration.md "Production").
+ * which the configuration refuses with NODE_ENV=production, so `test` (what differs from production, all of it from
+ * NODE_ENV: bench/README.md "The service's set-up").
  */
 export const WEBHOOK_ENV = { NODE_ENV: 'test', WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_DELIVERIES: 'true' };
 
