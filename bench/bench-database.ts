@@ -227,3 +227,36 @@ export async function feedPositions(url: string, ids: number[]): Promise<{ seqs:
     await connection.end();
   }
 }
+
+/**
+ * Waits until webhook endpoint `endpointId` has had every event of the feed: every pet stamped and the endpoint's cursor
+ * (`webhook_endpoint.cursor_seq`, the position delivered last) at the feed's head, polling every 100 ms.
+ * @returns the milliseconds waited, the events owed at first and still owed (0 when it caught up), and whether
+ *   `timeoutMs` passed first.
+ */
+export async function waitUntilDelivered(
+  url: string,
+  endpointId: number,
+  timeoutMs: number,
+): Promise<{ ms: number; owedAtFirst: number; behind: number; timedOut: boolean }> {
+  const began = Date.now();
+  let owedAtFirst: number | undefined;
+  const connection = await createConnection(url);
+  try {
+    for (;;) {
+      const [rows] = await connection.query<(RowDataPacket & { unstamped: number | string; head: number | string; cursorSeq: number | string | null })[]>(
+        `SELECT (SELECT COUNT(*) FROM pet WHERE seq IS NULL) AS unstamped, (SELECT head FROM pet_feed WHERE name = 'pets') AS head,
+           (SELECT cursor_seq FROM webhook_endpoint WHERE id = ?) AS cursorSeq`,
+        [endpointId],
+      );
+      const { unstamped, head, cursorSeq } = rows[0];
+      const behind = cursorSeq === null ? 0 : Number(unstamped) + Math.max(0, Number(head) - Number(cursorSeq));
+      owedAtFirst ??= behind;
+      if (behind === 0) return { ms: Date.now() - began, owedAtFirst, behind, timedOut: false };
+      if (Date.now() - began > timeoutMs) return { ms: Date.now() - began, owedAtFirst, behind, timedOut: true };
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    await connection.end();
+  }
+}

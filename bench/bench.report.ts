@@ -59,6 +59,8 @@ export interface BenchResults {
     warmupSeconds: number;
     connections: number;
     pets: number;
+    /** How the service and the baseline were started: `production set-up` (bench/README.md "Method") or `bare` (`--bare`). */
+    service?: string;
   };
   /** With `--baseline <git ref>`: the commit run as the system `baseline` (bench/README.md "Comparing with another commit"). */
   baseline?: { ref: string; commit: string; subject: string; nodeModules: 'shared' | 'installed'; setupSeconds: number };
@@ -437,7 +439,7 @@ export function toMarkdown(results: BenchResults): string {
   const lines: string[] = [];
   const { settings, machine } = results;
   lines.push(
-    `Run ${results.startedAt} (${results.mode}, ${Math.round(results.seconds)} s): ${settings.rounds} rounds × ${settings.durationSeconds} s per scenario and system (after ${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ${settings.pets.toLocaleString('en')} seeded pets.`,
+    `Run ${results.startedAt} (${results.mode}, ${Math.round(results.seconds)} s): ${settings.rounds} rounds × ${settings.durationSeconds} s per scenario and system (after ${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ${settings.pets.toLocaleString('en')} seeded pets${settings.service ? `; the service: ${settings.service}` : ''}.`,
   );
   lines.push('');
   lines.push(

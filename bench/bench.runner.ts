@@ -59,6 +59,11 @@ export interface Measurement {
   cpuMsPerRequest: number;
   /** Wall time between the two reads of `cpuMs`, milliseconds: `cpuMs / cpuWindowMs` is the cores the server used. */
   cpuWindowMs: number;
+  /**
+   * Of `cpuMs`, what the server spent after the run delivering the webhook events the run's creates left owed (bench/run.ts
+   * `run`, bench/README.md "The service's set-up"), milliseconds; absent when nothing was owed.
+   */
+  afterRunCpuMs?: number;
 }
 
 const ROOT = path.resolve(__dirname, '..', '..');

@@ -205,17 +205,17 @@ async function createOne(system: RunningSystem, apiKey: string): Promise<number>
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The webhook CLI of a build (docs/webhooks.md "Endpoints"), relative to its folder. */
-const WEBHOOK_CLI = path.join('dist', 'src', 'cli', 'webhook.cli.js');
+export const WEBHOOK_CLI = path.join('dist', 'src', 'cli', 'webhook.cli.js');
 
 /**
  * What the service and its webhook CLI need to deliver to a receiver at http://127.0.0.1: http and private targets allowed,
- * which the configuration refuses with NODE_ENV=production, so `test` (the same service but for GraphQL field suggestions
- * in error messages and misspelt variables being warnings: docs/configuration.md "Production").
+ * which the configuration refuses with NODE_ENV=production, so `test` (what differs from production, all of it from
+ * NODE_ENV: bench/README.md "The service's set-up").
  */
-const WEBHOOK_ENV = { NODE_ENV: 'test', WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_DELIVERIES: 'true' };
+export const WEBHOOK_ENV = { NODE_ENV: 'test', WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_DELIVERIES: 'true' };
 
 /** Runs the build's webhook CLI in `directory` on `databaseUrl` (its own database connection); @returns its stdout. */
-async function webhookCli(directory: string, databaseUrl: string, args: string[]): Promise<string> {
+export async function webhookCli(directory: string, databaseUrl: string, args: string[]): Promise<string> {
   try {
     const { stdout } = await promisify(execFile)(process.execPath, [WEBHOOK_CLI, ...args], {
       cwd: directory,
@@ -228,7 +228,7 @@ async function webhookCli(directory: string, databaseUrl: string, args: string[]
 }
 
 /** Registers `url` as a webhook endpoint of every pet with the build's CLI (`webhook add`); @returns the endpoint's id. */
-async function addWebhookEndpoint(directory: string, databaseUrl: string, url: string): Promise<number> {
+export async function addWebhookEndpoint(directory: string, databaseUrl: string, url: string): Promise<number> {
   await webhookCli(directory, databaseUrl, ['add', url, '--description', 'bench feed follower']);
   const listed = JSON.parse(await webhookCli(directory, databaseUrl, ['list', '--json'])) as Array<{ id: number; url: string }>;
   const endpoint = listed.find((e) => e.url === url);

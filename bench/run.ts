@@ -25,6 +25,7 @@ import {
   type PeerName,
   type RunningSystem,
   type SystemName,
+  cpuTimeMs,
   isPeer,
   measure,
   measureAtRate,
@@ -36,18 +37,21 @@ import { measureCausalReads } from './causal-reads';
 import { type FeedResults, type FeedSettings, deliveryFailed, feedPhase } from './feed';
 import { startGaleraCluster } from '../test/support/mariadb-topology';
 import { tracingMarkdown, tracingPhase } from './tracing-cost';
+import { FEATURE_VARIANTS, featureMarkdown, featurePhase } from './feature-cost';
+import { ALL_ON, type FeatureSwitches, ProductionFeatures } from './production-features';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
 
 /**
  * `npm run bench [-- --smoke] [-- --only <regex>] [-- --no-scale] [-- --no-half-rate] [-- --cpu-prof]
  *   [-- --rounds <n>] [-- --duration <seconds>] [-- --systems service,baseline,B1,B1c,B0,apollo,yoga,mercurius] [-- --baseline <git ref>]
- *   [-- --tracing [--tracing-rate <n>]]`
+ *   [-- --tracing [--tracing-rate <n>]] [-- --features [--features-rate <n>]] [-- --bare]`
  *
  * Seeds 10,000 pets in a fresh MariaDB/MySQL database (BENCH_DATABASE_URL, default
  * mysql://root@127.0.0.1:3306/petstore_bench, or petstore_bench_smoke with --smoke; it is
  * dropped and recreated, so two runs must not share one), then for each round starts fresh processes of
- * the service (dist/src/main.js, NODE_ENV=production, LOG_LEVEL=warn, the heap cap of `npm start`)
+ * the service (dist/src/main.js, LOG_LEVEL=warn, the heap cap of `npm start`, with Redis, trusted documents and a webhook
+ * endpoint at a receiver of the bench's: production-features.ts; `--bare`: NODE_ENV=production and none of them)
  * and the baselines B1
  * (Fastify + mysql2, a key lookup per request), B1c (B1 with a key cache of the service's TTL)
  * and B0 (node:http, canned JSON), and the GraphQL peers apollo, yoga and mercurius (bench/peer-*.server.ts),
@@ -73,6 +77,8 @@ import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
  * No thresholds are enforced: targets are reported, met or missed.
  * With `--tracing`, only the tracing phase runs (tracing-cost.ts): the service's CPU time per request with tracing off,
  * on at 10 % and at 100 % sampling, written to bench/results/tracing.{md,json} (bench/README.md "Tracing").
+ * With `--features`, only the features phase runs (feature-cost.ts): the service's CPU time per request with every
+ * feature on and with each switched off alone, written to bench/results/features.{md,json} (bench/README.md "Features").
  */
 /** Every system, in the order of odd rounds; `baseline` runs only with `--baseline`. */
 const ALL_SYSTEMS: readonly SystemName[] = ['service', 'baseline', 'B1', 'B1c', 'B0', ...PEER_NAMES];
@@ -118,6 +124,12 @@ const command = new Command('bench')
   .option('--cpu-prof', 'write a V8 CPU profile of each system to bench/results/profiles/<system>/')
   .option('--tracing', 'only the tracing phase: CPU per request with tracing off, on at 10 % and at 100 % sampling (with --only, --rounds, --duration)')
   .option('--tracing-rate <n>', 'requests per second of each scenario in the tracing phase (default 300; 50 with --smoke)', positiveIntegerArgument)
+  .option(
+    '--features',
+    'only the features phase: CPU per request with every feature on, and with each switched off alone by configuration (with --only, --rounds, --duration)',
+  )
+  .option('--features-rate <n>', 'requests per second of each scenario in the features phase (default 300; 50 with --smoke)', positiveIntegerArgument)
+  .option('--bare', 'start the service (and the baseline) the old way: NODE_ENV=production, no Redis, no trusted documents, no webhook endpoint')
   .showHelpAfterError();
 const options = command.parse().opts<{
   smoke?: boolean;
@@ -136,7 +148,12 @@ const options = command.parse().opts<{
   baseline?: string;
   tracing?: boolean;
   tracingRate?: number;
+  features?: boolean;
+  featuresRate?: number;
+  bare?: boolean;
 }>();
+if (options.features && options.tracing) command.error('error: --features and --tracing are phases of their own: one at a time.');
+if (options.features && options.bare) command.error('error: --features measures the production set-up: not with --bare.');
 if (options.systems?.includes('baseline') && options.baseline === undefined) command.error('error: the system baseline needs --baseline <git ref>.');
 if (options.baseline !== undefined && options.systems && !options.systems.includes('baseline')) {
   command.error('error: --baseline needs the system baseline among --systems.');
@@ -162,7 +179,9 @@ if (options.feedRate !== undefined) FEED.rate = options.feedRate;
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 // Smoke runs (CI) get a database of their own, so that one never drops a full run's tables.
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `mysql://root@127.0.0.1:3306/petstore_bench${smoke ? '_smoke' : ''}`;
-const RESULTS = path.resolve(__dirname, '..', '..', 'bench', 'results');
+/** This checkout: the service's build runs from here. */
+const ROOT = path.resolve(__dirname, '..', '..');
+const RESULTS = path.join(ROOT, 'bench', 'results');
 const CANNED_FILE = path.join(os.tmpdir(), `petstore-bench-canned-${process.pid}.json`);
 
 const began = Date.now();
@@ -186,6 +205,12 @@ function profiling(system: SystemName): { nodeOptions: string[] } {
 
 /** With `--baseline`: the other commit, checked out and built (main() sets it, and removes it at the end). */
 let baselineCheckout: BaselineCheckout | undefined;
+
+/** Without `--bare`: the service's production set-up, Redis, trusted documents and a webhook receiver (main() sets it, and closes it at the end). */
+let production: ProductionFeatures | undefined;
+
+/** Seconds a measured run's webhook backlog may take to be delivered before the next run starts (then it is dropped). */
+const DRAIN_TIMEOUT_MS = smoke ? 10_000 : 60_000;
 
 /** How to start each system; the service (and the baseline) exactly as in production, rate limits out of the way. */
 async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_URL, env: Record<string, string> = {}): Promise<RunningSystem> {
@@ -211,17 +236,30 @@ async function start(system: SystemName, apiKey: string, databaseUrl = DATABASE_
 }
 
 /**
- * Starts the service as the main bench runs it: production, rate limits out of the way, the heap
- * cap of `npm start`; with `baseline`, the service built in that worktree, as the system `baseline`.
+ * Starts the service as the main bench runs it (bench/README.md "Method"): rate limits out of the way, the heap cap of
+ * `npm start`, LOG_LEVEL=warn, and `switches`' features of the production set-up (production-features.ts; default every
+ * one: Redis, trusted documents, the webhook dispatcher with its endpoint at the bench's receiver, registered anew once
+ * the service has started when it delivers, on the bench's database only); `bare` (or `--bare`), NODE_ENV=production and
+ * none of them. With `baseline`, the service built in that worktree, as the system `baseline`. `env` is added last.
  */
-async function startService(apiKey: string, databaseUrl = DATABASE_URL, baseline?: BaselineCheckout, env: Record<string, string> = {}): Promise<RunningSystem> {
+async function startService(
+  apiKey: string,
+  databaseUrl = DATABASE_URL,
+  baseline?: BaselineCheckout,
+  env: Record<string, string> = {},
+  switches: FeatureSwitches | 'bare' = ALL_ON,
+): Promise<RunningSystem> {
   const name = baseline ? 'baseline' : 'service';
+  const directory = baseline?.directory ?? ROOT;
+  const features = production && switches !== 'bare' ? production.envOf(directory, switches) : { NODE_ENV: 'production', LOG_LEVEL: 'warn' };
+  const delivers = production !== undefined && switches !== 'bare' && databaseUrl === DATABASE_URL && production.delivers(directory, switches);
+  // No endpoint while a process that does not deliver runs: its pets would be left owed.
+  if (!delivers) await production?.removeEndpoint();
   const system = await startSystem(
     name,
     'dist/src/main.js',
     {
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'warn',
+      ...features,
       DATABASE_URL: databaseUrl,
       RATE_LIMIT_MAX: '1000000000',
       RATE_LIMIT_UNAUTHENTICATED_MAX: '1000000000',
@@ -240,12 +278,14 @@ async function startService(apiKey: string, databaseUrl = DATABASE_URL, baseline
     if (stamped.ms > 1000 || stamped.timedOut)
       log(`  service: ${stamped.timedOut ? 'still stamping' : 'stamped the waiting pets'} after ${(stamped.ms / 1000).toFixed(1)} s`);
   }
+  // Once every pet is stamped: the endpoint's deliveries start at the head, with no backlog.
+  if (delivers) await production!.freshEndpoint();
   return system;
 }
 
 /** This checkout's commit, with `+` when its tree has uncommitted changes (the service measured is the working tree). */
 function checkoutCommit(): string {
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: path.resolve(__dirname, '..', '..'), encoding: 'utf8' }).trim();
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
   return `${git('rev-parse', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? '+' : ''}`;
 }
 
@@ -278,8 +318,19 @@ async function run(
       : measureAtRate(system, scenario, context, { duration, connections, rate });
   if (SETTINGS.warmupSeconds > 0) await load(SETTINGS.warmupSeconds);
   const result = await load(SETTINGS.durationSeconds);
+  if ((system.name === 'service' || system.name === 'baseline') && production) {
+    // The webhook deliveries the run's creates left owed are made before the next run, not in it, and their CPU counts
+    // as the run's: a create's price includes its delivery.
+    const cpuBefore = cpuTimeMs(system.pid);
+    const drained = await production.drain(DRAIN_TIMEOUT_MS);
+    if (drained.owed > 0 && !drained.timedOut) {
+      result.afterRunCpuMs = cpuTimeMs(system.pid) - cpuBefore;
+      result.cpuMs += result.afterRunCpuMs;
+      result.cpuMsPerRequest = result.total > 0 ? result.cpuMs / result.total : NaN;
+    }
+  }
   log(
-    `  ${system.name.padEnd(8)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  CPU ${result.cpuMsPerRequest.toFixed(3)} ms/req  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`,
+    `  ${system.name.padEnd(8)} ${scenario.surface.padEnd(7)} ${scenario.name.padEnd(12)} ${Math.round(result.rps).toString().padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms  CPU ${result.cpuMsPerRequest.toFixed(3)} ms/req${result.afterRunCpuMs === undefined ? '' : ` (${result.afterRunCpuMs.toFixed(0)} ms of it delivering webhooks after the run)`}  RSS ${result.peakRssMb} MB${result.unexpected ? `  UNEXPECTED ${result.unexpected} ${JSON.stringify(result.statuses)}` : ''}`,
   );
   return result;
 }
@@ -288,10 +339,15 @@ async function run(
 async function main(): Promise<void> {
   const startedAt = new Date();
   const loadBefore = os.loadavg()[0];
-  if (options.baseline !== undefined) baselineCheckout = await checkOutBaseline(path.resolve(__dirname, '..', '..'), options.baseline, log);
+  if (options.baseline !== undefined) baselineCheckout = await checkOutBaseline(ROOT, options.baseline, log);
   try {
+    if (!options.bare) production = await ProductionFeatures.start({ databaseUrl: DATABASE_URL, redisUrl: REDIS_URL, root: ROOT, log });
     await bench(startedAt, loadBefore);
   } finally {
+    if (production) {
+      log(`Production set-up: the webhook receiver took ${await production.deliveries()} deliveries`);
+      await production.close();
+    }
     if (baselineCheckout) {
       await baselineCheckout.remove();
       log(`Baseline: worktree ${baselineCheckout.directory} removed`);
@@ -335,8 +391,55 @@ async function tracingBench(): Promise<void> {
   }
 }
 
+/** The scenarios of the features phase unless --only says otherwise: get, list-20 and create on each surface. */
+const FEATURE_SCENARIOS = /^(rest|graphql) (get|list-20|create)$/;
+
+/** `--features`: the features phase alone (feature-cost.ts), its table printed and written to bench/results/features.{md,json}. */
+async function featuresBench(startedAt: Date, loadBefore: number): Promise<void> {
+  log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
+  const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
+  const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
+  const scenarios = SCENARIOS.filter((s) => (only ?? FEATURE_SCENARIOS).test(`${s.surface} ${s.name}`));
+  const rounds = options.rounds ?? (smoke ? 1 : 3);
+  const rows = await featurePhase({
+    start: (switches) => startService(apiKey, DATABASE_URL, undefined, {}, switches),
+    run: (system, scenario, rate) => run(system, scenario, context, rate),
+    scenarios,
+    rate: options.featuresRate ?? (smoke ? 50 : 300),
+    rounds,
+    log,
+  });
+  const machine = {
+    CPU: `${os.cpus().length} × ${os.cpus()[0]?.model.trim()}`,
+    Node: process.version,
+    database: await databaseVersion(DATABASE_URL),
+    'load average (1 min) before/after': `${round1(loadBefore)}/${round1(os.loadavg()[0])}`,
+    seconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
+  };
+  const markdown = featureMarkdown(rows, { rounds, durationSeconds: SETTINGS.durationSeconds, machine });
+  mkdirSync(RESULTS, { recursive: true });
+  const base = path.join(RESULTS, smoke ? 'features-smoke' : 'features');
+  writeFileSync(`${base}.md`, markdown);
+  writeFileSync(
+    `${base}.json`,
+    `${JSON.stringify({ startedAt: startedAt.toISOString(), machine, rounds, durationSeconds: SETTINGS.durationSeconds, variants: FEATURE_VARIANTS, rows }, roundFloats, 2)}\n`,
+  );
+  process.stdout.write(markdown);
+  log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
+  const unexpected = rows.flatMap((row) =>
+    Object.entries(row.variants)
+      .filter(([, m]) => m.unexpected > 0 || m.total === 0)
+      .map(([variant, m]) => `${row.surface} ${row.name} ${variant} ${JSON.stringify(m.statuses)}`),
+  );
+  if (unexpected.length > 0) {
+    log(`Harness failure: unexpected statuses or no responses in ${unexpected.join('; ')}`);
+    process.exitCode = 1;
+  }
+}
+
 async function bench(startedAt: Date, loadBefore: number): Promise<void> {
   if (options.tracing) return tracingBench();
+  if (options.features) return featuresBench(startedAt, loadBefore);
   log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
   // Against a baseline, keys in the format every version accepts, so both systems look up the same keys.
   const everyVersion = options.baseline !== undefined;
@@ -479,8 +582,9 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
   let feed: FeedResults | undefined;
   if (options.feed && SYSTEMS.includes('service')) {
     feed = await feedPhase({
-      start: (system, env, url) => start(system, apiKey, url, env),
-      directory: (system) => (system === 'baseline' && baselineCheckout ? baselineCheckout.directory : path.resolve(__dirname, '..', '..')),
+      // The feed's own set-up (bench/README.md "Feed"): with and without Redis, its own webhook endpoint and receiver.
+      start: (system, env, url) => startService(apiKey, url, system === 'baseline' ? baselineCheckout : undefined, env, 'bare'),
+      directory: (system) => (system === 'baseline' && baselineCheckout ? baselineCheckout.directory : ROOT),
       databaseUrl: DATABASE_URL,
       context,
       settings: FEED,
@@ -510,6 +614,9 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
       warmupSeconds: SETTINGS.warmupSeconds,
       connections: SETTINGS.connections,
       pets: SETTINGS.pets,
+      service: production
+        ? 'the production set-up (Redis, trusted documents, one webhook endpoint; NODE_ENV=test for the webhook, bench/README.md "Method")'
+        : 'bare (--bare: NODE_ENV=production, no Redis, no trusted documents, no webhook endpoint)',
     },
     ...(baselineCheckout && {
       baseline: {

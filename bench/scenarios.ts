@@ -55,6 +55,24 @@ const GRAPHQL_LISTS: Record<string, string> = {
   'list-status': `{ pets(status: pending, limit: 20) ${PET_FIELDS} }`,
 };
 
+const GRAPHQL_GET = `query Pet($id: ID!) { pet(id: $id) ${PET_FIELDS} }`;
+const GRAPHQL_CREATE = `mutation Create($input: NewPetInput!) { createPet(input: $input) ${PET_FIELDS} }`;
+
+/** One GraphQL document the scenarios send, as a trusted document manifest lists it. */
+export interface GraphqlDocument {
+  /** The scenario's operation (`get`, `list-20`, …). */
+  name: string;
+  type: 'query' | 'mutation';
+  body: string;
+}
+
+/** Every GraphQL document the scenarios send, each once, in the exact text they send (its SHA-256 is its id). */
+export const GRAPHQL_DOCUMENTS: readonly GraphqlDocument[] = [
+  { name: 'get', type: 'query', body: GRAPHQL_GET },
+  ...Object.entries(GRAPHQL_LISTS).map(([name, body]): GraphqlDocument => ({ name, type: 'query', body })),
+  { name: 'create', type: 'mutation', body: GRAPHQL_CREATE },
+];
+
 /** The GraphQL request of the same operation: one POST /graphql. */
 function graphql(operation: string, context: ScenarioContext, key = context.apiKey): Request {
   const post = (query: string, variables?: () => object): Request => ({
@@ -66,9 +84,9 @@ function graphql(operation: string, context: ScenarioContext, key = context.apiK
   });
   switch (operation) {
     case 'get':
-      return post(`query Pet($id: ID!) { pet(id: $id) ${PET_FIELDS} }`, () => ({ id: String(randomId(context)) }));
+      return post(GRAPHQL_GET, () => ({ id: String(randomId(context)) }));
     case 'create':
-      return post(`mutation Create($input: NewPetInput!) { createPet(input: $input) ${PET_FIELDS} }`, () => ({ input: newPet() }));
+      return post(GRAPHQL_CREATE, () => ({ input: newPet() }));
     default:
       return post(GRAPHQL_LISTS[operation]);
   }
