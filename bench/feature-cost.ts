@@ -1,5 +1,6 @@
 import type { Measurement, RunningSystem } from './bench.runner';
 import { ALL_ON, type FeatureSwitches } from './production-features';
+import { interleavedRounds } from './interleaved-rounds';
 import type { Scenario } from './scenarios';
 
 /** One set-up of the features phase: the production set-up with one thing changed by configuration, against a reference. */
@@ -59,30 +60,24 @@ export interface FeaturePhaseOptions {
  * @returns one row per scenario, its measurement under each of {@link FEATURE_VARIANTS}.
  */
 export async function featurePhase({ start, run, scenarios, rate, rounds, log }: FeaturePhaseOptions): Promise<FeatureCostRow[]> {
-  const measured = new Map<string, Measurement[]>();
-  const keyOf = (variant: string, scenario: Scenario) => `${variant}\u0000${scenario.surface}\u0000${scenario.name}`;
-  for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? [...FEATURE_VARIANTS] : [...FEATURE_VARIANTS].reverse();
-    log(`Features, round ${round + 1} of ${rounds}: ${order.map((variant) => variant.name).join(', ')}`);
-    for (const variant of order) {
+  const kept = await interleavedRounds({
+    variants: FEATURE_VARIANTS,
+    nameOf: (variant) => variant.name,
+    scenariosOf: () => scenarios,
+    start: (variant) => {
       log(` ${variant.name}: ${variant.change}`);
-      const system = await start(variant.switches);
-      try {
-        for (const scenario of scenarios) {
-          const key = keyOf(variant.name, scenario);
-          measured.set(key, [...(measured.get(key) ?? []), await run(system, scenario, rate)]);
-        }
-      } finally {
-        await system.stop();
-      }
-    }
-  }
-  const median = (list: Measurement[]) => [...list].sort((a, b) => a.cpuMsPerRequest - b.cpuMsPerRequest)[Math.floor(list.length / 2)];
+      return start(variant.switches);
+    },
+    run: (system, scenario) => run(system, scenario, rate),
+    rounds,
+    label: 'Features',
+    log,
+  });
   return scenarios.map((scenario) => ({
     surface: scenario.surface,
     name: scenario.name,
     rate,
-    variants: Object.fromEntries(FEATURE_VARIANTS.map((variant) => [variant.name, median(measured.get(keyOf(variant.name, scenario))!)])),
+    variants: Object.fromEntries(FEATURE_VARIANTS.map((variant) => [variant.name, kept(variant, scenario)!])),
   }));
 }
 

@@ -39,6 +39,7 @@ import { startGaleraCluster } from '../test/support/mariadb-topology';
 import { tracingMarkdown, tracingPhase } from './tracing-cost';
 import { FEATURE_VARIANTS, featureMarkdown, featurePhase } from './feature-cost';
 import { ALL_ON, type FeatureSwitches, ProductionFeatures } from './production-features';
+import { interleavedRounds } from './interleaved-rounds';
 import { LIST_QUERIES, SCENARIOS, type Scenario, type ScenarioContext } from './scenarios';
 import { API_KEY_CACHE, HEAP_CAP_NODE_OPTION } from '../src/limits';
 
@@ -485,44 +486,31 @@ async function bench(startedAt: Date, loadBefore: number): Promise<void> {
       return Math.max(1, Math.round(Math.min(...maxima) / 2));
     };
     log('At half of the slowest maximum rate of each operation');
-    const fixed = new Map<string, Measurement[]>();
-    const note = (system: SystemName, scenario: Scenario, m: Measurement) => {
-      const id = `${system} ${scenario.surface} ${scenario.name}`;
-      fixed.set(id, [...(fixed.get(id) ?? []), m]);
-    };
-    const byCpu = (system: SystemName, surface: string, name: string) => {
-      const measured = fixed.get(`${system} ${surface} ${name}`);
-      if (!measured) return undefined;
-      return [...measured].sort((a, b) => a.cpuMsPerRequest - b.cpuMsPerRequest)[Math.floor((measured.length - 1) / 2)];
-    };
-    for (let round = 0; round < SETTINGS.rounds; round++) {
-      const order = (round % 2 === 0 ? SYSTEM_NAMES : [...SYSTEM_NAMES].reverse()).filter(
-        (name) => SYSTEMS.includes(name) && name !== 'B1' && name !== 'B0' && scenariosOf(name).length > 0,
-      );
-      log(`Fixed rate, round ${round + 1} of ${SETTINGS.rounds}: ${order.join(', ')}`);
-      for (const name of order) {
-        const system = await start(name, apiKey);
-        try {
-          for (const scenario of scenariosOf(name)) note(name, scenario, await run(system, scenario, context, rateOf(scenario.name)));
-        } finally {
-          await system.stop();
-        }
-      }
-    }
+    const kept = await interleavedRounds({
+      variants: SYSTEM_NAMES.filter((name) => SYSTEMS.includes(name) && name !== 'B1' && name !== 'B0' && scenariosOf(name).length > 0),
+      nameOf: (name) => name,
+      scenariosOf,
+      start: (name) => start(name, apiKey),
+      run: (system, scenario) => run(system, scenario, context, rateOf(scenario.name)),
+      rounds: SETTINGS.rounds,
+      label: 'Fixed rate',
+      log,
+    });
+    const restOf = (name: string) => SCENARIOS.find((s) => s.surface === 'rest' && s.name === name)!;
     for (const scenario of scenarios) {
       const peers = Object.fromEntries(
         PEER_NAMES.flatMap((peer) => {
-          const m = scenario.surface === 'graphql' ? byCpu(peer, scenario.surface, scenario.name) : undefined;
+          const m = scenario.surface === 'graphql' ? kept(peer, scenario) : undefined;
           return m ? [[peer, m]] : [];
         }),
       );
-      const baseline = byCpu('baseline', scenario.surface, scenario.name);
+      const baseline = kept('baseline', scenario);
       halfRate.push({
         name: scenario.name,
         surface: scenario.surface,
         rate: rateOf(scenario.name),
-        b1c: byCpu('B1c', 'rest', scenario.name)!,
-        service: byCpu('service', scenario.surface, scenario.name)!,
+        b1c: kept('B1c', restOf(scenario.name))!,
+        service: kept('service', scenario)!,
         ...(baseline && { baseline }),
         ...(Object.keys(peers).length > 0 && { peers }),
       });

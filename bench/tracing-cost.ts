@@ -1,5 +1,6 @@
 import { type Server, createServer } from 'node:http';
 import type { Measurement, RunningSystem } from './bench.runner';
+import { interleavedRounds } from './interleaved-rounds';
 import type { Scenario } from './scenarios';
 
 /** The three set-ups compared: tracing off, and on at two sampling ratios (docs/operations.md "Tracing"). */
@@ -64,36 +65,27 @@ function envOf(variant: TracingVariant, endpoint: string): Record<string, string
  */
 export async function tracingPhase({ start, run, scenarios, rate, rounds, log }: TracingPhaseOptions): Promise<TracingCostRow[]> {
   const collector = await startNullCollector();
-  const measured = new Map<string, Measurement[]>();
   try {
-    for (let round = 0; round < rounds; round++) {
-      const order = round % 2 === 0 ? [...TRACING_VARIANTS] : [...TRACING_VARIANTS].reverse();
-      log(`Tracing, round ${round + 1} of ${rounds}: ${order.join(', ')}`);
-      for (const variant of order) {
-        const system = await start(envOf(variant, collector.endpoint));
-        try {
-          for (const scenario of scenarios) {
-            const key = `${variant}\u0000${scenario.surface}\u0000${scenario.name}`;
-            measured.set(key, [...(measured.get(key) ?? []), await run(system, scenario, rate)]);
-          }
-        } finally {
-          await system.stop();
-        }
-      }
-    }
+    const kept = await interleavedRounds({
+      variants: TRACING_VARIANTS,
+      nameOf: (variant) => variant,
+      scenariosOf: () => scenarios,
+      start: (variant) => start(envOf(variant, collector.endpoint)),
+      run: (system, scenario) => run(system, scenario, rate),
+      rounds,
+      label: 'Tracing',
+      log,
+    });
     log(`  the null collector took ${collector.exports()} exports`);
+    return scenarios.map((scenario) => ({
+      surface: scenario.surface,
+      name: scenario.name,
+      rate,
+      variants: Object.fromEntries(TRACING_VARIANTS.map((variant) => [variant, kept(variant, scenario)!])) as Record<TracingVariant, Measurement>,
+    }));
   } finally {
     await collector.close();
   }
-  const median = (list: Measurement[]) => [...list].sort((a, b) => a.cpuMsPerRequest - b.cpuMsPerRequest)[Math.floor(list.length / 2)];
-  return scenarios.map((scenario) => ({
-    surface: scenario.surface,
-    name: scenario.name,
-    rate,
-    variants: Object.fromEntries(
-      TRACING_VARIANTS.map((variant) => [variant, median(measured.get(`${variant}\u0000${scenario.surface}\u0000${scenario.name}`)!)]),
-    ) as Record<TracingVariant, Measurement>,
-  }));
 }
 
 /** The phase's table: CPU seconds per 1,000 requests for each variant, and each on-variant's ratio to off. */
