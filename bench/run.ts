@@ -356,16 +356,51 @@ async function main(): Promise<void> {
   }
 }
 
+/**
+ * What a phase run on its own (`--tracing`, `--features`) starts from: the database seeded, the scenarios' context, its
+ * scenarios (`--only`, else `defaults`) and its rounds (`--rounds`, else 3; 1 with --smoke).
+ */
+async function seedForPhase(defaults: RegExp): Promise<{ apiKey: string; context: ScenarioContext; scenarios: Scenario[]; rounds: number }> {
+  log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
+  const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
+  const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
+  const scenarios = SCENARIOS.filter((s) => (only ?? defaults).test(`${s.surface} ${s.name}`));
+  return { apiKey, context, scenarios, rounds: options.rounds ?? (smoke ? 1 : 3) };
+}
+
+/**
+ * Writes a phase's table and its JSON to bench/results/<name>.{md,json} (`<name>-smoke` with --smoke), prints the table,
+ * and fails the run (exit code 1) when a variant of a row had an unexpected status or no response.
+ */
+function reportPhase(
+  name: string,
+  markdown: string,
+  json: unknown,
+  rows: readonly { surface: string; name: string; variants: Record<string, Measurement> }[],
+): void {
+  mkdirSync(RESULTS, { recursive: true });
+  const base = path.join(RESULTS, smoke ? `${name}-smoke` : name);
+  writeFileSync(`${base}.md`, markdown);
+  writeFileSync(`${base}.json`, `${JSON.stringify(json, roundFloats, 2)}\n`);
+  process.stdout.write(markdown);
+  log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
+  const unexpected = rows.flatMap((row) =>
+    Object.entries(row.variants)
+      .filter(([, m]) => m.unexpected > 0 || m.total === 0)
+      .map(([variant, m]) => `${row.surface} ${row.name} ${variant} ${JSON.stringify(m.statuses)}`),
+  );
+  if (unexpected.length > 0) {
+    log(`Harness failure: unexpected statuses or no responses in ${unexpected.join('; ')}`);
+    process.exitCode = 1;
+  }
+}
+
 /** The scenarios of the tracing phase unless --only says otherwise: a read and a write on each surface. */
 const TRACING_SCENARIOS = /^(rest|graphql) (list-20|create)$/;
 
 /** `--tracing`: the tracing phase alone (tracing-cost.ts), its table printed and written to bench/results/tracing.{md,json}. */
 async function tracingBench(): Promise<void> {
-  log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
-  const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
-  const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
-  const scenarios = SCENARIOS.filter((s) => (only ?? TRACING_SCENARIOS).test(`${s.surface} ${s.name}`));
-  const rounds = options.rounds ?? (smoke ? 1 : 3);
+  const { apiKey, context, scenarios, rounds } = await seedForPhase(TRACING_SCENARIOS);
   const rows = await tracingPhase({
     start: (env) => startService(apiKey, DATABASE_URL, undefined, env),
     run: (system, scenario, rate) => run(system, scenario, context, rate),
@@ -374,22 +409,12 @@ async function tracingBench(): Promise<void> {
     rounds,
     log,
   });
-  const markdown = tracingMarkdown(rows, rounds, SETTINGS.durationSeconds);
-  mkdirSync(RESULTS, { recursive: true });
-  const base = path.join(RESULTS, smoke ? 'tracing-smoke' : 'tracing');
-  writeFileSync(`${base}.md`, markdown);
-  writeFileSync(`${base}.json`, `${JSON.stringify({ startedAt: new Date(began).toISOString(), node: process.version, rows }, roundFloats, 2)}\n`);
-  process.stdout.write(markdown);
-  log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
-  const unexpected = rows.flatMap((row) =>
-    Object.entries(row.variants)
-      .filter(([, m]) => m.unexpected > 0 || m.total === 0)
-      .map(([variant]) => `${row.surface} ${row.name} ${variant}`),
+  reportPhase(
+    'tracing',
+    tracingMarkdown(rows, rounds, SETTINGS.durationSeconds),
+    { startedAt: new Date(began).toISOString(), node: process.version, rows },
+    rows,
   );
-  if (unexpected.length > 0) {
-    log(`Harness failure: unexpected statuses or no responses in ${unexpected.join('; ')}`);
-    process.exitCode = 1;
-  }
 }
 
 /** The scenarios of the features phase unless --only says otherwise: get, list-20 and create on each surface. */
@@ -397,11 +422,7 @@ const FEATURE_SCENARIOS = /^(rest|graphql) (get|list-20|create)$/;
 
 /** `--features`: the features phase alone (feature-cost.ts), its table printed and written to bench/results/features.{md,json}. */
 async function featuresBench(startedAt: Date, loadBefore: number): Promise<void> {
-  log(`Seeding ${SETTINGS.pets.toLocaleString('en')} pets into ${DATABASE_URL}`);
-  const apiKey = await prepareDatabase(DATABASE_URL, SETTINGS.pets);
-  const context: ScenarioContext = { apiKey, badKey: generateApiKey(), petCount: SETTINGS.pets };
-  const scenarios = SCENARIOS.filter((s) => (only ?? FEATURE_SCENARIOS).test(`${s.surface} ${s.name}`));
-  const rounds = options.rounds ?? (smoke ? 1 : 3);
+  const { apiKey, context, scenarios, rounds } = await seedForPhase(FEATURE_SCENARIOS);
   const rows = await featurePhase({
     start: (switches) => startService(apiKey, DATABASE_URL, undefined, {}, switches),
     run: (system, scenario, rate) => run(system, scenario, context, rate),
@@ -417,25 +438,13 @@ async function featuresBench(startedAt: Date, loadBefore: number): Promise<void>
     'load average (1 min) before/after': `${round1(loadBefore)}/${round1(os.loadavg()[0])}`,
     seconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
   };
-  const markdown = featureMarkdown(rows, { rounds, durationSeconds: SETTINGS.durationSeconds, machine });
-  mkdirSync(RESULTS, { recursive: true });
-  const base = path.join(RESULTS, smoke ? 'features-smoke' : 'features');
-  writeFileSync(`${base}.md`, markdown);
-  writeFileSync(
-    `${base}.json`,
-    `${JSON.stringify({ startedAt: startedAt.toISOString(), machine, rounds, durationSeconds: SETTINGS.durationSeconds, variants: FEATURE_VARIANTS, rows }, roundFloats, 2)}\n`,
+  const durationSeconds = SETTINGS.durationSeconds;
+  reportPhase(
+    'features',
+    featureMarkdown(rows, { rounds, durationSeconds, machine }),
+    { startedAt: startedAt.toISOString(), machine, rounds, durationSeconds, variants: FEATURE_VARIANTS, rows },
+    rows,
   );
-  process.stdout.write(markdown);
-  log(`Written to ${path.relative(process.cwd(), base)}.md and .json`);
-  const unexpected = rows.flatMap((row) =>
-    Object.entries(row.variants)
-      .filter(([, m]) => m.unexpected > 0 || m.total === 0)
-      .map(([variant, m]) => `${row.surface} ${row.name} ${variant} ${JSON.stringify(m.statuses)}`),
-  );
-  if (unexpected.length > 0) {
-    log(`Harness failure: unexpected statuses or no responses in ${unexpected.join('; ')}`);
-    process.exitCode = 1;
-  }
 }
 
 async function bench(startedAt: Date, loadBefore: number): Promise<void> {

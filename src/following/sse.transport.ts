@@ -89,9 +89,7 @@ export class EventStreams {
     const finish = () => {
       if (finished) return;
       finished = true;
-      // Ended while corked, Node 24 writes a chunked answer's last chunk ahead of the frames the cork holds: end after it.
-      if (cork.held) setImmediate(() => body.end());
-      else body.end();
+      cork.afterRelease(() => body.end());
     };
     const stream = this.followers.admit(state, {
       transport: 'sse',

@@ -10,14 +10,11 @@ import type { Writable } from 'node:stream';
  */
 export class TurnCork {
   private corked = false;
+  /** What waits for the held writes to leave: {@link afterRelease}. */
+  private readonly waiting: (() => void)[] = [];
 
   /** @param stream - the stream the transport writes to (an HTTP response, the net.Socket under a WebSocket). */
   constructor(private readonly stream: Pick<Writable, 'cork' | 'uncork'>) {}
-
-  /** Whether writes are held now: they leave on the next turn. */
-  get held(): boolean {
-    return this.corked;
-  }
 
   /** Holds this turn's writes from now, if not held yet; they leave together on the next turn. */
   hold(): void {
@@ -27,8 +24,18 @@ export class TurnCork {
     setImmediate(this.release);
   }
 
+  /**
+   * Runs `action` once what this turn holds has left: at once when nothing is held, else right after the release. For
+   * ending the stream: ended while corked, Node 24 writes a chunked HTTP answer's last chunk ahead of the held writes.
+   */
+  afterRelease(action: () => void): void {
+    if (this.corked) this.waiting.push(action);
+    else action();
+  }
+
   private readonly release = (): void => {
     this.corked = false;
     this.stream.uncork();
+    for (const action of this.waiting.splice(0)) action();
   };
 }
