@@ -4,6 +4,7 @@ import fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiKeyService } from './auth/api-key.service';
+import { AuditTrail } from './audit/audit-trail';
 import { keepsDevApiKey } from './auth/dev-api-key';
 import { KeyChangeChannel } from './auth/key-change.channel';
 import { type Config, ConfigError, DEV_API_KEY_PATH } from './config';
@@ -39,6 +40,7 @@ import { ServiceState } from './observability/service-state';
 import { tracingWanted } from './observability/tracing';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
+import { auditEventController } from './rest/audit-event.controller';
 import { credentialsController } from './rest/credentials.controller';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
 import { eventController } from './rest/event.controller';
@@ -233,6 +235,9 @@ export async function buildApp({
   await app.register(eventController, { prefix: SURFACE_PATHS.rest, petEvents: eventService, guard: requests.operationHook, followers });
   // Outside the pet operations' guard: no key; its address pays.
   await app.register(credentialsController, { prefix: SURFACE_PATHS.rest, apiKeys, chargeAddress: requests.addressHook });
+  // The administration API (docs/admin.md): the same guard, each operation its `…:admin` scope; never granted by CORS.
+  const audit = new AuditTrail(database, app.log);
+  await app.register(auditEventController, { prefix: SURFACE_PATHS.admin, audit, guard: requests.operationHook });
   await app.register(graphqlPlugin, {
     petService,
     guard: requests,

@@ -228,5 +228,12 @@ export const WEBHOOK_LIMITS = Object.freeze({
   defaultRotateOverlapMs: 24 * 60 * 60 * SECOND,
 });
 
+/** The administration API's lists (docs/admin.md "Paging"): `limit`'s bounds and default. */
+export const ADMIN_LIMITS = Object.freeze({
+  listMin: 1,
+  listMax: 100,
+  listDefault: 20,
+});
+
 /** WEBHOOK_LIMITS' shape, for a test that shortens them. */
 export type WebhookLimits = Readonly<Record<keyof typeof WEBHOOK_LIMITS, number>>;

@@ -86,6 +86,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit trail: every administration action, newest first
+         * @description Each key and webhook endpoint change, through this API or the CLI, done or refused: who (the key, or `cli`), what, on what, when, the request id and the address, and the outcome (`success` or the error code). Never a secret. Needs `keys:admin`.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -196,6 +216,34 @@ export interface components {
          *     ]
          */
         Events: components["schemas"]["Event"][];
+        /** @description One administration action, done or refused (docs/admin.md "Audit trail"). Never a secret. */
+        AuditEvent: {
+            /** Format: int64 */
+            id: number;
+            /** Format: date-time */
+            occurredAt: string;
+            /**
+             * @description Through this API or the CLI.
+             * @enum {string}
+             */
+            channel: "api" | "cli";
+            /** @description The API key that asked; null through the CLI. */
+            actorKeyId: number | null;
+            /** @enum {string} */
+            action: "api_key.create" | "api_key.roll" | "api_key.revoke" | "webhook_endpoint.create" | "webhook_endpoint.update" | "webhook_endpoint.rotate_secret" | "webhook_endpoint.delete" | "webhook_endpoint.redeliver" | "webhook_endpoint.recover";
+            /** @enum {string} */
+            targetType: "api_key" | "webhook_endpoint";
+            /** @description The id of the key or endpoint; null for a create that was refused. */
+            targetId: string | null;
+            /** @description The request's id (`X-Request-Id`); null through the CLI. */
+            requestId: string | null;
+            /** @description The client's address; null through the CLI. */
+            address: string | null;
+            /** @description `success`, or the error code the action was refused with. */
+            outcome: string;
+        };
+        /** @description A JSON array of AuditEvent, newest first. */
+        AuditEvents: components["schemas"]["AuditEvent"][];
         /**
          * @description Every error response (spec "Error").
          * @example {
@@ -1185,6 +1233,148 @@ export interface operations {
                      *       "code": "UNSUPPORTED_MEDIA_TYPE",
                      *       "message": "The request body must be application/json.",
                      *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Items per page (1 to 100). */
+                limit?: number;
+                /** @description Opaque cursor: the page after the one whose `Link` header (rel="next") holds it. 400 when edited or from another list. */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A JSON array of AuditEvent, newest first. */
+            200: {
+                headers: {
+                    /** @description Only when more follow. RFC 8288: `<…?limit=20&after=…>; rel="next"`, the next page with the same `limit` and filters. */
+                    Link?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example [] */
+                    "application/json": components["schemas"]["AuditEvents"];
+                };
+            };
+            /** @description BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "BAD_USER_INPUT",
+                     *       "message": "The request holds invalid values.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

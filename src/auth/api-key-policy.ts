@@ -3,15 +3,21 @@ import { crc32 } from 'node:zlib';
 
 /**
  * What a key may do, defined once for REST, GraphQL over HTTP and the WebSocket (docs/api-keys.md "Kinds and scopes").
- * Scope names follow OAuth 2.0 (RFC 6749 §3.3): space-separated in storage and in `WWW-Authenticate`.
+ * Scope names follow OAuth 2.0 (RFC 6749 §3.3): space-separated in storage and in `WWW-Authenticate`. The `…:admin`
+ * scopes run the administration API (docs/admin.md): only a secret key may hold them, and none has them by default.
  */
-export const SCOPES = ['pets:read', 'pets:write'] as const;
+export const SCOPES = ['pets:read', 'pets:write', 'keys:admin', 'webhooks:admin'] as const;
 
 export type Scope = (typeof SCOPES)[number];
 
 /** The two kinds of key: `secret` for servers, `publishable` for code shipped to browsers. */
 export const KEY_KINDS = Object.freeze({
-  secret: { prefix: 'pst_sk_', letter: 's', defaultScopes: ['pets:read', 'pets:write'], grantable: ['pets:read', 'pets:write'] },
+  secret: {
+    prefix: 'pst_sk_',
+    letter: 's',
+    defaultScopes: ['pets:read', 'pets:write'],
+    grantable: ['pets:read', 'pets:write', 'keys:admin', 'webhooks:admin'],
+  },
   publishable: { prefix: 'pst_pk_', letter: 'p', defaultScopes: ['pets:read'], grantable: ['pets:read'] },
 } as const satisfies Record<string, { prefix: string; letter: string; defaultScopes: readonly Scope[]; grantable: readonly Scope[] }>);
 
@@ -22,7 +28,14 @@ export type KeyKind = keyof typeof KEY_KINDS;
  * refused. `public` lists the REST operations that take no key at all (they are outside the guard).
  */
 export const OPERATION_SCOPES = Object.freeze({
-  rest: { listPets: 'pets:read', getPet: 'pets:read', createPet: 'pets:write', listEvents: 'pets:read' },
+  rest: {
+    listPets: 'pets:read',
+    getPet: 'pets:read',
+    createPet: 'pets:write',
+    listEvents: 'pets:read',
+    /** The audit trail says who did what with keys and endpoints: the key administrator's to read (docs/admin.md "Audit trail"). */
+    listAuditEvents: 'keys:admin',
+  },
   /** Revoking leaked keys needs no key (docs/api-keys.md "Revocation"). */
   public: ['revokeCredentials'],
   graphql: {

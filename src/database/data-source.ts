@@ -4,6 +4,7 @@ import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import { ApiKey } from '../auth/api-key.entity';
+import { AuditEvent } from '../audit/audit-event.entity';
 import { Pet } from '../pets/pet.entity';
 import { IdempotencyRecord } from '../idempotency/idempotency-record.entity';
 import { PetFeedRecord } from '../events/pet-feed.entity';
@@ -16,16 +17,18 @@ import { CreateIdempotencyKey1763856000000 } from './migrations/1763856000000-cr
 import { AddApiKeyKinds1795651200000 } from './migrations/1795651200000-add-api-key-kinds';
 import { AddPetFeed1798156800000 } from './migrations/1798156800000-add-pet-feed';
 import { CreateWebhookEndpoint1800000000000 } from './migrations/1800000000000-create-webhook-endpoint';
+import { CreateAuditEvent1801000000000 } from './migrations/1801000000000-create-audit-event';
 import { DATABASE_DEADLINES } from '../limits';
 
 /** Listed, not globbed: globs break between src/ and dist/. */
-export const ENTITIES = [Pet, ApiKey, IdempotencyRecord, PetFeedRecord, WebhookEndpoint];
+export const ENTITIES = [Pet, ApiKey, IdempotencyRecord, PetFeedRecord, WebhookEndpoint, AuditEvent];
 export const MIGRATIONS = [
   CreatePetAndApiKey1763769600000,
   CreateIdempotencyKey1763856000000,
   AddApiKeyKinds1795651200000,
   AddPetFeed1798156800000,
   CreateWebhookEndpoint1800000000000,
+  CreateAuditEvent1801000000000,
 ];
 
 /**

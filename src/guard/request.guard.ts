@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { contextOf, startGuardState } from '../http/request-context';
+import type { AuditActor } from '../audit/audit-trail';
 import type { Caller } from '../pets/caller';
 import { type Scope, restOperationScope } from '../auth/api-key-policy';
 import type { Credential } from '../auth/api-key.authenticator';
@@ -102,4 +103,9 @@ export function callerOf(request: FastifyRequest): Caller {
   const caller = contextOf(request)?.guard?.caller;
   if (!caller) throw new Error(`${request.method} ${request.routeOptions.url} is not behind the guard`);
   return caller;
+}
+
+/** Who asks, for the audit trail (docs/admin.md "Audit trail"): the guarded request's key, its id and its address. */
+export function auditActorOf(request: FastifyRequest): AuditActor {
+  return { channel: 'api', keyId: callerOf(request).apiKeyId, requestId: request.id, address: request.ip };
 }

@@ -1,5 +1,6 @@
-import fastifyCors from '@fastify/cors';
+import fastifyCors, { type FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
+import { SURFACE_PATHS } from '../surface-paths';
 
 /** What every answer carries, Fastify's or written raw (raw-http-error.ts): no caching unless a route set its own, no sniffing. */
 export const RESPONSE_HEADERS = Object.freeze({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
@@ -14,9 +15,16 @@ export function contentSecurityPolicy(directives: Readonly<Record<string, readon
     .join('; ');
 }
 
+/** Whether `url` (a request's path and query) is under the administration API, which CORS never grants. */
+export function isAdminPath(url: string): boolean {
+  return url === SURFACE_PATHS.admin || url.startsWith(`${SURFACE_PATHS.admin}/`) || url.startsWith(`${SURFACE_PATHS.admin}?`);
+}
+
 /**
  * No caching unless a route set its own, no sniffing, and CORS closed unless `corsOrigins`
- * (e.g. `https://app.example.com`) lists some (docs/security.md "Response headers and CORS").
+ * (e.g. `https://app.example.com`) lists some (docs/security.md "Response headers and CORS"). The administration API
+ * is never granted to another origin, whatever `corsOrigins` lists: its preflights get no grant, so a browser never
+ * sends a key to it from a page (docs/admin.md).
  */
 export async function hardenResponses(app: FastifyInstance, corsOrigins: readonly string[]): Promise<void> {
   // Hooks that do not wait take `done`: no promise per response.
@@ -26,7 +34,7 @@ export async function hardenResponses(app: FastifyInstance, corsOrigins: readonl
     done();
   });
   if (corsOrigins.length === 0) return;
-  await app.register(fastifyCors, {
+  const granted: FastifyCorsOptions = {
     origin: [...corsOrigins],
     methods: ['GET', 'POST'],
     // The GraphQL CSRF headers too (graphql/csrf-prevention.ts), or CORS clients could not send them.
@@ -44,5 +52,9 @@ export async function hardenResponses(app: FastifyInstance, corsOrigins: readonl
       'Retry-After',
     ],
     maxAge: 600,
+  };
+  // Asked per request; what it answers replaces these options whole: the administration API gets no CORS field at all.
+  await app.register(fastifyCors, {
+    delegator: (request, callback) => callback(null, isAdminPath(request.url ?? '') ? { origin: false } : granted),
   });
 }

@@ -1,7 +1,6 @@
-import { hash, timingSafeEqual } from 'node:crypto';
+import { decodeCursor as payloadOf, encodeCursor as encode } from '../validation/opaque-cursor';
 import { parsePositiveInteger } from '../validation/positive-integer';
 import { PetStatus } from './pet-status.enum';
-import { PET_LIMITS } from '../limits';
 
 /** Where a walk through listPets stands: after pet `afterId`, in the list filtered by `status` (none: every pet). */
 export interface PetCursor {
@@ -11,29 +10,7 @@ export interface PetCursor {
 
 const VERSION = '1';
 const EVENT_VERSION = 'e1';
-/** An edited cursor passes by chance once in 2^64. */
-const CHECKSUM_BYTES = 8;
 const STATUSES: ReadonlySet<string> = new Set(Object.values(PetStatus));
-
-function checksum(payload: string): Buffer {
-  // One-shot: no Hash object per cursor.
-  return hash('sha256', `pet-store cursor\0${payload}`, 'buffer').subarray(0, CHECKSUM_BYTES);
-}
-
-/** Reads a checksummed cursor's payload; undefined for anything this service did not write. */
-function payloadOf(text: string): string | undefined {
-  if (text.length > PET_LIMITS.cursorMaxLength || !/^[A-Za-z0-9_-]+$/.test(text)) return undefined;
-  const bytes = Buffer.from(text, 'base64url');
-  // A second spelling of the same bytes (unused trailing bits) is an edit.
-  if (bytes.length <= CHECKSUM_BYTES || bytes.toString('base64url') !== text) return undefined;
-  const payload = bytes.subarray(0, -CHECKSUM_BYTES).toString('latin1');
-  return timingSafeEqual(bytes.subarray(-CHECKSUM_BYTES), checksum(payload)) ? payload : undefined;
-}
-
-/** base64url of `payload` and its checksum. */
-function encode(payload: string): string {
-  return Buffer.concat([Buffer.from(payload, 'latin1'), checksum(payload)]).toString('base64url');
-}
 
 /**
  * The list cursor of both surfaces (docs/pagination.md): base64url of `1.<status>.<afterId>` and a checksum, 16 to 48 characters.

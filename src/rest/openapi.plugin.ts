@@ -34,6 +34,11 @@ export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiS
         { name: 'pets', description: 'The animals of the store.' },
         { name: 'events', description: 'The change feed: every pet created, once each, in one order (docs/events.md).' },
         { name: 'credentials', description: 'Leaked API keys, revoked by whoever finds them.' },
+        {
+          name: 'admin',
+          description:
+            'Administration (docs/admin.md): API keys, webhook endpoints, their deliveries and the audit trail. A secret key with `keys:admin` or `webhooks:admin`; never granted by CORS.',
+        },
       ],
       components: {
         securitySchemes: {
@@ -42,7 +47,7 @@ export async function describeWithOpenapi(app: FastifyInstance, config: OpenapiS
             scheme: 'bearer',
             description:
               'An API key, created with `npm run apikey -- create <name>`. Two kinds: a **secret** key (`pst_sk_…`) for servers ' +
-              'and scripts may hold `pets:read` and `pets:write` (both by default); a **publishable** key (`pst_pk_…`) for code ' +
+              'and scripts may hold `pets:read` and `pets:write` (both by default), and the administration scopes `keys:admin` and `webhooks:admin` (never by default); a **publishable** key (`pst_pk_…`) for code ' +
               'shipped to browsers holds `pets:read` only, may be limited to listed origins, and is counted per visitor address. ' +
               "Each operation's `security` names the scope it needs; a key without it gets 403 `insufficient_scope`. " +
               'Keys expire (90 days by default); answers carry the expiry in `API-Key-Expires`.',

@@ -2,6 +2,8 @@ import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
 import { restOperationScope } from '../auth/api-key-policy';
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-catalogue';
 import { ListEventsArgs } from '../events/pet-event.inputs';
+import { ListAuditEventsArgs } from '../audit/audit-event.inputs';
+import { AUDIT_ACTIONS } from '../audit/audit-trail';
 import { PET_CREATED_EVENT } from '../events/pet-event.service';
 import { formatEventFrame, formatRetryFrame } from '../following/sse.transport';
 import { encodeEventCursor } from '../pets/pet-cursor';
@@ -116,6 +118,26 @@ export const SHARED_SCHEMAS: Schema[] = [
   },
   { $id: 'Events', description: 'A JSON array of Event, in feed order.', type: 'array', items: { $ref: 'Event#' }, examples: [OPENAPI_EXAMPLES.events] },
   {
+    $id: 'AuditEvent',
+    description: 'One administration action, done or refused (docs/admin.md "Audit trail"). Never a secret.',
+    type: 'object',
+    properties: {
+      id: { ...IDENTIFIER_SCHEMA },
+      occurredAt: { type: 'string', format: 'date-time' },
+      channel: { type: 'string', enum: ['api', 'cli'], description: 'Through this API or the CLI.' },
+      actorKeyId: { type: ['integer', 'null'], description: 'The API key that asked; null through the CLI.' },
+      action: { type: 'string', enum: Object.keys(AUDIT_ACTIONS) },
+      targetType: { type: 'string', enum: [...new Set(Object.values(AUDIT_ACTIONS))] },
+      targetId: { type: ['string', 'null'], description: 'The id of the key or endpoint; null for a create that was refused.' },
+      requestId: { type: ['string', 'null'], description: "The request's id (`X-Request-Id`); null through the CLI." },
+      address: { type: ['string', 'null'], description: "The client's address; null through the CLI." },
+      outcome: { type: 'string', description: '`success`, or the error code the action was refused with.' },
+    },
+    required: ['id', 'occurredAt', 'channel', 'actorKeyId', 'action', 'targetType', 'targetId', 'requestId', 'address', 'outcome'],
+    additionalProperties: false,
+  },
+  { $id: 'AuditEvents', description: 'A JSON array of AuditEvent, newest first.', type: 'array', items: { $ref: 'AuditEvent#' } },
+  {
     $id: 'Error',
     description: 'Every error response (spec "Error").',
     type: 'object',
@@ -133,6 +155,8 @@ export const SHARED_SCHEMAS: Schema[] = [
 export const LIST_PETS_QUERY = inputSchema(ListPetsArgs);
 
 export const LIST_EVENTS_QUERY = inputSchema(ListEventsArgs);
+
+export const LIST_AUDIT_EVENTS_QUERY = inputSchema(ListAuditEventsArgs);
 
 /** listEvents' request header: where a reconnecting EventSource resumes. */
 export const LAST_EVENT_ID_HEADER: Schema = {

@@ -83,6 +83,7 @@ describe('the published document', () => {
       getPet: [{ bearerAuth: ['pets:read'] }],
       createPet: [{ bearerAuth: ['pets:write'] }],
       listEvents: [{ bearerAuth: ['pets:read'] }],
+      listAuditEvents: [{ bearerAuth: ['keys:admin'] }],
       // Public: revoking leaked keys takes none.
       revokeCredentials: [],
     });
@@ -130,15 +131,21 @@ describe('the published document', () => {
 
 describe('breaking-change guard against the released contracts', () => {
   /**
-   * openapi-diff reads OpenAPI 3.0; our document's one 3.1-only construct is the JSON Schema
+   * openapi-diff reads OpenAPI 3.0; our document's 3.1-only constructs are the JSON Schema
    * `examples` array of its schemas (a media type's `examples` is a map), which becomes 3.0's
-   * `example`; otherwise it is compared as 3.0.3. Examples are never a breaking change.
+   * `example`, and a nullable `type: [T, "null"]`, which becomes 3.0's `type: T, nullable: true`;
+   * otherwise it is compared as 3.0.3. Examples are never a breaking change.
    */
   async function openapiBreaking(released: object, current: object) {
     const as30 = (doc: object) =>
       JSON.stringify({ ...doc, openapi: '3.0.3' }, (_key, value: unknown) => {
-        if (value === null || typeof value !== 'object' || Array.isArray(value) || !Array.isArray((value as { examples?: unknown }).examples)) return value;
-        const { examples, ...rest } = value as { examples: unknown[] };
+        if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+        let schema = value as { examples?: unknown; type?: unknown };
+        if (Array.isArray(schema.type) && schema.type.length === 2 && schema.type.includes('null')) {
+          schema = { ...schema, type: schema.type.find((type) => type !== 'null'), nullable: true } as typeof schema;
+        }
+        if (!Array.isArray(schema.examples)) return schema;
+        const { examples, ...rest } = schema as { examples: unknown[] };
         return { ...rest, example: examples[0] };
       });
     const result = await diffSpecs({

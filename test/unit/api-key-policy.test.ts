@@ -12,6 +12,7 @@ import {
   kindOfKeyText,
   parseDuration,
   parseOrigin,
+  SCOPES,
   scopesFor,
 } from '../../src/auth/api-key-policy';
 import { generateApiKey } from '../../src/auth/api-key-policy';
@@ -137,7 +138,9 @@ describe('scopesFor', () => {
   });
 
   test('when a scope that does not exist is asked for, then it is refused, naming it and the scopes there are', () => {
-    expect(() => scopesFor('secret', ['pets:delete'])).toThrow(new RangeError('unknown scope "pets:delete": the scopes are pets:read, pets:write'));
+    expect(() => scopesFor('secret', ['pets:delete'])).toThrow(
+      new RangeError('unknown scope "pets:delete": the scopes are pets:read, pets:write, keys:admin, webhooks:admin'),
+    );
     expect(() => scopesFor('secret', ['PETS:READ'])).toThrow(/unknown scope/);
     expect(() => scopesFor('secret', [''])).toThrow(/unknown scope/);
   });
@@ -208,7 +211,7 @@ describe('the scope table', () => {
 
   /** The committed OpenAPI document: contract.test.ts keeps it equal to what the app registers. */
   const openapi = JSON.parse(readFileSync(path.join(ROOT, 'contract', 'openapi.json'), 'utf8')) as {
-    paths: Record<string, Record<string, { operationId?: string; security?: Array<Record<string, string[]>> }>>;
+    paths: Record<string, Record<string, { operationId?: string; tags?: string[]; security?: Array<Record<string, string[]>> }>>;
   };
   const operations = Object.values(openapi.paths).flatMap((methods) => Object.values(methods));
 
@@ -238,9 +241,15 @@ describe('the scope table', () => {
     }
   });
 
-  test('when the table gives scopes, then each is one that exists and writes need pets:write', () => {
-    const scopes = [...Object.values(OPERATION_SCOPES.rest), ...Object.values(OPERATION_SCOPES.graphql).flatMap((fields) => Object.values(fields))];
-    for (const scope of scopes) expect(['pets:read', 'pets:write']).toContain(scope);
+  test('when the table gives scopes, then each is one that exists, writes need pets:write, and only the administration API needs an admin scope', () => {
+    const graphqlScopes = Object.values(OPERATION_SCOPES.graphql).flatMap((fields) => Object.values(fields));
+    for (const scope of graphqlScopes) expect(['pets:read', 'pets:write']).toContain(scope);
+    const admin = operations.filter((operation) => operation.tags?.includes('admin')).map((operation) => operation.operationId!);
+    expect(admin.length).toBeGreaterThan(0);
+    for (const [operationId, scope] of Object.entries(OPERATION_SCOPES.rest)) {
+      expect({ [operationId]: scope.endsWith(':admin') }).toEqual({ [operationId]: admin.includes(operationId) });
+      expect(SCOPES).toContain(scope);
+    }
     expect(OPERATION_SCOPES.rest.createPet).toBe('pets:write');
     expect(OPERATION_SCOPES.graphql.Mutation.createPet).toBe('pets:write');
   });

@@ -1,0 +1,127 @@
+import type { EntityManager } from 'typeorm';
+import type { Logger } from 'pino';
+import type { Database } from '../database/database';
+import { withinDeadline } from '../database/database-deadline';
+import { toAppError } from '../errors/error-catalogue';
+import { type AdminPage } from '../validation/admin-page.inputs';
+import { decodeIdCursor, encodeIdCursor } from '../validation/opaque-cursor';
+import { validateInput } from '../validation/validate-input';
+import { AUDIT_EVENTS_LIST, ListAuditEventsArgs } from './audit-event.inputs';
+import { type AuditChannel, AuditEvent } from './audit-event.entity';
+
+/** Every administration action, and the type of what it acts on: the `action` and `targetType` of an AuditEvent. */
+export const AUDIT_ACTIONS = Object.freeze({
+  'api_key.create': 'api_key',
+  'api_key.roll': 'api_key',
+  'api_key.revoke': 'api_key',
+  'webhook_endpoint.create': 'webhook_endpoint',
+  'webhook_endpoint.update': 'webhook_endpoint',
+  'webhook_endpoint.rotate_secret': 'webhook_endpoint',
+  'webhook_endpoint.delete': 'webhook_endpoint',
+  'webhook_endpoint.redeliver': 'webhook_endpoint',
+  'webhook_endpoint.recover': 'webhook_endpoint',
+} as const);
+
+export type AuditAction = keyof typeof AUDIT_ACTIONS;
+
+/** Who asks for an administration action, and through which door. */
+export interface AuditActor {
+  channel: AuditChannel;
+  /** The API key that asked; null through the CLI. */
+  keyId: number | null;
+  /** The request's id; null through the CLI. */
+  requestId: string | null;
+  /** The client's address; null through the CLI. */
+  address: string | null;
+}
+
+/** The actor of every action taken through the CLIs (`npm run apikey`, `npm run webhook`). */
+export const CLI_ACTOR: AuditActor = Object.freeze({ channel: 'cli', keyId: null, requestId: null, address: null });
+
+/** An audit event as the API shows it (docs/admin.md "Audit trail"): ISO 8601 time; never a secret. */
+export interface AuditEventView {
+  id: number;
+  occurredAt: string;
+  channel: AuditChannel;
+  actorKeyId: number | null;
+  action: string;
+  targetType: string;
+  targetId: string | null;
+  requestId: string | null;
+  address: string | null;
+  outcome: string;
+}
+
+function viewOf(event: AuditEvent): AuditEventView {
+  const { id, channel, actorKeyId, action, targetType, targetId, requestId, address, outcome } = event;
+  return { id, occurredAt: event.occurredAt.toISOString(), channel, actorKeyId, action, targetType, targetId, requestId, address, outcome };
+}
+
+/**
+ * The audit trail of administration actions (table `audit_event`, docs/admin.md "Audit trail"), one per process, shared
+ * by the API and the CLIs: a change is recorded in its own transaction ({@link record}), so none is made unrecorded; a
+ * refusal is recorded after it ({@link refused}). Events are kept until an operator deletes them.
+ */
+export class AuditTrail {
+  constructor(
+    private readonly database: Database,
+    private readonly log: Pick<Logger, 'warn'>,
+  ) {}
+
+  /**
+   * Records `action` by `actor` on `targetId`, done, with `manager`: call it inside the transaction that makes the change.
+   * @throws what the INSERT throws (the transaction then rolls back: no change without its record).
+   */
+  async record(manager: EntityManager, actor: AuditActor, action: AuditAction, targetId: string | number | null): Promise<void> {
+    await manager.getRepository(AuditEvent).insert(this.row(actor, action, targetId, 'success'));
+  }
+
+  /**
+   * Records that `action` by `actor` on `targetId` was refused with `error`: its catalogue code (NOT_FOUND…), and
+   * BAD_USER_INPUT for a RangeError (a rule's one-line refusal, as the CLIs print it). A failure to record is logged at
+   * warn, never thrown over the refusal.
+   */
+  async refused(actor: AuditActor, action: AuditAction, targetId: string | number | null, error: unknown): Promise<void> {
+    const outcome = error instanceof RangeError ? 'BAD_USER_INPUT' : toAppError(error).appError.code;
+    try {
+      await withinDeadline(this.database, (manager) => manager.getRepository(AuditEvent).insert(this.row(actor, action, targetId, outcome)));
+    } catch (failure) {
+      this.log.warn({ err: failure, action, targetId, outcome }, 'audit: a refused administration action could not be recorded');
+    }
+  }
+
+  /**
+   * `listAuditEvents` (docs/admin.md "Audit trail"): newest first, keyset-paged on the id.
+   * @param query - `{limit?, after?}` as the client sent it.
+   * @throws AppError BAD_USER_INPUT for a bad limit or cursor; DatabaseDeadlineError (503).
+   */
+  async list(query: unknown): Promise<AdminPage<AuditEventView>> {
+    const { limit, after } = await validateInput(ListAuditEventsArgs, query);
+    const before = after === undefined ? undefined : decodeIdCursor(AUDIT_EVENTS_LIST, after);
+    const rows = await withinDeadline(this.database, (manager) => {
+      const select = manager
+        .getRepository(AuditEvent)
+        .createQueryBuilder('event')
+        .orderBy('event.id', 'DESC')
+        .limit(limit + 1);
+      if (before !== undefined) select.where('event.id < :before', { before });
+      return select.getMany();
+    });
+    const items = rows.slice(0, limit).map(viewOf);
+    return { items, limit, ...(rows.length > limit && { nextCursor: encodeIdCursor(AUDIT_EVENTS_LIST, items[limit - 1].id) }) };
+  }
+
+  private row(actor: AuditActor, action: AuditAction, targetId: string | number | null, outcome: string) {
+    return {
+      occurredAt: new Date(),
+      channel: actor.channel,
+      actorKeyId: actor.keyId,
+      action,
+      targetType: AUDIT_ACTIONS[action],
+      targetId: targetId === null ? null : String(targetId),
+      requestId: actor.requestId,
+      address: actor.address,
+      outcome,
+    };
+  }
+}

@@ -1,0 +1,38 @@
+import type { FastifyReply } from 'fastify';
+import type { ErrorCode } from '../errors/error-catalogue';
+import type { AdminPage } from '../validation/admin-page.inputs';
+import { HEADERS, errorResponses } from './openapi.schemas';
+
+/** The OpenAPI tag of every administration operation (docs/admin.md). */
+export const ADMIN_TAG = 'admin';
+
+/** The fields of every administration answer: the rate limit, the key's expiry. */
+export const ADMIN_HEADERS = { ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES };
+
+/** A page's fields: `Link` rel="next" when more follow, and {@link ADMIN_HEADERS}. */
+export const ADMIN_PAGE_HEADERS = {
+  Link: {
+    type: 'string',
+    description: 'Only when more follow. RFC 8288: `<…?limit=20&after=…>; rel="next"`, the next page with the same `limit` and filters.',
+  },
+  ...ADMIN_HEADERS,
+};
+
+/** The error answers every administration operation can give, and `more` of its own (NOT_FOUND, BAD_USER_INPUT…). */
+export function adminErrorResponses(more: ErrorCode[] = []) {
+  return errorResponses([...more, 'UNAUTHENTICATED', 'FORBIDDEN', 'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE']);
+}
+
+/**
+ * Answers an administration list's page (docs/admin.md "Paging"): its items as a JSON array and, when more follow,
+ * `Link: <path?limit=…&…filters&after=…>; rel="next"` (RFC 8288).
+ * @param filters - the query's other parameters the next page must keep, as sent.
+ */
+export function sendAdminPage<T>(reply: FastifyReply, path: string, page: AdminPage<T>, filters: Record<string, string | undefined> = {}): T[] {
+  if (page.nextCursor !== undefined) {
+    const kept = Object.fromEntries(Object.entries(filters).filter((entry): entry is [string, string] => entry[1] !== undefined));
+    const query = new URLSearchParams({ limit: String(page.limit), ...kept, after: page.nextCursor });
+    reply.header('Link', `<${path}?${query.toString()}>; rel="next"`);
+  }
+  return page.items;
+}
