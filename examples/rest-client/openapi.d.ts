@@ -216,7 +216,21 @@ export interface components {
          *     ]
          */
         Events: components["schemas"]["Event"][];
-        /** @description One administration action, done or refused (docs/admin.md "Audit trail"). Never a secret. */
+        /**
+         * @description One administration action, done or refused (docs/admin.md "Audit trail"). Never a secret.
+         * @example {
+         *       "id": 42,
+         *       "occurredAt": "2026-11-28T09:00:00.000Z",
+         *       "channel": "api",
+         *       "actorKeyId": 3,
+         *       "action": "api_key.revoke",
+         *       "targetType": "api_key",
+         *       "targetId": "17",
+         *       "requestId": "6f1c2a8e-3b7d-4e0a-9c55-1d2e3f4a5b6c",
+         *       "address": "203.0.113.7",
+         *       "outcome": "success"
+         *     }
+         */
         AuditEvent: {
             /** Format: int64 */
             id: number;
@@ -242,7 +256,23 @@ export interface components {
             /** @description `success`, or the error code the action was refused with. */
             outcome: string;
         };
-        /** @description A JSON array of AuditEvent, newest first. */
+        /**
+         * @description A JSON array of AuditEvent, newest first.
+         * @example [
+         *       {
+         *         "id": 42,
+         *         "occurredAt": "2026-11-28T09:00:00.000Z",
+         *         "channel": "api",
+         *         "actorKeyId": 3,
+         *         "action": "api_key.revoke",
+         *         "targetType": "api_key",
+         *         "targetId": "17",
+         *         "requestId": "6f1c2a8e-3b7d-4e0a-9c55-1d2e3f4a5b6c",
+         *         "address": "203.0.113.7",
+         *         "outcome": "success"
+         *       }
+         *     ]
+         */
         AuditEvents: components["schemas"]["AuditEvent"][];
         /**
          * @description Every error response (spec "Error").
@@ -1324,7 +1354,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /** @example [] */
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 42,
+                     *         "occurredAt": "2026-11-28T09:00:00.000Z",
+                     *         "channel": "api",
+                     *         "actorKeyId": 3,
+                     *         "action": "api_key.revoke",
+                     *         "targetType": "api_key",
+                     *         "targetId": "17",
+                     *         "requestId": "6f1c2a8e-3b7d-4e0a-9c55-1d2e3f4a5b6c",
+                     *         "address": "203.0.113.7",
+                     *         "outcome": "success"
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["AuditEvents"];
                 };
             };

@@ -76,6 +76,18 @@ export const OPENAPI_EXAMPLES = Object.freeze({
     { id: encodeEventCursor(1), type: PET_CREATED_EVENT, pet: { id: 1, name: 'Rex', categoryId: 1, status: 'available' } },
     { id: encodeEventCursor(2), type: PET_CREATED_EVENT, pet: { id: 2, name: 'Whiskers', categoryId: 2, status: 'pending' } },
   ],
+  auditEvent: {
+    id: 42,
+    occurredAt: '2026-11-28T09:00:00.000Z',
+    channel: 'api',
+    actorKeyId: 3,
+    action: 'api_key.revoke',
+    targetType: 'api_key',
+    targetId: '17',
+    requestId: '6f1c2a8e-3b7d-4e0a-9c55-1d2e3f4a5b6c',
+    address: '203.0.113.7',
+    outcome: 'success',
+  },
 } as const);
 
 /** The same two events as an SSE stream that replays them. */
@@ -135,8 +147,15 @@ export const SHARED_SCHEMAS: Schema[] = [
     },
     required: ['id', 'occurredAt', 'channel', 'actorKeyId', 'action', 'targetType', 'targetId', 'requestId', 'address', 'outcome'],
     additionalProperties: false,
+    examples: [OPENAPI_EXAMPLES.auditEvent],
   },
-  { $id: 'AuditEvents', description: 'A JSON array of AuditEvent, newest first.', type: 'array', items: { $ref: 'AuditEvent#' } },
+  {
+    $id: 'AuditEvents',
+    description: 'A JSON array of AuditEvent, newest first.',
+    type: 'array',
+    items: { $ref: 'AuditEvent#' },
+    examples: [[OPENAPI_EXAMPLES.auditEvent]],
+  },
   {
     $id: 'Error',
     description: 'Every error response (spec "Error").',
