@@ -1,4 +1,4 @@
-import { In, IsNull, type Repository } from 'typeorm';
+import { type EntityManager, In, IsNull, MoreThan, type Repository } from 'typeorm';
 import type { Database } from '../database/database';
 import { withinDeadline } from '../database/database-deadline';
 import { ApiKey } from './api-key.entity';
@@ -23,6 +23,12 @@ export interface NewKeySettings {
   /** Requests per window; default RATE_LIMIT_MAX. */
   rateLimit?: number;
 }
+
+/**
+ * Work done inside the transaction of a change to key `id` (AuditTrail.record): when it throws, the change rolls back.
+ * `id` is the key created, or the key rolled or revoked.
+ */
+export type KeyChangeRecorder = (manager: EntityManager, id: number) => Promise<void>;
 
 /** The columns of a new key from `settings`, checked. @throws RangeError with a one-line reason. */
 function checkedSettings(settings: NewKeySettings, now: number) {
@@ -76,9 +82,10 @@ export class ApiKeyService {
 
   /**
    * Creates a key; `key` is not stored and cannot be shown again. A name alone makes a secret key with the defaults.
+   * @param recordChange - run in the INSERT's transaction (the audit record), with the new key's id.
    * @throws RangeError for settings the key cannot have (one line, for the CLI).
    */
-  async create(settings: NewKeySettings | string): Promise<{ apiKey: ApiKey; key: string }> {
+  async create(settings: NewKeySettings | string, recordChange?: KeyChangeRecorder): Promise<{ apiKey: ApiKey; key: string }> {
     const now = Date.now();
     const columns = checkedSettings(typeof settings === 'string' ? { name: settings } : settings, now);
     const key = generateApiKey(columns.kind);
@@ -91,7 +98,14 @@ export class ApiKeyService {
       lastUsedAt: null,
       revokedAt: null,
     });
-    await this.keys.save(apiKey);
+    if (recordChange) {
+      await this.keys.manager.transaction(async (manager) => {
+        await manager.getRepository(ApiKey).save(apiKey);
+        await recordChange(manager, apiKey.id);
+      });
+    } else {
+      await this.keys.save(apiKey);
+    }
     this.authentication.remember(apiKey);
     return { apiKey, key };
   }
@@ -99,9 +113,14 @@ export class ApiKeyService {
   /**
    * Rolls key `id`: a new key with its kind, scopes, origins, rate limit and lifetime, sharing its rate-limit budget;
    * the old one expires after `overlapMs` (or keeps its earlier expiry).
+   * @param recordChange - run in the roll's transaction (the audit record), with `id`.
    * @returns null when no active key has that id.
    */
-  async roll(id: number, overlapMs: number = API_KEY_LIMITS.defaultRollOverlapMs): Promise<{ apiKey: ApiKey; key: string; previous: ApiKey } | null> {
+  async roll(
+    id: number,
+    overlapMs: number = API_KEY_LIMITS.defaultRollOverlapMs,
+    recordChange?: KeyChangeRecorder,
+  ): Promise<{ apiKey: ApiKey; key: string; previous: ApiKey } | null> {
     const rolled = await this.keys.manager.transaction(async (manager) => {
       const keys = manager.getRepository(ApiKey);
       const previous = await keys.findOne({ where: { id, revokedAt: IsNull() }, lock: this.database.dialect.rowLock });
@@ -129,6 +148,7 @@ export class ApiKeyService {
         previous.expiresAt = end;
         await keys.update({ id }, { expiresAt: end });
       }
+      await recordChange?.(manager, id);
       return { apiKey, key, previous };
     });
     if (rolled) {
@@ -143,10 +163,35 @@ export class ApiKeyService {
     return this.keys.find({ order: { id: 'ASC' } });
   }
 
-  /** Revokes a key, at once in this process, and announces it; false when no active key has that id. */
-  async revoke(id: number): Promise<boolean> {
-    const result = await this.keys.update({ id, revokedAt: IsNull() }, { revokedAt: new Date() });
-    const revoked = (result.affected ?? 0) > 0;
+  /**
+   * Up to `limit` keys, revoked ones included, by ascending id, after id `afterId` (0: from the first).
+   * @throws DatabaseDeadlineError (503) past the deadline.
+   */
+  page(afterId: number, limit: number): Promise<ApiKey[]> {
+    return withinDeadline(this.database, (manager) =>
+      manager.getRepository(ApiKey).find({ where: { id: MoreThan(afterId) }, order: { id: 'ASC' }, take: limit }),
+    );
+  }
+
+  /**
+   * Key `id`, revoked or not; null when none has it.
+   * @throws DatabaseDeadlineError (503) past the deadline.
+   */
+  find(id: number): Promise<ApiKey | null> {
+    return withinDeadline(this.database, (manager) => manager.getRepository(ApiKey).findOneBy({ id }));
+  }
+
+  /**
+   * Revokes a key, at once in this process, and announces it; false when no active key has that id.
+   * @param recordChange - run in the UPDATE's transaction (the audit record) when a key was revoked, with `id`.
+   */
+  async revoke(id: number, recordChange?: KeyChangeRecorder): Promise<boolean> {
+    const revoked = await this.keys.manager.transaction(async (manager) => {
+      const result = await manager.getRepository(ApiKey).update({ id, revokedAt: IsNull() }, { revokedAt: new Date() });
+      const done = (result.affected ?? 0) > 0;
+      if (done) await recordChange?.(manager, id);
+      return done;
+    });
     await this.changes.changed(revoked ? [id] : []);
     return revoked;
   }
