@@ -1,8 +1,10 @@
 import 'reflect-metadata';
 import { Command, Option } from 'commander';
+import type { Logger } from 'pino';
 import { KEY_KINDS, SCOPES, parseDuration, parseOrigin } from '../auth/api-key-policy';
-import type { ApiKey } from '../auth/api-key.entity';
+import { ApiKeyAdministration, CLI_ADMINISTRATOR, apiKeyView } from '../auth/api-key-admin.service';
 import { ApiKeyService } from '../auth/api-key.service';
+import { AuditTrail } from '../audit/audit-trail';
 import { KeyChangeChannel } from '../auth/key-change.channel';
 import { loadConfig } from '../config';
 import { RedisConnections } from '../redis/redis.connections';
@@ -11,19 +13,22 @@ import { USAGE_ERROR, byRule, positiveIntegerArgument, runCli } from './cli-opti
 import { API_KEY_LIMITS } from '../limits';
 
 /**
- * Runs `action` with an ApiKeyService on the configured database, then closes everything. With REDIS_URL, the keys it
- * revokes or rolls are announced to the running instances (docs/api-keys.md "Revocation"); a failure to announce is
- * one line on stderr, and they then learn it within API_KEY_CACHE_SECONDS.
+ * Runs `action` with an ApiKeyService on the configured database and the administration of keys over it (the same
+ * operations as `/v1/admin/api-keys`, recorded in the audit trail as channel `cli`), then closes everything. With
+ * REDIS_URL, the keys it revokes or rolls are announced to the running instances (docs/api-keys.md "Revocation"); a
+ * failure to announce is one line on stderr, and they then learn it within API_KEY_CACHE_SECONDS.
  */
-function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise<void> {
+function withApiKeys(action: (apiKeys: ApiKeyService, keys: ApiKeyAdministration) => Promise<void>): Promise<void> {
   return withDatabase(async (database) => {
     const apiKeys = new ApiKeyService(database);
     const { url, keyChangesChannel } = loadConfig(process.env).redis;
-    const log = { warn: (_fields: object, message: string) => void process.stderr.write(`apikey: ${message}\n`), debug: () => undefined };
+    // One line on stderr per warning (a failed announcement, a refusal the audit trail could not record).
+    const warn = (_fields: object, message?: string) => void process.stderr.write(`apikey: ${message}\n`);
+    const log = { warn: warn as Logger['warn'], debug: () => undefined };
     const redis = url ? new RedisConnections(url, log) : null;
     apiKeys.changes.announceTo(redis && new KeyChangeChannel(redis, keyChangesChannel, log));
     try {
-      await action(apiKeys);
+      await action(apiKeys, new ApiKeyAdministration(apiKeys, new AuditTrail(database, log)));
     } finally {
       await redis?.close();
     }
@@ -32,22 +37,8 @@ function withApiKeys(action: (apiKeys: ApiKeyService) => Promise<void>): Promise
 
 const collect = (value: string, previous: string[] = []) => [...previous, byRule(parseOrigin)(value)];
 const days = (ms: number) => `${ms / 86_400_000}d`;
-
-/** A key as `list --json` prints it (docs/api-keys.md "Listing keys"): ISO 8601 times, null where none. */
-function listed(key: ApiKey) {
-  const iso = (date: Date | null) => date?.toISOString() ?? null;
-  return {
-    id: key.id,
-    name: key.name,
-    kind: key.kind,
-    scopes: key.scopes.split(' ').filter(Boolean),
-    origins: key.origins ? key.origins.split(' ') : [],
-    createdAt: iso(key.createdAt),
-    expiresAt: iso(key.expiresAt),
-    lastUsedAt: iso(key.lastUsedAt),
-    revokedAt: iso(key.revokedAt),
-  };
-}
+/** A duration parsed by parseDuration (ms, whole seconds) as the operations take it. */
+const seconds = (ms: number | undefined) => (ms === undefined ? undefined : ms / 1000);
 
 const program = new Command('apikey')
   .description('Manage the API keys of the Pet Store gateway (uses DATABASE_URL, or the embedded database).')
@@ -69,13 +60,14 @@ program
   .action(
     (name: string, flags: { kind: keyof typeof KEY_KINDS; scope?: string[]; origin?: string[]; expiresIn?: number; expiry: boolean; rateLimit?: number }) => {
       if (!flags.expiry && flags.expiresIn !== undefined) program.error('apikey: --expires-in and --no-expiry exclude each other', { exitCode: USAGE_ERROR });
-      return withApiKeys(async (apiKeys) => {
-        const { key } = await apiKeys.create({
+      return withApiKeys(async (_apiKeys, keys) => {
+        // The flags as createApiKey's body (NewApiKeyInput): durations in seconds.
+        const { key } = await keys.create(CLI_ADMINISTRATOR, {
           name,
           kind: flags.kind,
           scopes: flags.scope,
           origins: flags.origin,
-          expiresInMs: flags.expiry ? flags.expiresIn : null,
+          expiresIn: flags.expiry ? seconds(flags.expiresIn) : null,
           rateLimit: flags.rateLimit,
         });
         process.stdout.write(`${key}\n`);
@@ -89,11 +81,10 @@ program
   .argument('<id>', 'the key id shown by list', positiveIntegerArgument)
   .option('--overlap <duration>', `how long the old key keeps working (default ${API_KEY_LIMITS.defaultRollOverlapMs / 3_600_000}h)`, byRule(parseDuration))
   .action((id: number, flags: { overlap?: number }) =>
-    withApiKeys(async (apiKeys) => {
-      const rolled = await apiKeys.roll(id, flags.overlap);
-      if (!rolled) throw new Error(`no active key has id ${id}`);
-      process.stdout.write(`${rolled.key}\n`);
-      process.stderr.write(`key ${id} expires at ${rolled.previous.expiresAt!.toISOString()}; the new key is ${rolled.apiKey.id}\n`);
+    withApiKeys(async (_apiKeys, keys) => {
+      const { created, previous } = await keys.roll(CLI_ADMINISTRATOR, String(id), { overlap: seconds(flags.overlap) });
+      process.stdout.write(`${created.key}\n`);
+      process.stderr.write(`key ${id} expires at ${previous.expiresAt}; the new key is ${created.id}\n`);
     }),
   );
 
@@ -105,7 +96,7 @@ program
     withApiKeys(async (apiKeys) => {
       const keys = await apiKeys.list();
       if (flags.json) {
-        process.stdout.write(`${JSON.stringify(keys.map(listed))}\n`);
+        process.stdout.write(`${JSON.stringify(keys.map(apiKeyView))}\n`);
         return;
       }
       const rows = keys.map((k) =>
@@ -130,8 +121,8 @@ program
   .description('revoke a key at once')
   .argument('<id>', 'the key id shown by list', positiveIntegerArgument)
   .action((id: number) =>
-    withApiKeys(async (apiKeys) => {
-      if (!(await apiKeys.revoke(id))) throw new Error(`no active key has id ${id}`);
+    withApiKeys(async (_apiKeys, keys) => {
+      await keys.revoke(CLI_ADMINISTRATOR, String(id));
       process.stderr.write(`revoked key ${id}\n`);
     }),
   );

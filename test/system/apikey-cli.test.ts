@@ -66,7 +66,7 @@ describe('apikey CLI', () => {
 
     const again = await cli('revoke', id);
     expect(again.code).toBe(1);
-    expect(again.stderr).toContain(`no active key has id ${id}`);
+    expect(again.stderr).toBe(`apikey: No active key has id ${id}.\n`);
   });
 
   test.each([
@@ -97,7 +97,7 @@ describe('apikey CLI', () => {
   test.each([
     [['--kind', 'publishable', '--scope', 'pets:write'], /^apikey: a publishable key cannot hold pets:write: it may hold pets:read\n$/],
     [['--kind', 'publishable', '--no-expiry'], /^apikey: a publishable key must expire\n$/],
-    [['--scope', 'pets:delete'], /^apikey: unknown scope "pets:delete": the scopes are pets:read, pets:write\n$/],
+    [['--scope', 'pets:delete'], /^apikey: unknown scope "pets:delete": the scopes are pets:read, pets:write, keys:admin, webhooks:admin\n$/],
     [['--origin', 'https://a.example'], /^apikey: origins apply to publishable keys only\n$/],
   ])('when create is called with %p, then exit 2 with one line on stderr, and nothing is stored', async (flags, message) => {
     const before = (await listed()).length;
@@ -143,7 +143,7 @@ describe('apikey CLI', () => {
     expect(await cli('roll', String(id), '--overlap', '10w')).toMatchObject({ code: 2, stdout: '' });
     const successorId = successor[0].id as number;
     expect((await cli('revoke', String(successorId))).code).toBe(0);
-    expect(await cli('roll', String(successorId))).toMatchObject({ code: 1, stdout: '', stderr: `apikey: no active key has id ${successorId}\n` });
+    expect(await cli('roll', String(successorId))).toMatchObject({ code: 1, stdout: '', stderr: `apikey: No active key has id ${successorId}.\n` });
   });
 
   test('when keys are listed as JSON, then each is exactly the documented fields, times ISO 8601 or null', async () => {
@@ -164,6 +164,42 @@ describe('apikey CLI', () => {
     expect(keys.find((key) => key.name === 'alice')?.revokedAt).toEqual(expect.stringMatching(iso));
     // The key text and its hash are never listed.
     expect(JSON.stringify(keys)).not.toMatch(/pst_|keyHash|key_hash/);
+  });
+
+  test('when keys are created, rolled and revoked, or refused, through the CLI, then the audit trail records each as channel cli, never a secret', async () => {
+    const created = await cli('create', 'auditor', '--scope', 'keys:admin');
+    expect(created.code).toBe(0);
+    const adminKey = created.stdout.trim();
+    const id = (await listed()).find((key) => key.name === 'auditor')!.id as number;
+    expect((await cli('create', 'audited', '--origin', 'https://a.example')).code).toBe(2);
+    const toRoll = (await cli('create', 'audited-roll')).stdout.trim();
+    const rollId = (await listed()).find((key) => key.name === 'audited-roll')!.id as number;
+    const rolled = await cli('roll', String(rollId), '--overlap', '1m');
+    expect(rolled.code).toBe(0);
+    expect((await cli('revoke', String(rollId))).code).toBe(0);
+    expect((await cli('revoke', String(rollId))).code).toBe(1);
+
+    const t = await startTestApp({ database, createKey: false });
+    let trail: HttpResult;
+    try {
+      trail = await request(t, 'GET', '/v1/admin/audit-events?limit=100', { apiKey: adminKey });
+    } finally {
+      await t.app.close();
+      await t.dataSource.destroy();
+    }
+    expect(trail.status).toBe(200);
+    const cliEvent = { channel: 'cli', actorKeyId: null, requestId: null, address: null, targetType: 'api_key' };
+    // Newest first.
+    expect(trail.body.slice(0, 6)).toEqual([
+      expect.objectContaining({ ...cliEvent, action: 'api_key.revoke', targetId: String(rollId), outcome: 'NOT_FOUND' }),
+      expect.objectContaining({ ...cliEvent, action: 'api_key.revoke', targetId: String(rollId), outcome: 'success' }),
+      expect.objectContaining({ ...cliEvent, action: 'api_key.roll', targetId: String(rollId), outcome: 'success' }),
+      expect.objectContaining({ ...cliEvent, action: 'api_key.create', targetId: String(rollId), outcome: 'success' }),
+      expect.objectContaining({ ...cliEvent, action: 'api_key.create', targetId: null, outcome: 'BAD_USER_INPUT' }),
+      expect.objectContaining({ ...cliEvent, action: 'api_key.create', targetId: String(id), outcome: 'success' }),
+    ]);
+    const text = JSON.stringify(trail.body);
+    for (const secret of [adminKey, toRoll, rolled.stdout.trim()]) expect(text).not.toContain(secret);
   });
 
   test('when asked for help, then every command is listed', async () => {
