@@ -41,6 +41,8 @@ import { tracingWanted } from './observability/tracing';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
 import { auditEventController } from './rest/audit-event.controller';
+import { apiKeyController } from './rest/api-key.controller';
+import { ApiKeyAdministration } from './auth/api-key-admin.service';
 import { credentialsController } from './rest/credentials.controller';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
 import { eventController } from './rest/event.controller';
@@ -238,6 +240,7 @@ export async function buildApp({
   // The administration API (docs/admin.md): the same guard, each operation its `…:admin` scope; never granted by CORS.
   const audit = new AuditTrail(database, app.log);
   await app.register(auditEventController, { prefix: SURFACE_PATHS.admin, audit, guard: requests.operationHook });
+  await app.register(apiKeyController, { prefix: SURFACE_PATHS.admin, keys: new ApiKeyAdministration(apiKeys, audit), guard: requests.operationHook });
   await app.register(graphqlPlugin, {
     petService,
     guard: requests,

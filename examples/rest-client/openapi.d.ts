@@ -106,6 +106,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API keys, revoked ones included, by ascending id
+         * @description The fields of `apikey list --json`; never a key’s text. Paged by `limit` and `after` (`Link` rel="next"). Needs `keys:admin`.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description As `apikey create`. The answer holds the key, shown this once: only its hash is stored. A key grants only scopes it holds: asking for one the calling key lacks (the kind’s default scopes included) is 403 FORBIDDEN. Needs `keys:admin`.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an API key
+         * @description Revoked or not; never its text. Needs `keys:admin`.
+         */
+        get: operations["getApiKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api-keys/{id}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll an API key
+         * @description As `apikey roll`: a new key with the same kind, scopes, origins, rate limit (sharing its budget) and lifetime; the rolled key keeps working `overlap` seconds (default a day), or until its earlier expiry. The answer holds the new key, shown this once. 404 when no active key has the id; 403 FORBIDDEN when the key holds a scope the calling key lacks. Send `{}` for the defaults. Needs `keys:admin`.
+         */
+        post: operations["rollApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api-keys/{id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke an API key
+         * @description As `apikey revoke`: at once on every instance (with Redis; otherwise within API_KEY_CACHE_SECONDS). The key stays listed, with `revokedAt`. 404 when no active key has the id. No body. Needs `keys:admin`.
+         */
+        post: operations["revokeApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -274,6 +358,148 @@ export interface components {
          *     ]
          */
         AuditEvents: components["schemas"]["AuditEvent"][];
+        /** @description A new API key (docs/admin.md "API keys"): the `apikey create` flags. */
+        NewApiKey: {
+            /** @description Who or what the key is for. */
+            name: string;
+            /**
+             * @description `secret` (servers; the default) or `publishable` (browsers: read only, trusted documents).
+             * @enum {string}
+             */
+            kind?: "secret" | "publishable";
+            /** @description Default: the kind's (secret: `pets:read`, `pets:write`; publishable: `pets:read`). Only scopes the calling key holds. */
+            scopes?: ("pets:read" | "pets:write" | "keys:admin" | "webhooks:admin")[];
+            /** @description Allowed browser origins of a publishable key, e.g. `https://app.example.com`. */
+            origins?: string[];
+            /** @description Lifetime in seconds (default 7776000, 90 days); null: never expires (secret keys only; discouraged). */
+            expiresIn?: number | null;
+            /** @description Requests per rate-limit window (default RATE_LIMIT_MAX). */
+            rateLimit?: number;
+        };
+        /**
+         * @description An API key (docs/admin.md "API keys"): the fields of `apikey list --json`. Never its text or hash.
+         * @example {
+         *       "id": 7,
+         *       "name": "billing-service",
+         *       "kind": "secret",
+         *       "scopes": [
+         *         "pets:read",
+         *         "pets:write"
+         *       ],
+         *       "origins": [],
+         *       "createdAt": "2026-11-28T09:00:00.000Z",
+         *       "expiresAt": "2027-02-26T09:00:00.000Z",
+         *       "lastUsedAt": null,
+         *       "revokedAt": null
+         *     }
+         */
+        ApiKey: {
+            /**
+             * Format: int64
+             * @description The key id.
+             */
+            id: number;
+            /** @description Who or what the key is for. */
+            name: string;
+            /** @enum {string} */
+            kind: "secret" | "publishable";
+            scopes: ("pets:read" | "pets:write" | "keys:admin" | "webhooks:admin")[];
+            /** @description Allowed browser origins of a publishable key; empty: any. */
+            origins: string[];
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Null: never.
+             */
+            expiresAt: string | null;
+            /**
+             * Format: date-time
+             * @description Written at most once a minute per instance; null: never used.
+             */
+            lastUsedAt: string | null;
+            /**
+             * Format: date-time
+             * @description Null: not revoked.
+             */
+            revokedAt: string | null;
+        };
+        /**
+         * @description A JSON array of ApiKey, by ascending id.
+         * @example [
+         *       {
+         *         "id": 7,
+         *         "name": "billing-service",
+         *         "kind": "secret",
+         *         "scopes": [
+         *           "pets:read",
+         *           "pets:write"
+         *         ],
+         *         "origins": [],
+         *         "createdAt": "2026-11-28T09:00:00.000Z",
+         *         "expiresAt": "2027-02-26T09:00:00.000Z",
+         *         "lastUsedAt": null,
+         *         "revokedAt": null
+         *       }
+         *     ]
+         */
+        ApiKeys: components["schemas"]["ApiKey"][];
+        /**
+         * @description A key just created or rolled: every field of ApiKey and `key`, its text, shown in this answer only (only its hash is stored).
+         * @example {
+         *       "id": 7,
+         *       "name": "billing-service",
+         *       "kind": "secret",
+         *       "scopes": [
+         *         "pets:read",
+         *         "pets:write"
+         *       ],
+         *       "origins": [],
+         *       "createdAt": "2026-11-28T09:00:00.000Z",
+         *       "expiresAt": "2027-02-26T09:00:00.000Z",
+         *       "lastUsedAt": null,
+         *       "revokedAt": null,
+         *       "key": "pst_sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAxxxxxx"
+         *     }
+         */
+        CreatedApiKey: {
+            /**
+             * Format: int64
+             * @description The key id.
+             */
+            id: number;
+            /** @description Who or what the key is for. */
+            name: string;
+            /** @enum {string} */
+            kind: "secret" | "publishable";
+            scopes: ("pets:read" | "pets:write" | "keys:admin" | "webhooks:admin")[];
+            /** @description Allowed browser origins of a publishable key; empty: any. */
+            origins: string[];
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description Null: never.
+             */
+            expiresAt: string | null;
+            /**
+             * Format: date-time
+             * @description Written at most once a minute per instance; null: never used.
+             */
+            lastUsedAt: string | null;
+            /**
+             * Format: date-time
+             * @description Null: not revoked.
+             */
+            revokedAt: string | null;
+            /** @description The key: send it as `Authorization: Bearer <key>`. Shown once. */
+            key: string;
+        };
+        /** @description How a key is rolled (docs/admin.md "API keys"): `apikey roll --overlap`. */
+        RollApiKey: {
+            /** @description Seconds the rolled key keeps working (default 86400, 24 hours). */
+            overlap?: number;
+        };
         /**
          * @description Every error response (spec "Error").
          * @example {
@@ -1420,6 +1646,886 @@ export interface operations {
                      *       "code": "FORBIDDEN",
                      *       "message": "This API key is not allowed to do this.",
                      *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /** @description Items per page (1 to 100). */
+                limit?: number;
+                /** @description Opaque cursor: the page after the one whose `Link` header (rel="next") holds it. 400 when edited or from another list. */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A JSON array of ApiKey, by ascending id. */
+            200: {
+                headers: {
+                    /** @description Only when more follow. RFC 8288: `<…?limit=20&after=…>; rel="next"`, the next page with the same `limit` and filters. */
+                    Link?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 7,
+                     *         "name": "billing-service",
+                     *         "kind": "secret",
+                     *         "scopes": [
+                     *           "pets:read",
+                     *           "pets:write"
+                     *         ],
+                     *         "origins": [],
+                     *         "createdAt": "2026-11-28T09:00:00.000Z",
+                     *         "expiresAt": "2027-02-26T09:00:00.000Z",
+                     *         "lastUsedAt": null,
+                     *         "revokedAt": null
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["ApiKeys"];
+                };
+            };
+            /** @description BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "BAD_USER_INPUT",
+                     *       "message": "The request holds invalid values.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewApiKey"];
+            };
+        };
+        responses: {
+            /** @description The new key, with its text. */
+            201: {
+                headers: {
+                    /** @description Path of the new key, /v1/admin/api-keys/{id}. */
+                    Location?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "name": "billing-service",
+                     *       "kind": "secret",
+                     *       "scopes": [
+                     *         "pets:read",
+                     *         "pets:write"
+                     *       ],
+                     *       "origins": [],
+                     *       "createdAt": "2026-11-28T09:00:00.000Z",
+                     *       "expiresAt": "2027-02-26T09:00:00.000Z",
+                     *       "lastUsedAt": null,
+                     *       "revokedAt": null,
+                     *       "key": "pst_sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAxxxxxx"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            /** @description BAD_REQUEST: The request could not be parsed. BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "message": "The request body is too large.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The request body must be application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "The request body must be application/json.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key. */
+            200: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "name": "billing-service",
+                     *       "kind": "secret",
+                     *       "scopes": [
+                     *         "pets:read",
+                     *         "pets:write"
+                     *       ],
+                     *       "origins": [],
+                     *       "createdAt": "2026-11-28T09:00:00.000Z",
+                     *       "expiresAt": "2027-02-26T09:00:00.000Z",
+                     *       "lastUsedAt": null,
+                     *       "revokedAt": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "BAD_USER_INPUT",
+                     *       "message": "The request holds invalid values.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: The requested resource does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "NOT_FOUND",
+                     *       "message": "The requested resource does not exist.",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rollApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RollApiKey"];
+            };
+        };
+        responses: {
+            /** @description The new key, with its text. */
+            201: {
+                headers: {
+                    /** @description Path of the new key, /v1/admin/api-keys/{id}. */
+                    Location?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "name": "billing-service",
+                     *       "kind": "secret",
+                     *       "scopes": [
+                     *         "pets:read",
+                     *         "pets:write"
+                     *       ],
+                     *       "origins": [],
+                     *       "createdAt": "2026-11-28T09:00:00.000Z",
+                     *       "expiresAt": "2027-02-26T09:00:00.000Z",
+                     *       "lastUsedAt": null,
+                     *       "revokedAt": null,
+                     *       "key": "pst_sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAxxxxxx"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            /** @description BAD_REQUEST: The request could not be parsed. BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: The requested resource does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "NOT_FOUND",
+                     *       "message": "The requested resource does not exist.",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "message": "The request body is too large.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The request body must be application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "The request body must be application/json.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked key. */
+            200: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "name": "billing-service",
+                     *       "kind": "secret",
+                     *       "scopes": [
+                     *         "pets:read",
+                     *         "pets:write"
+                     *       ],
+                     *       "origins": [],
+                     *       "createdAt": "2026-11-28T09:00:00.000Z",
+                     *       "expiresAt": "2027-02-26T09:00:00.000Z",
+                     *       "lastUsedAt": null,
+                     *       "revokedAt": "2026-11-28T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "BAD_USER_INPUT",
+                     *       "message": "The request holds invalid values.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: The requested resource does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "NOT_FOUND",
+                     *       "message": "The requested resource does not exist.",
+                     *       "status": 404
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

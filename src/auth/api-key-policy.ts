@@ -35,6 +35,12 @@ export const OPERATION_SCOPES = Object.freeze({
     listEvents: 'pets:read',
     /** The audit trail says who did what with keys and endpoints: the key administrator's to read (docs/admin.md "Audit trail"). */
     listAuditEvents: 'keys:admin',
+    /** The administration of keys (docs/admin.md "API keys"). */
+    createApiKey: 'keys:admin',
+    listApiKeys: 'keys:admin',
+    getApiKey: 'keys:admin',
+    rollApiKey: 'keys:admin',
+    revokeApiKey: 'keys:admin',
   },
   /** Revoking leaked keys needs no key (docs/api-keys.md "Revocation"). */
   public: ['revokeCredentials'],

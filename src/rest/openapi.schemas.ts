@@ -4,6 +4,8 @@ import { ERROR_CATALOGUE, type ErrorCode } from '../errors/error-catalogue';
 import { ListEventsArgs } from '../events/pet-event.inputs';
 import { ListAuditEventsArgs } from '../audit/audit-event.inputs';
 import { AUDIT_ACTIONS } from '../audit/audit-trail';
+import { ListApiKeysArgs, NewApiKeyInput, RollApiKeyInput } from '../auth/api-key-admin.inputs';
+import { KEY_KINDS, SCOPES } from '../auth/api-key-policy';
 import { PET_CREATED_EVENT } from '../events/pet-event.service';
 import { formatEventFrame, formatRetryFrame } from '../following/sse.transport';
 import { encodeEventCursor } from '../pets/pet-cursor';
@@ -90,6 +92,35 @@ export const OPENAPI_EXAMPLES = Object.freeze({
   },
 } as const);
 
+/** An API key as the administration API shows it (examples of ApiKey and CreatedApiKey; docs/admin.md "API keys"). */
+const API_KEY_EXAMPLE = Object.freeze({
+  id: 7,
+  name: 'billing-service',
+  kind: 'secret',
+  scopes: ['pets:read', 'pets:write'],
+  origins: [],
+  createdAt: '2026-11-28T09:00:00.000Z',
+  expiresAt: '2027-02-26T09:00:00.000Z',
+  lastUsedAt: null,
+  revokedAt: null,
+});
+
+/** A key of the right shape that no database holds. */
+const CREATED_API_KEY_EXAMPLE = Object.freeze({ ...API_KEY_EXAMPLE, key: 'pst_sk_' + 'A'.repeat(43) + 'xxxxxx' });
+
+/** The properties of ApiKey (docs/api-keys.md "Listing keys"), the fields of `apikey list --json`. */
+const API_KEY_PROPERTIES: Record<string, Schema> = {
+  id: { ...IDENTIFIER_SCHEMA, description: 'The key id.' },
+  name: { type: 'string', description: 'Who or what the key is for.' },
+  kind: { type: 'string', enum: Object.keys(KEY_KINDS) },
+  scopes: { type: 'array', items: { type: 'string', enum: [...SCOPES] } },
+  origins: { type: 'array', items: { type: 'string' }, description: 'Allowed browser origins of a publishable key; empty: any.' },
+  createdAt: { type: 'string', format: 'date-time' },
+  expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'Null: never.' },
+  lastUsedAt: { type: ['string', 'null'], format: 'date-time', description: 'Written at most once a minute per instance; null: never used.' },
+  revokedAt: { type: ['string', 'null'], format: 'date-time', description: 'Null: not revoked.' },
+};
+
 /** The same two events as an SSE stream that replays them. */
 const EVENT_STREAM_EXAMPLE =
   formatRetryFrame(PET_FEED_LIMITS.retryMs) +
@@ -156,6 +187,27 @@ export const SHARED_SCHEMAS: Schema[] = [
     items: { $ref: 'AuditEvent#' },
     examples: [[OPENAPI_EXAMPLES.auditEvent]],
   },
+  { $id: 'NewApiKey', description: 'A new API key (docs/admin.md "API keys"): the `apikey create` flags.', ...requestBodySchema(NewApiKeyInput) },
+  {
+    $id: 'ApiKey',
+    description: 'An API key (docs/admin.md "API keys"): the fields of `apikey list --json`. Never its text or hash.',
+    type: 'object',
+    properties: API_KEY_PROPERTIES,
+    required: Object.keys(API_KEY_PROPERTIES),
+    additionalProperties: false,
+    examples: [API_KEY_EXAMPLE],
+  },
+  { $id: 'ApiKeys', description: 'A JSON array of ApiKey, by ascending id.', type: 'array', items: { $ref: 'ApiKey#' }, examples: [[API_KEY_EXAMPLE]] },
+  {
+    $id: 'CreatedApiKey',
+    description: 'A key just created or rolled: every field of ApiKey and `key`, its text, shown in this answer only (only its hash is stored).',
+    type: 'object',
+    properties: { ...API_KEY_PROPERTIES, key: { type: 'string', description: 'The key: send it as `Authorization: Bearer <key>`. Shown once.' } },
+    required: [...Object.keys(API_KEY_PROPERTIES), 'key'],
+    additionalProperties: false,
+    examples: [CREATED_API_KEY_EXAMPLE],
+  },
+  { $id: 'RollApiKey', description: 'How a key is rolled (docs/admin.md "API keys"): `apikey roll --overlap`.', ...requestBodySchema(RollApiKeyInput) },
   {
     $id: 'Error',
     description: 'Every error response (spec "Error").',
@@ -176,6 +228,18 @@ export const LIST_PETS_QUERY = inputSchema(ListPetsArgs);
 export const LIST_EVENTS_QUERY = inputSchema(ListEventsArgs);
 
 export const LIST_AUDIT_EVENTS_QUERY = inputSchema(ListAuditEventsArgs);
+
+export const LIST_API_KEYS_QUERY = inputSchema(ListApiKeysArgs);
+
+/** Path parameters of `/admin/api-keys/{id}…`. */
+export const API_KEY_ID_PARAMS: Schema = {
+  type: 'object',
+  properties: { id: { ...IDENTIFIER_SCHEMA, description: 'The key id.' } },
+  required: ['id'],
+};
+
+/** What the examples of the administration of keys hold (checked against their schemas in tests). */
+export const API_KEY_EXAMPLES = Object.freeze({ apiKey: API_KEY_EXAMPLE, createdApiKey: CREATED_API_KEY_EXAMPLE });
 
 /** listEvents' request header: where a reconnecting EventSource resumes. */
 export const LAST_EVENT_ID_HEADER: Schema = {

@@ -84,6 +84,11 @@ describe('the published document', () => {
       createPet: [{ bearerAuth: ['pets:write'] }],
       listEvents: [{ bearerAuth: ['pets:read'] }],
       listAuditEvents: [{ bearerAuth: ['keys:admin'] }],
+      createApiKey: [{ bearerAuth: ['keys:admin'] }],
+      listApiKeys: [{ bearerAuth: ['keys:admin'] }],
+      getApiKey: [{ bearerAuth: ['keys:admin'] }],
+      rollApiKey: [{ bearerAuth: ['keys:admin'] }],
+      revokeApiKey: [{ bearerAuth: ['keys:admin'] }],
       // Public: revoking leaked keys takes none.
       revokeCredentials: [],
     });

@@ -253,4 +253,11 @@ describe('the scope table', () => {
     expect(OPERATION_SCOPES.rest.createPet).toBe('pets:write');
     expect(OPERATION_SCOPES.graphql.Mutation.createPet).toBe('pets:write');
   });
+
+  test('when the administration of keys is looked up, then each of its operations needs keys:admin', () => {
+    const keyOperations = ['createApiKey', 'listApiKeys', 'getApiKey', 'rollApiKey', 'revokeApiKey'] as const;
+    expect(Object.fromEntries(keyOperations.map((id) => [id, OPERATION_SCOPES.rest[id]]))).toEqual(
+      Object.fromEntries(keyOperations.map((id) => [id, 'keys:admin'])),
+    );
+  });
 });
