@@ -358,7 +358,17 @@ export interface components {
          *     ]
          */
         AuditEvents: components["schemas"]["AuditEvent"][];
-        /** @description A new API key (docs/admin.md "API keys"): the `apikey create` flags. */
+        /**
+         * @description A new API key (docs/admin.md "API keys"): the `apikey create` flags.
+         * @example {
+         *       "name": "billing-service",
+         *       "scopes": [
+         *         "pets:read",
+         *         "pets:write"
+         *       ],
+         *       "expiresIn": 7776000
+         *     }
+         */
         NewApiKey: {
             /** @description Who or what the key is for. */
             name: string;
@@ -495,7 +505,12 @@ export interface components {
             /** @description The key: send it as `Authorization: Bearer <key>`. Shown once. */
             key: string;
         };
-        /** @description How a key is rolled (docs/admin.md "API keys"): `apikey roll --overlap`. */
+        /**
+         * @description How a key is rolled (docs/admin.md "API keys"): `apikey roll --overlap`.
+         * @example {
+         *       "overlap": 86400
+         *     }
+         */
         RollApiKey: {
             /** @description Seconds the rolled key keeps working (default 86400, 24 hours). */
             overlap?: number;

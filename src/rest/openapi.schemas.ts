@@ -105,6 +105,10 @@ const API_KEY_EXAMPLE = Object.freeze({
   revokedAt: null,
 });
 
+/** What Swagger UI pre-fills for createApiKey and rollApiKey. */
+const NEW_API_KEY_EXAMPLE = Object.freeze({ name: 'billing-service', scopes: ['pets:read', 'pets:write'], expiresIn: 7_776_000 });
+const ROLL_API_KEY_EXAMPLE = Object.freeze({ overlap: 86_400 });
+
 /** A key of the right shape that no database holds. */
 const CREATED_API_KEY_EXAMPLE = Object.freeze({ ...API_KEY_EXAMPLE, key: 'pst_sk_' + 'A'.repeat(43) + 'xxxxxx' });
 
@@ -187,7 +191,12 @@ export const SHARED_SCHEMAS: Schema[] = [
     items: { $ref: 'AuditEvent#' },
     examples: [[OPENAPI_EXAMPLES.auditEvent]],
   },
-  { $id: 'NewApiKey', description: 'A new API key (docs/admin.md "API keys"): the `apikey create` flags.', ...requestBodySchema(NewApiKeyInput) },
+  {
+    $id: 'NewApiKey',
+    description: 'A new API key (docs/admin.md "API keys"): the `apikey create` flags.',
+    ...requestBodySchema(NewApiKeyInput),
+    examples: [NEW_API_KEY_EXAMPLE],
+  },
   {
     $id: 'ApiKey',
     description: 'An API key (docs/admin.md "API keys"): the fields of `apikey list --json`. Never its text or hash.',
@@ -207,7 +216,12 @@ export const SHARED_SCHEMAS: Schema[] = [
     additionalProperties: false,
     examples: [CREATED_API_KEY_EXAMPLE],
   },
-  { $id: 'RollApiKey', description: 'How a key is rolled (docs/admin.md "API keys"): `apikey roll --overlap`.', ...requestBodySchema(RollApiKeyInput) },
+  {
+    $id: 'RollApiKey',
+    description: 'How a key is rolled (docs/admin.md "API keys"): `apikey roll --overlap`.',
+    ...requestBodySchema(RollApiKeyInput),
+    examples: [ROLL_API_KEY_EXAMPLE],
+  },
   {
     $id: 'Error',
     description: 'Every error response (spec "Error").',
