@@ -168,6 +168,18 @@ describeOnMysql('two instances on one MariaDB database, sharing a Redis', () => 
     expect(p99).toBeLessThan(BOUND_MS);
   });
 
+  test(`when a key is revoked through A's administration API (revokeApiKey), then B refuses it within ${BOUND_MS} ms`, async () => {
+    const admin = (await a.apiKeys.create({ name: 'ops', scopes: ['keys:admin'] })).key;
+    const { apiKey, key } = await a.apiKeys.create('revoked by an operator');
+    expect((await listPets(b, key)).status).toBe(200);
+    const sentAt = Date.now();
+    const answer = await request(a, 'POST', `/v1/admin/api-keys/${apiKey.id}/revoke`, { apiKey: admin });
+    expect(answer.status).toBe(200);
+    const refusedAt = await untilRefused(b, key);
+    expect(refusedAt - sentAt).toBeLessThan(BOUND_MS);
+    expect((await request(b, 'GET', `/v1/admin/api-keys/${apiKey.id}`, { apiKey: admin })).body.revokedAt).toBe(answer.body.revokedAt);
+  });
+
   test('when a key is revoked by ApiKeyService in a third process (the apikey CLI), then B refuses it and closes its WebSocket with 4403 within a second', async () => {
     const { apiKey, key } = await a.apiKeys.create('revoked by the CLI');
     expect((await listPets(b, key)).status).toBe(200);
