@@ -2478,19 +2478,12 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKey"];
                 };
             };
-            /** @description BAD_USER_INPUT: The request holds invalid values. */
+            /** @description BAD_REQUEST: The request could not be parsed. BAD_USER_INPUT: The request holds invalid values. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "code": "BAD_USER_INPUT",
-                     *       "message": "The request holds invalid values.",
-                     *       "status": 400
-                     *     }
-                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2541,6 +2534,38 @@ export interface operations {
                      *       "code": "NOT_FOUND",
                      *       "message": "The requested resource does not exist.",
                      *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "message": "The request body is too large.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The request body must be application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "The request body must be application/json.",
+                     *       "status": 415
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -130,7 +130,8 @@ export const apiKeyController: FastifyPluginAsync<ApiKeyControllerOptions> = asy
           params: API_KEY_ID_PARAMS,
           response: {
             200: jsonResponse('The revoked key.', 'ApiKey#', { example: { ...API_KEY_EXAMPLES.apiKey, revokedAt: '2026-11-28T10:00:00.000Z' } }, ADMIN_HEADERS),
-            ...adminErrorResponses(['BAD_USER_INPUT', 'NOT_FOUND']),
+            // A body is not read, but parsed when sent, as on every route.
+            ...adminErrorResponses(['BAD_REQUEST', 'BAD_USER_INPUT', 'NOT_FOUND', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE']),
           },
         },
       },
