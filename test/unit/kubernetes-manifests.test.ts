@@ -118,7 +118,7 @@ describe('deploy/kubernetes against the service', () => {
     expect(readFileSync(path.join(root, 'src', 'cli', 'db.cli.ts'), 'utf8')).toContain("'migrate'");
   });
 
-  it('makes the first administration key on demand: a secret key with both administration scopes that expires within 15 minutes', () => {
+  it('makes the first administration key on demand: a secret key with every scope (it grants only those it holds) that expires within 15 minutes', () => {
     const [container] = adminKeyJob.spec!.template.spec!.containers;
     expect(loadConfig(environment(container)).database.type).toBe('mysql');
     expect(container.command).toEqual([
@@ -127,7 +127,7 @@ describe('deploy/kubernetes against the service', () => {
       'create',
       'bootstrap-admin',
       '--scope',
-      'keys:admin,webhooks:admin',
+      'pets:read,pets:write,keys:admin,webhooks:admin',
       '--expires-in',
       '15m',
     ]);
