@@ -52,7 +52,9 @@ export function readManifests() {
     service: only<IService>('Service'),
     budget: only<IPodDisruptionBudget>('PodDisruptionBudget'),
     autoscaler: only<IHorizontalPodAutoscaler>('HorizontalPodAutoscaler'),
-    adminKeyJob: manifestDocuments('admin-key-job.yaml')[0] as IJob,
+    /** As parsed, for the schema check. */
+    adminKeyJobManifest: manifestDocuments('admin-key-job.yaml')[0],
+    adminKeyJob: manifestDocuments('admin-key-job.yaml')[0] as unknown as IJob,
     /** A container's variables (ConfigMap, the example Secret, then its own env, which wins), as the service sees them. */
     environment: (container: IContainer): Record<string, string> => ({
       ...configMap.data,

@@ -16,8 +16,8 @@ import { KUBERNETES_DIR, ON_DEMAND_MANIFESTS, readManifestFile, readManifests } 
  * endpoints, the shutdown timeline fits the pod's grace period, and docs/operations.md quotes the manifests' numbers.
  */
 const root = path.join(__dirname, '..', '..');
-const { kustomization, all, deployment, job, adminKeyJob, configMap, secret, service, budget, autoscaler, environment } = readManifests();
-const manifests = [...all, adminKeyJob];
+const { kustomization, all, deployment, job, adminKeyJob, adminKeyJobManifest, configMap, secret, service, budget, autoscaler, environment } = readManifests();
+const manifests = [...all, adminKeyJobManifest];
 /** The Jobs' containers: the migration's and the on-demand administration key's. */
 const jobs = [job, adminKeyJob];
 
