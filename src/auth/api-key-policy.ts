@@ -35,6 +35,11 @@ export const OPERATION_SCOPES = Object.freeze({
     listEvents: 'pets:read',
     /** The audit trail says who did what with keys and endpoints: the key administrator's to read (docs/admin.md "Audit trail"). */
     listAuditEvents: 'keys:admin',
+    /** An endpoint's deliveries (docs/admin.md "Delivery attempts", "Redelivery", "Recovery"). */
+    listWebhookAttempts: 'webhooks:admin',
+    createWebhookRedelivery: 'webhooks:admin',
+    createWebhookRecovery: 'webhooks:admin',
+    getWebhookRecovery: 'webhooks:admin',
   },
   /** Revoking leaked keys needs no key (docs/api-keys.md "Revocation"). */
   public: ['revokeCredentials'],

@@ -84,6 +84,10 @@ describe('the published document', () => {
       createPet: [{ bearerAuth: ['pets:write'] }],
       listEvents: [{ bearerAuth: ['pets:read'] }],
       listAuditEvents: [{ bearerAuth: ['keys:admin'] }],
+      listWebhookAttempts: [{ bearerAuth: ['webhooks:admin'] }],
+      createWebhookRedelivery: [{ bearerAuth: ['webhooks:admin'] }],
+      createWebhookRecovery: [{ bearerAuth: ['webhooks:admin'] }],
+      getWebhookRecovery: [{ bearerAuth: ['webhooks:admin'] }],
       // Public: revoking leaked keys takes none.
       revokeCredentials: [],
     });

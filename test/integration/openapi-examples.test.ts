@@ -44,7 +44,8 @@ function examplesOf(media: Media): { name: string; value: unknown }[] {
 
 describe('examples of contract/openapi.json', () => {
   test('when the bodies are listed, then there are the 4 operations’ request bodies and responses', () => {
-    expect(bodies.filter(({ status }) => status === undefined)).toHaveLength(2);
+    // createPet, revokeCredentials, createWebhookRedelivery, createWebhookRecovery.
+    expect(bodies.filter(({ status }) => status === undefined)).toHaveLength(4);
     expect(bodies.length).toBeGreaterThan(20);
   });
 
