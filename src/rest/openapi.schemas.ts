@@ -9,13 +9,7 @@ import { formatEventFrame, formatRetryFrame } from '../following/sse.transport';
 import { encodeEventCursor } from '../pets/pet-cursor';
 import { IDENTIFIER_SCHEMA, ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
 import { PET_FEED_LIMITS, PET_LIMITS, WEBHOOK_LIMITS } from '../limits';
-import {
-  ListWebhookAttemptsArgs,
-  RecoveryInput,
-  RedeliveryInput,
-  WebhookEndpointPathArgs,
-  WebhookRecoveryPathArgs,
-} from '../webhooks/webhook-delivery.inputs';
+import { ListWebhookAttemptsArgs, RecoveryInput, RedeliveryInput, WebhookEndpointPathArgs, WebhookRecoveryPathArgs } from '../webhooks/webhook-delivery.inputs';
 
 /**
  * JSON Schemas of the REST contract, derived from the code that enforces it so there is no
@@ -166,14 +160,19 @@ const WEBHOOK_DELIVERY_SCHEMAS: Schema[] = [
       id: { ...IDENTIFIER_SCHEMA, description: 'Its order: a later attempt has a larger id.' },
       endpointId: { type: 'integer', minimum: 1 },
       eventId: eventIdSchema,
-      attempt: { type: 'integer', minimum: 1, description: "1 for the event's first attempt by the feed's stream, n for its nth; 1 for a redelivery or recovery." },
+      attempt: {
+        type: 'integer',
+        minimum: 1,
+        description: "1 for the event's first attempt by the feed's stream, n for its nth; 1 for a redelivery or recovery.",
+      },
       trigger: { type: 'string', enum: ['delivery', 'redelivery', 'recovery'], description: "The feed's own stream, a redelivery, or a recovery." },
       startedAt: { type: 'string', format: 'date-time' },
       durationMs: { type: 'integer', minimum: 0, description: 'Connection to the end of the answer (or to the failure), in milliseconds.' },
-      statusCode: { type: ['integer', 'null'], description: 'The answer\'s HTTP status; null when there was no answer.' },
+      statusCode: { type: ['integer', 'null'], description: "The answer's HTTP status; null when there was no answer." },
       error: {
         type: ['string', 'null'],
-        description: 'Why there was no answer: `timeout`, `refused_target`, or the network error\'s code (`ECONNREFUSED`, `ENOTFOUND`…); null when there was one.',
+        description:
+          "Why there was no answer: `timeout`, `refused_target`, or the network error's code (`ECONNREFUSED`, `ENOTFOUND`…); null when there was one.",
       },
       responseBody: {
         type: ['string', 'null'],
@@ -202,7 +201,12 @@ const WEBHOOK_DELIVERY_SCHEMAS: Schema[] = [
     $id: 'WebhookRedelivery',
     description: 'A redelivery queued: the dispatcher delivering to the endpoint makes one attempt of the event (docs/admin.md "Redelivery").',
     type: 'object',
-    properties: { id: { ...IDENTIFIER_SCHEMA }, endpointId: { type: 'integer', minimum: 1 }, eventId: eventIdSchema, requestedAt: { type: 'string', format: 'date-time' } },
+    properties: {
+      id: { ...IDENTIFIER_SCHEMA },
+      endpointId: { type: 'integer', minimum: 1 },
+      eventId: eventIdSchema,
+      requestedAt: { type: 'string', format: 'date-time' },
+    },
     required: ['id', 'endpointId', 'eventId', 'requestedAt'],
     additionalProperties: false,
     examples: [WEBHOOK_DELIVERY_EXAMPLES.redelivery],
@@ -222,7 +226,10 @@ const WEBHOOK_DELIVERY_SCHEMAS: Schema[] = [
       endpointId: { type: 'integer', minimum: 1 },
       since: { ...nullableTime, description: 'As asked; null when `after` was.' },
       after: { type: ['string', 'null'], description: 'As asked (an event id); null when `since` was.' },
-      upTo: { type: ['string', 'null'], description: "The feed's head when it was asked for (an event id): no later event is resent; null when the feed was empty." },
+      upTo: {
+        type: ['string', 'null'],
+        description: "The feed's head when it was asked for (an event id): no later event is resent; null when the feed was empty.",
+      },
       state: { type: 'string', enum: ['queued', 'running', 'done', 'failed'] },
       events: { type: 'integer', minimum: 0, description: 'Events to resend: 0 while queued, counted when it starts.' },
       sent: { type: 'integer', minimum: 0, description: 'Resent and answered 2xx.' },
@@ -293,7 +300,13 @@ export const SHARED_SCHEMAS: Schema[] = [
     additionalProperties: false,
     examples: [AUDIT_EVENT_EXAMPLE],
   },
-  { $id: 'AuditEvents', description: 'A JSON array of AuditEvent, newest first.', type: 'array', items: { $ref: 'AuditEvent#' }, examples: [[AUDIT_EVENT_EXAMPLE]] },
+  {
+    $id: 'AuditEvents',
+    description: 'A JSON array of AuditEvent, newest first.',
+    type: 'array',
+    items: { $ref: 'AuditEvent#' },
+    examples: [[AUDIT_EVENT_EXAMPLE]],
+  },
   ...WEBHOOK_DELIVERY_SCHEMAS,
   {
     $id: 'Error',

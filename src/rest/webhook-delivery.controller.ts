@@ -42,7 +42,7 @@ export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryContro
           summary: "An endpoint's delivery attempts, newest first",
           description:
             "Every POST of an event to the endpoint: by the feed's own stream, a redelivery or a recovery; when, how long, the status or " +
-            'why there was none, and the first KiB of the answer. `eventId` keeps one event\'s. Kept 30 days, 1,000 per endpoint. Needs `webhooks:admin`.',
+            "why there was none, and the first KiB of the answer. `eventId` keeps one event's. Kept 30 days, 1,000 per endpoint. Needs `webhooks:admin`.",
           tags: [ADMIN_TAG],
           params: WEBHOOK_ENDPOINT_PATH,
           querystring: LIST_WEBHOOK_ATTEMPTS_QUERY,
@@ -71,7 +71,7 @@ export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryContro
           security: operationSecurity('createWebhookRedelivery'),
           summary: 'Send one event to an endpoint again',
           description:
-            'Queues one more attempt of the event, with the same `webhook-id`, signed with the endpoint\'s current secrets, made by the instance ' +
+            "Queues one more attempt of the event, with the same `webhook-id`, signed with the endpoint's current secrets, made by the instance " +
             "delivering to the endpoint (after a restart too). Its outcome is an attempt with trigger `redelivery`; the endpoint's cursor does not move. " +
             'Needs `webhooks:admin`.',
           tags: [ADMIN_TAG],
@@ -93,7 +93,7 @@ export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryContro
           security: operationSecurity('createWebhookRecovery'),
           summary: 'Resend the events whose last attempt failed',
           description:
-            'Queues a recovery: every event up to the feed\'s head now whose last attempt failed, at or after `since` or after the event `after`, ' +
+            "Queues a recovery: every event up to the feed's head now whose last attempt failed, at or after `since` or after the event `after`, " +
             'resent once each, in feed order, by the instance delivering to the endpoint; it resumes after a restart. `Location` is its progress. ' +
             'Needs `webhooks:admin`.',
           tags: [ADMIN_TAG],
@@ -112,10 +112,7 @@ export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryContro
       },
       async (request, reply) => {
         const recovery = await deliveries.recover(auditActorOf(request), request.params, request.body);
-        return reply
-          .code(202)
-          .header('Location', `${app.prefix}/webhook-endpoints/${recovery.endpointId}/recoveries/${recovery.id}`)
-          .send(recovery);
+        return reply.code(202).header('Location', `${app.prefix}/webhook-endpoints/${recovery.endpointId}/recoveries/${recovery.id}`).send(recovery);
       },
     );
     operations.get(

@@ -67,7 +67,11 @@ export class WebhookAttemptRepository {
    */
   async failedEvents(query: FailedEventsQuery, limit: number): Promise<number[]> {
     return withinDeadline(this.database, async (manager) => {
-      const rows = await this.failedEventsSelect(manager, query).select('a.event_seq', 'seq').orderBy('a.event_seq', 'ASC').limit(limit).getRawMany<{ seq: string | number }>();
+      const rows = await this.failedEventsSelect(manager, query)
+        .select('a.event_seq', 'seq')
+        .orderBy('a.event_seq', 'ASC')
+        .limit(limit)
+        .getRawMany<{ seq: string | number }>();
       return rows.map((row) => toSafeInteger(row.seq));
     });
   }

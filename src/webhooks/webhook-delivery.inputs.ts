@@ -38,7 +38,11 @@ function IsEventId(): PropertyDecorator {
       defaultMessage: () => '$property must be the id of a feed event (an event cursor, the webhook-id of its deliveries), unchanged',
     },
   });
-  const schema = JSONSchema({ type: 'string', pattern: '^[A-Za-z0-9_-]+$', description: "A feed event's id: its `id` in GET /v1/events, the `webhook-id` of its deliveries." });
+  const schema = JSONSchema({
+    type: 'string',
+    pattern: '^[A-Za-z0-9_-]+$',
+    description: "A feed event's id: its `id` in GET /v1/events, the `webhook-id` of its deliveries.",
+  });
   return (target, property) => {
     rule(target, property);
     schema(target, property as string);

@@ -31,7 +31,9 @@ export class WebhookResendRepository {
    * @throws DatabaseDeadlineError.
    */
   async redeliveries(endpointId: number, limit: number): Promise<WebhookRedelivery[]> {
-    return withinDeadline(this.database, (manager) => manager.getRepository(WebhookRedelivery).find({ where: { endpointId }, order: { id: 'ASC' }, take: limit }));
+    return withinDeadline(this.database, (manager) =>
+      manager.getRepository(WebhookRedelivery).find({ where: { endpointId }, order: { id: 'ASC' }, take: limit }),
+    );
   }
 
   /** Deletes the redelivery `id`, made, with `manager` (in the transaction that records its attempt). */
@@ -43,7 +45,10 @@ export class WebhookResendRepository {
    * Stores a queued recovery with `manager` (in the request's transaction).
    * @returns the stored row.
    */
-  async queueRecovery(manager: EntityManager, recovery: { endpointId: number; since: Date | null; afterSeq: number; upToSeq: number }): Promise<WebhookRecovery> {
+  async queueRecovery(
+    manager: EntityManager,
+    recovery: { endpointId: number; since: Date | null; afterSeq: number; upToSeq: number },
+  ): Promise<WebhookRecovery> {
     const row = { ...recovery, state: 'queued' as const, cursor: recovery.afterSeq, requestedAt: new Date() };
     const result = await manager.getRepository(WebhookRecovery).insert(row);
     const id = toSafeInteger((result.identifiers[0] as { id: number | string }).id);
@@ -107,7 +112,9 @@ export class WebhookResendRepository {
    */
   async finishRecovery(id: number, outcome: { state: 'done' } | { state: 'failed'; reason: string }): Promise<void> {
     await withinDeadline(this.database, (manager) =>
-      manager.getRepository(WebhookRecovery).update({ id }, { state: outcome.state, reason: 'reason' in outcome ? outcome.reason : null, finishedAt: new Date() }),
+      manager
+        .getRepository(WebhookRecovery)
+        .update({ id }, { state: outcome.state, reason: 'reason' in outcome ? outcome.reason : null, finishedAt: new Date() }),
     );
   }
 }

@@ -351,7 +351,16 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
       });
       await withinDeadline(t.database, async (manager) => {
         // a: two too old, then five recent; b: three recent; the removed endpoint: one.
-        for (const [seq, age] of [[1, 90_000], [2, 80_000], [3, 5_000], [4, 4_000], [5, 3_000], [6, 2_000], [7, 1_000]]) await attempts.insert(manager, row(a.id, seq, age));
+        for (const [seq, age] of [
+          [1, 90_000],
+          [2, 80_000],
+          [3, 5_000],
+          [4, 4_000],
+          [5, 3_000],
+          [6, 2_000],
+          [7, 1_000],
+        ])
+          await attempts.insert(manager, row(a.id, seq, age));
         for (const seq of [1, 2, 3]) await attempts.insert(manager, row(b.id, seq, 1_000));
         await attempts.insert(manager, row(gone.id, 1, 1_000));
       });
