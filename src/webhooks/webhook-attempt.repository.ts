@@ -5,6 +5,7 @@ import { toSafeInteger } from '../database/int64';
 import { WebhookAttempt } from './webhook-attempt.entity';
 import { WebhookEndpoint } from './webhook-endpoint.entity';
 import { WebhookRecovery } from './webhook-recovery.entity';
+import { WebhookRedelivery } from './webhook-redelivery.entity';
 
 /** An attempt to record: every column of WebhookAttempt but its id. */
 export type AttemptRecord = Omit<WebhookAttempt, 'id'>;
@@ -104,7 +105,8 @@ export class WebhookAttemptRepository {
 
   /**
    * Deletes the attempts started before `now - maxAgeMs`, those of endpoints that no longer exist, all but the newest
-   * `maxPerEndpoint` of each endpoint, and the recoveries finished before `now - maxAgeMs` (docs/admin.md "Retention").
+   * `maxPerEndpoint` of each endpoint, the recoveries finished before `now - maxAgeMs`, and the redeliveries and recoveries
+   * of endpoints that no longer exist (docs/admin.md "Retention").
    * @throws DatabaseDeadlineError.
    */
   async purge({ now, maxAgeMs, maxPerEndpoint }: { now: Date; maxAgeMs: number; maxPerEndpoint: number }): Promise<PurgeResult> {
@@ -112,11 +114,8 @@ export class WebhookAttemptRepository {
     return withinDeadline(this.database, async (manager) => {
       const attempts = manager.getRepository(WebhookAttempt);
       const aged = await attempts.createQueryBuilder().delete().where('started_at < :cutoff', { cutoff }).execute();
-      const orphaned = await attempts
-        .createQueryBuilder()
-        .delete()
-        .where(`endpoint_id NOT IN (${manager.getRepository(WebhookEndpoint).createQueryBuilder('e').select('e.id').getQuery()})`)
-        .execute();
+      const endpointIds = manager.getRepository(WebhookEndpoint).createQueryBuilder('e').select('e.id').getQuery();
+      const orphaned = await attempts.createQueryBuilder().delete().where(`endpoint_id NOT IN (${endpointIds})`).execute();
       let byCount = 0;
       const endpoints = await manager.getRepository(WebhookEndpoint).find({ select: { id: true } });
       for (const { id } of endpoints) {
@@ -135,9 +134,9 @@ export class WebhookAttemptRepository {
         .getRepository(WebhookRecovery)
         .createQueryBuilder()
         .delete()
-        .where("state IN ('done', 'failed')")
-        .andWhere('finished_at < :cutoff', { cutoff })
+        .where(`(state IN ('done', 'failed') AND finished_at < :cutoff) OR endpoint_id NOT IN (${endpointIds})`, { cutoff })
         .execute();
+      await manager.getRepository(WebhookRedelivery).createQueryBuilder().delete().where(`endpoint_id NOT IN (${endpointIds})`).execute();
       return { byAge: aged.affected ?? 0, byCount, orphaned: orphaned.affected ?? 0, recoveries: recoveries.affected ?? 0 };
     });
   }

@@ -360,7 +360,7 @@ export class WebhookDispatcher {
     let moved: number | undefined;
     for (const recovery of await this.resends.activeRecoveries(endpoint.id)) {
       const result = await this.recover(endpoint, recovery, budget);
-      budget -= result.sent;
+      budget -= result.handled;
       moved = result.moved ?? moved;
       if (budget <= 0 || this.stopping.signal.aborted) break;
     }
@@ -371,27 +371,27 @@ export class WebhookDispatcher {
    * Works `recovery` of `endpoint` for up to `budget` events, after its cursor: each event whose last attempt failed is
    * resent once, its attempt recorded with the recovery's cursor and counts in one transaction; the recovery is `done`
    * when none remains. When the event the feed's stream is retrying is delivered so, the endpoint's cursor moves past it.
-   * @returns how many it sent, and that event's position when it moved the cursor.
+   * @returns how many events it handled (resent or passed over), and that event's position when it moved the cursor.
    * @throws DatabaseDeadlineError.
    */
-  private async recover(endpoint: WebhookEndpoint, recovery: WebhookRecovery, budget: number): Promise<{ sent: number; moved?: number }> {
+  private async recover(endpoint: WebhookEndpoint, recovery: WebhookRecovery, budget: number): Promise<{ handled: number; moved?: number }> {
     const query = { endpointId: endpoint.id, after: recovery.cursor, upTo: recovery.upToSeq, since: recovery.since };
     const remaining = await this.attempts.countFailedEvents(query);
     await this.resends.startRecovery(recovery.id, recovery.sent + recovery.failed + remaining);
     // The stream retries the event of its last attempt while `attempt` counts failures of it.
     const retrying = endpoint.attempt > 0 ? await this.attempts.lastDeliveryEvent(endpoint.id) : undefined;
     const filter = endpoint.status ?? undefined;
-    let sent = 0;
+    let handled = 0;
     let moved: number | undefined;
     const seqs = await this.attempts.failedEvents(query, budget);
     for (const seq of seqs) {
-      if (this.stopping.signal.aborted) return { sent, moved };
+      if (this.stopping.signal.aborted) return { handled, moved };
       const [event] = await this.feed.read({ after: seq - 1, limit: 1, upTo: seq, status: filter });
       const attempted = event && (await this.send(endpoint, event, 'recovery', 1));
-      if (this.stopping.signal.aborted) return { sent, moved };
+      if (this.stopping.signal.aborted) return { handled, moved };
       if (event && !attempted) {
         await this.resends.finishRecovery(recovery.id, { state: 'failed', reason: 'the endpoint has no valid signing secret' });
-        return { sent, moved };
+        return { handled, moved };
       }
       const ok = attempted?.result.outcome === 'success';
       await withinDeadline(
@@ -403,11 +403,11 @@ export class WebhookDispatcher {
         },
         { transaction: true },
       );
-      sent++;
+      handled++;
       if (ok && seq === retrying && seq > endpoint.cursor && (await this.endpoints.advance(endpoint.id, this.holder, seq, true))) moved = seq;
     }
     if (seqs.length < budget) await this.resends.finishRecovery(recovery.id, { state: 'done' });
-    return { sent, moved };
+    return { handled, moved };
   }
 
   /** One POST of an event's `body`, `signed`, to `endpoint`, in a span of its own (OpenTelemetry HTTP client conventions). */
