@@ -26,6 +26,10 @@ export interface PurgeResult {
   recoveries: number;
 }
 
+const INSERT_ATTEMPT =
+  'INSERT INTO webhook_attempt (endpoint_id, event_seq, attempt, trigger_kind, started_at, duration_ms, status_code, error, response_body) ' +
+  'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
 /** An answer with a status outside 2xx, or no answer: SQL over the attempt's alias `a`. */
 const FAILED = '(a.status_code IS NULL OR a.status_code < 200 OR a.status_code > 299)';
 /** The attempt is its event's last to that endpoint: SQL over the attempt's alias `a`. */
@@ -39,9 +43,23 @@ const LAST_OF_ITS_EVENT = 'a.id = (SELECT MAX(b.id) FROM webhook_attempt b WHERE
 export class WebhookAttemptRepository {
   constructor(private readonly database: Database) {}
 
-  /** Inserts `attempt` with `manager`: call it inside the transaction that records the attempt's effect. */
+  /**
+   * Inserts `attempt` with `manager`: call it inside the transaction that records the attempt's effect. Plain SQL both
+   * engines run as written, not TypeORM's insert(): it runs once per attempt, in the dispatcher's path (the time as the
+   * `YYYY-MM-DD HH:MM:SS.SSS` UTC text both store in a DATETIME(3) column).
+   */
   async insert(manager: EntityManager, attempt: AttemptRecord): Promise<void> {
-    await manager.getRepository(WebhookAttempt).insert(attempt);
+    await manager.query(INSERT_ATTEMPT, [
+      attempt.endpointId,
+      attempt.eventSeq,
+      attempt.attempt,
+      attempt.trigger,
+      attempt.startedAt.toISOString().replace('T', ' ').slice(0, 23),
+      attempt.durationMs,
+      attempt.statusCode,
+      attempt.error,
+      attempt.responseBody,
+    ]);
   }
 
   /**
