@@ -182,27 +182,23 @@ export class WebhookEndpointRepository {
   /**
    * Moves the cursor to `seq` after a delivery (or over events the filter skips, `delivered` false), if `holder` still
    * holds the lease.
-   * @param also - more writes for the same transaction (the attempt's record, docs/admin.md "Delivery attempts"), done
-   *   whether or not the lease is still held.
+   * @param also - more writes made with it (the attempt's record, docs/admin.md "Delivery attempts"; see
+   *   {@link alongside}), done whether or not the lease is still held.
    * @returns false when the lease was lost: another instance delivers now, and this one must stop.
    * @throws DatabaseDeadlineError.
    */
   async advance(id: number, holder: string, seq: number, delivered: boolean, also?: (manager: EntityManager) => Promise<void>): Promise<boolean> {
     const { now } = this.database.dialect;
     const success = delivered ? { lastSuccessAt: () => now, failuresInRow: 0, attempt: 0, nextAttemptAt: null } : {};
-    return withinDeadline(
-      this.database,
-      async (manager) => {
-        await also?.(manager);
-        return leased(manager, id, holder, now, { cursor: seq, ...success }, { condition: 'cursor_seq < :seq', parameters: { seq } });
-      },
-      { transaction: also !== undefined },
+    return this.alongside(
+      (manager) => leased(manager, id, holder, now, { cursor: seq, ...success }, { condition: 'cursor_seq < :seq', parameters: { seq } }),
+      also,
     );
   }
 
   /**
    * Records a failed attempt and gives the lease up: the next attempt is due in `retryInSeconds`, or, with `disable`,
-   * none: the endpoint is disabled for that reason. `also` adds writes to the same transaction, as in {@link advance}.
+   * none: the endpoint is disabled for that reason. `also` adds writes made with it, as in {@link advance}.
    * @returns false when the lease had been lost (nothing recorded but `also`).
    * @throws DatabaseDeadlineError; RangeError for a retry delay that is not a finite number.
    */
@@ -218,14 +214,31 @@ export class WebhookEndpointRepository {
         ? { state: 'disabled' as const, disabledReason: outcome.disable, nextAttemptAt: null, attempt: 0 }
         : { nextAttemptAt: () => later(outcome.retryInSeconds), attempt: () => 'attempt + 1' };
     const failed = { lastFailureAt: () => now, failuresInRow: () => 'failures_in_row + 1', leaseHolder: null };
-    return withinDeadline(
-      this.database,
-      async (manager) => {
-        await also?.(manager);
-        return leased(manager, id, holder, now, { ...next, ...failed });
-      },
-      { transaction: also !== undefined },
-    );
+    return this.alongside((manager) => leased(manager, id, holder, now, { ...next, ...failed }), also);
+  }
+
+  /**
+   * Runs `update` of an endpoint's row and the writes `also` (an attempt's record) together: in one transaction on the
+   * embedded database, whose file is saved once per transaction rather than once per write; side by side on a server,
+   * where a transaction's START and COMMIT would cost two more round trips per delivered event (measured on MariaDB:
+   * about 300 µs of CPU per delivered event in a transaction, 125 µs side by side; docs/admin.md "Delivery attempts").
+   * @returns what `update` returns.
+   * @throws DatabaseDeadlineError, from either.
+   */
+  private async alongside(update: (manager: EntityManager) => Promise<boolean>, also?: (manager: EntityManager) => Promise<void>): Promise<boolean> {
+    if (also === undefined) return withinDeadline(this.database, update);
+    if (this.database.embedded) {
+      return withinDeadline(
+        this.database,
+        async (manager) => {
+          await also(manager);
+          return update(manager);
+        },
+        { transaction: true },
+      );
+    }
+    const [, updated] = await Promise.all([withinDeadline(this.database, also), withinDeadline(this.database, update)]);
+    return updated;
   }
 
   /**
