@@ -299,15 +299,15 @@ export interface components {
         /**
          * @description One administration action, done or refused (docs/admin.md "Audit trail"). Never a secret.
          * @example {
-         *       "id": 12,
-         *       "occurredAt": "2026-11-28T10:30:00.000Z",
+         *       "id": 42,
+         *       "occurredAt": "2026-11-28T09:00:00.000Z",
          *       "channel": "api",
          *       "actorKeyId": 3,
-         *       "action": "webhook_endpoint.redeliver",
-         *       "targetType": "webhook_endpoint",
-         *       "targetId": "1",
-         *       "requestId": "req-1a2b",
-         *       "address": "192.0.2.10",
+         *       "action": "api_key.revoke",
+         *       "targetType": "api_key",
+         *       "targetId": "17",
+         *       "requestId": "6f1c2a8e-3b7d-4e0a-9c55-1d2e3f4a5b6c",
+         *       "address": "203.0.113.7",
          *       "outcome": "success"
          *     }
          */
@@ -340,15 +340,15 @@ export interface components {
          * @description A JSON array of AuditEvent, newest first.
          * @example [
          *       {
-         *         "id": 12,
-         *         "occurredAt": "2026-11-28T10:30:00.000Z",
+         *         "id": 42,
+         *         "occurredAt": "2026-11-28T09:00:00.000Z",
          *         "channel": "api",
          *         "actorKeyId": 3,
-         *         "action": "webhook_endpoint.redeliver",
-         *         "targetType": "webhook_endpoint",
-         *         "targetId": "1",
-         *         "requestId": "req-1a2b",
-         *         "address": "192.0.2.10",
+         *         "action": "api_key.revoke",
+         *         "targetType": "api_key",
+         *         "targetId": "17",
+         *         "requestId": "6f1c2a8e-3b7d-4e0a-9c55-1d2e3f4a5b6c",
+         *         "address": "203.0.113.7",
          *         "outcome": "success"
          *       }
          *     ]
@@ -1597,7 +1597,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /** @example [] */
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 42,
+                     *         "occurredAt": "2026-11-28T09:00:00.000Z",
+                     *         "channel": "api",
+                     *         "actorKeyId": 3,
+                     *         "action": "api_key.revoke",
+                     *         "targetType": "api_key",
+                     *         "targetId": "17",
+                     *         "requestId": "6f1c2a8e-3b7d-4e0a-9c55-1d2e3f4a5b6c",
+                     *         "address": "203.0.113.7",
+                     *         "outcome": "success"
+                     *       }
+                     *     ]
+                     */
                     "application/json": components["schemas"]["AuditEvents"];
                 };
             };

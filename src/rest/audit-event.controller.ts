@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
 import type { AuditTrail } from '../audit/audit-trail';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import { ADMIN_PAGE_HEADERS, ADMIN_TAG, adminErrorResponses, sendAdminPage } from './admin-routes';
-import { LIST_AUDIT_EVENTS_QUERY, jsonResponse, operationSecurity } from './openapi.schemas';
+import { LIST_AUDIT_EVENTS_QUERY, OPENAPI_EXAMPLES, jsonResponse, operationSecurity } from './openapi.schemas';
 import { queryInput } from './query-input';
 
 export interface AuditEventControllerOptions {
@@ -30,7 +30,7 @@ export const auditEventController: FastifyPluginAsync<AuditEventControllerOption
           tags: [ADMIN_TAG],
           querystring: LIST_AUDIT_EVENTS_QUERY,
           response: {
-            200: jsonResponse('A JSON array of AuditEvent, newest first.', 'AuditEvents#', { example: [] }, ADMIN_PAGE_HEADERS),
+            200: jsonResponse('A JSON array of AuditEvent, newest first.', 'AuditEvents#', { example: [OPENAPI_EXAMPLES.auditEvent] }, ADMIN_PAGE_HEADERS),
             ...adminErrorResponses(['BAD_USER_INPUT']),
           },
         },

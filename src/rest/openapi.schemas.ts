@@ -77,6 +77,18 @@ export const OPENAPI_EXAMPLES = Object.freeze({
     { id: encodeEventCursor(1), type: PET_CREATED_EVENT, pet: { id: 1, name: 'Rex', categoryId: 1, status: 'available' } },
     { id: encodeEventCursor(2), type: PET_CREATED_EVENT, pet: { id: 2, name: 'Whiskers', categoryId: 2, status: 'pending' } },
   ],
+  auditEvent: {
+    id: 42,
+    occurredAt: '2026-11-28T09:00:00.000Z',
+    channel: 'api',
+    actorKeyId: 3,
+    action: 'api_key.revoke',
+    targetType: 'api_key',
+    targetId: '17',
+    requestId: '6f1c2a8e-3b7d-4e0a-9c55-1d2e3f4a5b6c',
+    address: '203.0.113.7',
+    outcome: 'success',
+  },
 } as const);
 
 /** The same two events as an SSE stream that replays them. */
@@ -88,20 +100,6 @@ const EVENT_STREAM_EXAMPLE =
 export function errorExample(code: ErrorCode): { code: ErrorCode; message: string; status: number } {
   return { code, message: ERROR_CATALOGUE[code].message, status: ERROR_CATALOGUE[code].status };
 }
-
-/** One audit event, as listAuditEvents shows it. */
-const AUDIT_EVENT_EXAMPLE = {
-  id: 12,
-  occurredAt: '2026-11-28T10:30:00.000Z',
-  channel: 'api',
-  actorKeyId: 3,
-  action: 'webhook_endpoint.redeliver',
-  targetType: 'webhook_endpoint',
-  targetId: '1',
-  requestId: 'req-1a2b',
-  address: '192.0.2.10',
-  outcome: 'success',
-};
 
 /** Real values of the webhook delivery operations (docs/admin.md "Delivery attempts", "Redelivery", "Recovery"). */
 export const WEBHOOK_DELIVERY_EXAMPLES = Object.freeze({
@@ -298,14 +296,14 @@ export const SHARED_SCHEMAS: Schema[] = [
     },
     required: ['id', 'occurredAt', 'channel', 'actorKeyId', 'action', 'targetType', 'targetId', 'requestId', 'address', 'outcome'],
     additionalProperties: false,
-    examples: [AUDIT_EVENT_EXAMPLE],
+    examples: [OPENAPI_EXAMPLES.auditEvent],
   },
   {
     $id: 'AuditEvents',
     description: 'A JSON array of AuditEvent, newest first.',
     type: 'array',
     items: { $ref: 'AuditEvent#' },
-    examples: [[AUDIT_EVENT_EXAMPLE]],
+    examples: [[OPENAPI_EXAMPLES.auditEvent]],
   },
   ...WEBHOOK_DELIVERY_SCHEMAS,
   {

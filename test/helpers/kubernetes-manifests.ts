@@ -24,8 +24,12 @@ export function manifestDocuments(file: string): Record<string, unknown>[] {
   });
 }
 
+/** The files of deploy/kubernetes/ that are not kustomization resources: applying them would overwrite a Secret, or run a Job that is meant to run on demand. */
+export const ON_DEMAND_MANIFESTS = Object.freeze(['secret.example.yaml', 'admin-key-job.yaml']);
+
 /**
- * The kustomization's resources and the example Secret, parsed, with the one object of each kind picked out.
+ * The kustomization's resources and the example Secret, parsed, with the one object of each kind picked out, and the
+ * on-demand administration key Job (`adminKeyJob`).
  * @throws Error when a kind is there other than once.
  */
 export function readManifests() {
@@ -48,6 +52,7 @@ export function readManifests() {
     service: only<IService>('Service'),
     budget: only<IPodDisruptionBudget>('PodDisruptionBudget'),
     autoscaler: only<IHorizontalPodAutoscaler>('HorizontalPodAutoscaler'),
+    adminKeyJob: manifestDocuments('admin-key-job.yaml')[0] as IJob,
     /** A container's variables (ConfigMap, the example Secret, then its own env, which wins), as the service sees them. */
     environment: (container: IContainer): Record<string, string> => ({
       ...configMap.data,

@@ -14,9 +14,10 @@ import { createTestDatabase, testOnMysql } from '../helpers/test-database';
  * namespace, as root, where `/` is remounted read-only), on MySQL and Redis.
  */
 const ROOT = path.resolve(__dirname, '..', '..');
-const { deployment, job, environment } = readManifests();
+const { deployment, job, adminKeyJob, environment } = readManifests();
 const gateway = deployment.spec!.template.spec!.containers[0];
 const migrate = job.spec!.template.spec!.containers[0];
+const adminKey = adminKeyJob.spec!.template.spec!.containers[0];
 
 /** Runs `command` in a mount namespace of its own whose root file system is read-only; fails with 97 if it is not. */
 function readOnly(command: string[], env: NodeJS.ProcessEnv) {
@@ -73,6 +74,16 @@ testOnMysql(
       const created = await fetch(`${base}/v1/pets`, { method: 'POST', headers, body: JSON.stringify({ name: 'Kube', categoryId: 1 }) });
       expect(created.status).toBe(201);
       expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
+
+      // The on-demand Job's key administers, and expires within its 15 minutes.
+      const bootstrap = readOnly(adminKey.command!, env(environment(adminKey)));
+      expect(await bootstrap.exited).toBe(0);
+      const adminHeaders = { authorization: `Bearer ${bootstrap.output.text.trim()}` };
+      const trail = await fetch(`${base}/v1/admin/audit-events`, { headers: adminHeaders });
+      expect(trail.status).toBe(200);
+      const expiresIn = Date.parse(trail.headers.get('api-key-expires')!) - Date.now();
+      expect(expiresIn).toBeGreaterThan(13 * 60_000);
+      expect(expiresIn).toBeLessThanOrEqual(15 * 60_000);
 
       const sigterm = Date.now();
       server.child.kill('SIGTERM');

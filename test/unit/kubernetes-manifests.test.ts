@@ -8,7 +8,7 @@ import { ConfigMap, Secret, Service, type IConfigMap, type IProbe, type ISecret,
 import { CONFIG_SPEC, loadConfig } from '../../src/config';
 import { HTTP_LIMITS, TRACING_LIMITS } from '../../src/limits';
 import { SURFACE_PATHS } from '../../src/surface-paths';
-import { KUBERNETES_DIR, readManifestFile, readManifests } from '../helpers/kubernetes-manifests';
+import { KUBERNETES_DIR, ON_DEMAND_MANIFESTS, readManifestFile, readManifests } from '../helpers/kubernetes-manifests';
 
 /**
  * deploy/kubernetes/ against the Kubernetes API's JSON schemas (kubernetes-models: validators compiled with ajv from
@@ -16,7 +16,10 @@ import { KUBERNETES_DIR, readManifestFile, readManifests } from '../helpers/kube
  * endpoints, the shutdown timeline fits the pod's grace period, and docs/operations.md quotes the manifests' numbers.
  */
 const root = path.join(__dirname, '..', '..');
-const { kustomization, all: manifests, deployment, job, configMap, secret, service, budget, autoscaler, environment } = readManifests();
+const { kustomization, all, deployment, job, adminKeyJob, configMap, secret, service, budget, autoscaler, environment } = readManifests();
+const manifests = [...all, adminKeyJob];
+/** The Jobs' containers: the migration's and the on-demand administration key's. */
+const jobs = [job, adminKeyJob];
 
 /** The schema of each kind the manifests use, as `apiVersion/kind`; a kind missing here is an error, not a pass. */
 const MODELS: Record<string, (manifest: never) => { validate(): void }> = {
@@ -52,9 +55,9 @@ describe('deploy/kubernetes against the Kubernetes schemas', () => {
     },
   );
 
-  it('has every file of the folder in the kustomization, but the example Secret, which would overwrite the real one', () => {
+  it('has every file of the folder in the kustomization, but the example Secret, which would overwrite the real one, and the on-demand Job', () => {
     const files = readdirSync(KUBERNETES_DIR).filter((file) => file.endsWith('.yaml') && file !== 'kustomization.yaml');
-    expect([...kustomization.resources].sort()).toEqual(files.filter((file) => file !== 'secret.example.yaml').sort());
+    expect([...kustomization.resources].sort()).toEqual(files.filter((file) => !ON_DEMAND_MANIFESTS.includes(file)).sort());
     expect(kustomization.images.map((image) => image.name)).toEqual([gateway.image]);
   });
 
@@ -91,14 +94,14 @@ describe('deploy/kubernetes against the service', () => {
       ...Object.keys(configMap.data ?? {}),
       ...commented,
       ...Object.keys(secret.stringData ?? {}),
-      ...[gateway, ...job.spec!.template.spec!.containers].flatMap((container) => (container.env ?? []).map(({ name }) => name)),
+      ...[gateway, ...jobs.flatMap((each) => each.spec!.template.spec!.containers)].flatMap((container) => (container.env ?? []).map(({ name }) => name)),
     ];
     expect(named.filter((name) => !known.has(name))).toEqual([]);
     expect(commented.length).toBeGreaterThan(0);
   });
 
   it('reads its settings from the ConfigMap and the Secret it names, the Secret holding the credentials', () => {
-    for (const container of [gateway, ...job.spec!.template.spec!.containers]) {
+    for (const container of [gateway, ...jobs.flatMap((each) => each.spec!.template.spec!.containers)]) {
       expect(container.envFrom).toEqual([{ configMapRef: { name: configMap.metadata!.name } }, { secretRef: { name: secret.metadata!.name } }]);
     }
     expect(Object.keys(secret.stringData ?? {}).sort()).toEqual(['DATABASE_URL', 'REDIS_URL']);
@@ -113,6 +116,24 @@ describe('deploy/kubernetes against the service', () => {
     expect(loadConfig(environment(job.spec!.template.spec!.containers[0])).database.type).toBe('mysql');
     expect(job.spec!.template.spec!.containers[0].command).toEqual(['node', 'dist/src/cli/db.cli.js', 'migrate']);
     expect(readFileSync(path.join(root, 'src', 'cli', 'db.cli.ts'), 'utf8')).toContain("'migrate'");
+  });
+
+  it('makes the first administration key on demand: a secret key with both administration scopes that expires within 15 minutes', () => {
+    const [container] = adminKeyJob.spec!.template.spec!.containers;
+    expect(loadConfig(environment(container)).database.type).toBe('mysql');
+    expect(container.command).toEqual([
+      'node',
+      'dist/src/cli/apikey.cli.js',
+      'create',
+      'bootstrap-admin',
+      '--scope',
+      'keys:admin,webhooks:admin',
+      '--expires-in',
+      '15m',
+    ]);
+    expect(adminKeyJob.spec!.template.spec!.restartPolicy).toBe('Never');
+    // Its log holds the key until the Job is deleted: not past the key's own expiry.
+    expect(adminKeyJob.spec!.ttlSecondsAfterFinished).toBeLessThanOrEqual(15 * 60);
   });
 
   it('probes the real endpoints on the port the server listens on', () => {
@@ -145,7 +166,7 @@ describe('deploy/kubernetes against the service', () => {
   });
 
   it('runs as a non-root user on a read-only root file system, without privileges', () => {
-    for (const spec of [pod, job.spec!.template.spec!]) {
+    for (const spec of [pod, ...jobs.map((each) => each.spec!.template.spec!)]) {
       expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
       expect(spec.securityContext!.runAsUser).toBeGreaterThan(0);
       expect(spec.automountServiceAccountToken).toBe(false);
