@@ -6,6 +6,7 @@ import { encodeEventCursor } from '../../src/pets/pet-cursor';
 import { encodeIdCursor } from '../../src/validation/opaque-cursor';
 import { WebhookAttemptRepository } from '../../src/webhooks/webhook-attempt.repository';
 import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.service';
+import { type RecoveryState, WebhookRecovery } from '../../src/webhooks/webhook-recovery.entity';
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
 import { countStatements } from '../helpers/statement-counter';
 import { type TestApp, createPet, request, settleFeed, startTestApp } from '../helpers/test-app';
@@ -207,6 +208,19 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
       await sleep(300);
       expect(hook.received).toHaveLength(0);
     });
+    test('when the endpoint is disabled, then a redelivery waits, and is made once it is enabled', async () => {
+      const hook = await receiver();
+      const { id } = await endpoints.add({ url: hook.url });
+      dispatcher();
+      const [eventId] = await delivered(hook, 1);
+      await t.dataSource.query("UPDATE webhook_endpoint SET state = 'disabled', disabled_reason = 'gone' WHERE id = ?", [id]);
+      expect((await admin$('POST', `/${id}/redeliveries`, { eventId })).status).toBe(202);
+      await sleep(LIMITS.claimEveryMs * 6);
+      expect(hook.received).toHaveLength(1);
+      await endpoints.enable(id);
+      await until(() => hook.received.length === 2);
+      expect(idOf(hook.received[1])).toBe(eventId);
+    });
   });
 
   describe('createWebhookRecovery', () => {
@@ -370,6 +384,26 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
       expect(await seqsOf(b.id)).toEqual([3, 2, 1]);
       expect(await seqsOf(gone.id)).toEqual([]);
       expect(await purge()).toEqual({ byAge: 0, byCount: 0, orphaned: 0, recoveries: 0 });
+    });
+
+    test('when a recovery finished before the age, then the purge deletes it; a newer or unfinished one stays', async () => {
+      const attempts = new WebhookAttemptRepository(t.database);
+      const { id } = await endpoints.add({ url: 'http://127.0.0.1:9/hook' });
+      const now = Date.now();
+      const recovery = (state: RecoveryState, finishedAgoMs: number | null) => ({
+        endpointId: id,
+        since: null,
+        afterSeq: 0,
+        upToSeq: 0,
+        state,
+        cursor: 0,
+        requestedAt: new Date(now - 100_000),
+        finishedAt: finishedAgoMs === null ? null : new Date(now - finishedAgoMs),
+      });
+      const rows = t.dataSource.getRepository(WebhookRecovery);
+      await rows.insert([recovery('done', 90_000), recovery('failed', 90_000), recovery('done', 1_000), recovery('running', null)]);
+      expect((await attempts.purge({ now: new Date(now), maxAgeMs: 60_000, maxPerEndpoint: 3 })).recoveries).toBe(2);
+      expect((await rows.find({ where: { endpointId: id } })).map((row) => row.state).sort()).toEqual(['done', 'running']);
     });
   });
 });
