@@ -52,7 +52,7 @@ export function readManifests() {
     service: only<IService>('Service'),
     budget: only<IPodDisruptionBudget>('PodDisruptionBudget'),
     autoscaler: only<IHorizontalPodAutoscaler>('HorizontalPodAutoscaler'),
-    adminKeyJob: manifestDocuments('admin-key-job.yaml')[0] as IJob,
+    adminKeyJob: manifestDocuments('admin-key-job.yaml')[0] as unknown as IJob,
     /** A container's variables (ConfigMap, the example Secret, then its own env, which wins), as the service sees them. */
     environment: (container: IContainer): Record<string, string> => ({
       ...configMap.data,

@@ -17,7 +17,7 @@ import { KUBERNETES_DIR, ON_DEMAND_MANIFESTS, readManifestFile, readManifests } 
  */
 const root = path.join(__dirname, '..', '..');
 const { kustomization, all, deployment, job, adminKeyJob, configMap, secret, service, budget, autoscaler, environment } = readManifests();
-const manifests = [...all, adminKeyJob];
+const manifests: Record<string, unknown>[] = [...all, adminKeyJob as unknown as Record<string, unknown>];
 /** The Jobs' containers: the migration's and the on-demand administration key's. */
 const jobs = [job, adminKeyJob];
 
