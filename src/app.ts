@@ -51,6 +51,10 @@ import { SURFACE_PATHS } from './surface-paths';
 import { WebhookEndpointRepository } from './webhooks/webhook-endpoint.repository';
 import { WebhookDispatcher, type WebhookFollowing } from './webhooks/webhook.dispatcher';
 import { createWebhookMetrics } from './webhooks/webhook.metrics';
+import { webhookDeliveryController } from './rest/webhook-delivery.controller';
+import { WebhookAttemptRepository } from './webhooks/webhook-attempt.repository';
+import { purgeWebhookAttempts } from './webhooks/webhook-attempt-purge';
+import { WebhookDeliveryService } from './webhooks/webhook-delivery.service';
 
 /** Fastify's `trustProxy`: a hop count trusts the nearest `n` proxies. */
 function trustProxyOption(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
@@ -241,6 +245,9 @@ export async function buildApp({
   const audit = new AuditTrail(database, app.log);
   await app.register(auditEventController, { prefix: SURFACE_PATHS.admin, audit, guard: requests.operationHook });
   await app.register(apiKeyController, { prefix: SURFACE_PATHS.admin, keys: new ApiKeyAdministration(apiKeys, audit), guard: requests.operationHook });
+  const deliveries = new WebhookDeliveryService(database, audit);
+  await app.register(webhookDeliveryController, { prefix: SURFACE_PATHS.admin, deliveries, guard: requests.operationHook });
+  purgeWebhookAttempts(app, new WebhookAttemptRepository(database));
   await app.register(graphqlPlugin, {
     petService,
     guard: requests,

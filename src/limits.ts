@@ -226,6 +226,17 @@ export const WEBHOOK_LIMITS = Object.freeze({
   secretBytes: 32,
   /** How long a rotated secret keeps signing unless `--overlap` says otherwise. */
   defaultRotateOverlapMs: 24 * 60 * 60 * SECOND,
+  /** Of an answer's body, kept with its attempt as text (docs/admin.md "Delivery attempts"); the rest is read and dropped. */
+  attemptBodyBytes: KiB,
+  /**
+   * Attempts are kept this long (docs/admin.md "Retention"), and at most `attemptsPerEndpoint` per endpoint, the newest;
+   * finished recoveries this long too. A purge every `attemptPurgeEveryMs` deletes the rest.
+   */
+  attemptRetentionMs: 30 * 24 * 60 * 60 * SECOND,
+  attemptsPerEndpoint: 1000,
+  attemptPurgeEveryMs: 60 * 60 * SECOND,
+  /** Redeliveries, or a recovery's events, one pass over an endpoint sends before its feed's own next events. */
+  resendsPerPass: 100,
 });
 
 /** The administration API's lists (docs/admin.md "Paging"): `limit`'s bounds and default. */

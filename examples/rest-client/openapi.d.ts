@@ -190,6 +190,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/webhook-endpoints/{id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An endpoint's delivery attempts, newest first
+         * @description Every POST of an event to the endpoint: by the feed's own stream, a redelivery or a recovery; when, how long, the status or why there was none, and the first KiB of the answer. `eventId` keeps one event's. Kept 30 days, 1,000 per endpoint. Needs `webhooks:admin`.
+         */
+        get: operations["listWebhookAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook-endpoints/{id}/redeliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send one event to an endpoint again
+         * @description Queues one more attempt of the event, with the same `webhook-id`, signed with the endpoint's current secrets, made by the instance delivering to the endpoint (after a restart too). Its outcome is an attempt with trigger `redelivery`; the endpoint's cursor does not move. Needs `webhooks:admin`.
+         */
+        post: operations["createWebhookRedelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook-endpoints/{id}/recoveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resend the events whose last attempt failed
+         * @description Queues a recovery: every event up to the feed's head now whose last attempt failed, at or after `since` or after the event `after`, resent once each, in feed order, by the instance delivering to the endpoint; it resumes after a restart. `Location` is its progress. Needs `webhooks:admin`.
+         */
+        post: operations["createWebhookRecovery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook-endpoints/{id}/recoveries/{recoveryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A recovery and how far it has got
+         * @description Its state (`queued`, `running`, `done`, `failed`) and counts: events to resend, sent, failed. Needs `webhooks:admin`.
+         */
+        get: operations["getWebhookRecovery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -358,6 +438,169 @@ export interface components {
          *     ]
          */
         AuditEvents: components["schemas"]["AuditEvent"][];
+        /**
+         * @description One POST of an event to an endpoint (docs/admin.md "Delivery attempts").
+         * @example {
+         *       "id": 42,
+         *       "endpointId": 1,
+         *       "eventId": "ZTEuN59l8fr0MurW",
+         *       "attempt": 2,
+         *       "trigger": "delivery",
+         *       "startedAt": "2026-11-28T10:00:05.120Z",
+         *       "durationMs": 183,
+         *       "statusCode": 503,
+         *       "error": null,
+         *       "responseBody": "{\"error\":\"maintenance\"}"
+         *     }
+         */
+        WebhookAttempt: {
+            /**
+             * Format: int64
+             * @description Its order: a later attempt has a larger id.
+             */
+            id: number;
+            endpointId: number;
+            /** @description The event's id (its feed cursor): the `webhook-id` of every attempt of it. */
+            eventId: string;
+            /** @description 1 for the event's first attempt by the feed's stream, n for its nth; 1 for a redelivery or recovery. */
+            attempt: number;
+            /**
+             * @description The feed's own stream, a redelivery, or a recovery.
+             * @enum {string}
+             */
+            trigger: "delivery" | "redelivery" | "recovery";
+            /** Format: date-time */
+            startedAt: string;
+            /** @description Connection to the end of the answer (or to the failure), in milliseconds. */
+            durationMs: number;
+            /** @description The answer's HTTP status; null when there was no answer. */
+            statusCode: number | null;
+            /** @description Why there was no answer: `timeout`, `refused_target`, or the network error's code (`ECONNREFUSED`, `ENOTFOUND`…); null when there was one. */
+            error: string | null;
+            /** @description The answer body's first 1024 bytes, as UTF-8 text; null when there was no answer. */
+            responseBody: string | null;
+        };
+        /**
+         * @description A JSON array of WebhookAttempt, newest first.
+         * @example [
+         *       {
+         *         "id": 42,
+         *         "endpointId": 1,
+         *         "eventId": "ZTEuN59l8fr0MurW",
+         *         "attempt": 2,
+         *         "trigger": "delivery",
+         *         "startedAt": "2026-11-28T10:00:05.120Z",
+         *         "durationMs": 183,
+         *         "statusCode": 503,
+         *         "error": null,
+         *         "responseBody": "{\"error\":\"maintenance\"}"
+         *       },
+         *       {
+         *         "id": 41,
+         *         "endpointId": 1,
+         *         "eventId": "ZTEuN59l8fr0MurW",
+         *         "attempt": 1,
+         *         "trigger": "delivery",
+         *         "startedAt": "2026-11-28T10:00:00.002Z",
+         *         "durationMs": 15000,
+         *         "statusCode": null,
+         *         "error": "timeout",
+         *         "responseBody": null
+         *       }
+         *     ]
+         */
+        WebhookAttempts: components["schemas"]["WebhookAttempt"][];
+        /**
+         * @description Which event to send again (docs/admin.md "Redelivery").
+         * @example {
+         *       "eventId": "ZTEuN59l8fr0MurW"
+         *     }
+         */
+        NewWebhookRedelivery: {
+            /** @description A feed event's id: its `id` in GET /v1/events, the `webhook-id` of its deliveries. */
+            eventId: string;
+        };
+        /**
+         * @description A redelivery queued: the dispatcher delivering to the endpoint makes one attempt of the event (docs/admin.md "Redelivery").
+         * @example {
+         *       "id": 3,
+         *       "endpointId": 1,
+         *       "eventId": "ZTEuN59l8fr0MurW",
+         *       "requestedAt": "2026-11-28T10:30:00.000Z"
+         *     }
+         */
+        WebhookRedelivery: {
+            /** Format: int64 */
+            id: number;
+            endpointId: number;
+            /** @description The event's id (its feed cursor): the `webhook-id` of every attempt of it. */
+            eventId: string;
+            /** Format: date-time */
+            requestedAt: string;
+        };
+        /**
+         * @description Which failed events to resend (docs/admin.md "Recovery"): `since` a time or `after` an event, exactly one.
+         * @example {
+         *       "since": "2026-11-28T00:00:00Z"
+         *     }
+         */
+        NewWebhookRecovery: {
+            /**
+             * Format: date-time
+             * @description Resend the events whose last attempt failed at or after this time. Not with `after`.
+             */
+            since?: string;
+            /** @description A feed event's id: its `id` in GET /v1/events, the `webhook-id` of its deliveries. */
+            after?: string;
+        };
+        /**
+         * @description A recovery and how far it has got (docs/admin.md "Recovery").
+         * @example {
+         *       "id": 5,
+         *       "endpointId": 1,
+         *       "since": "2026-11-28T00:00:00.000Z",
+         *       "after": null,
+         *       "upTo": "ZTEuMTIw-JtRIhdgUEc",
+         *       "state": "running",
+         *       "events": 12,
+         *       "sent": 4,
+         *       "failed": 1,
+         *       "reason": null,
+         *       "requestedAt": "2026-11-28T10:30:00.000Z",
+         *       "startedAt": "2026-11-28T10:30:00.250Z",
+         *       "finishedAt": null
+         *     }
+         */
+        WebhookRecovery: {
+            /** Format: int64 */
+            id: number;
+            endpointId: number;
+            /**
+             * Format: date-time
+             * @description As asked; null when `after` was.
+             */
+            since: string | null;
+            /** @description As asked (an event id); null when `since` was. */
+            after: string | null;
+            /** @description The feed's head when it was asked for (an event id): no later event is resent; null when the feed was empty. */
+            upTo: string | null;
+            /** @enum {string} */
+            state: "queued" | "running" | "done" | "failed";
+            /** @description Events to resend: 0 while queued, counted when it starts. */
+            events: number;
+            /** @description Resent and answered 2xx. */
+            sent: number;
+            /** @description Resent and failed (not retried: a later recovery may resend them). */
+            failed: number;
+            /** @description Why it failed (state `failed`); null otherwise. */
+            reason: string | null;
+            /** Format: date-time */
+            requestedAt: string;
+            /** Format: date-time */
+            startedAt: string | null;
+            /** Format: date-time */
+            finishedAt: string | null;
+        };
         /**
          * @description A new API key (docs/admin.md "API keys"): the `apikey create` flags.
          * @example {
@@ -2566,6 +2809,754 @@ export interface operations {
                      *       "code": "UNSUPPORTED_MEDIA_TYPE",
                      *       "message": "The request body must be application/json.",
                      *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookAttempts: {
+        parameters: {
+            query?: {
+                /** @description Items per page (1 to 100). */
+                limit?: number;
+                /** @description Opaque cursor: the page after the one whose `Link` header (rel="next") holds it. 400 when edited or from another list. */
+                after?: string;
+                /** @description A feed event's id: its `id` in GET /v1/events, the `webhook-id` of its deliveries. */
+                eventId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A JSON array of WebhookAttempt, newest first. */
+            200: {
+                headers: {
+                    /** @description Only when more follow. RFC 8288: `<…?limit=20&after=…>; rel="next"`, the next page with the same `limit` and filters. */
+                    Link?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 42,
+                     *         "endpointId": 1,
+                     *         "eventId": "ZTEuN59l8fr0MurW",
+                     *         "attempt": 2,
+                     *         "trigger": "delivery",
+                     *         "startedAt": "2026-11-28T10:00:05.120Z",
+                     *         "durationMs": 183,
+                     *         "statusCode": 503,
+                     *         "error": null,
+                     *         "responseBody": "{\"error\":\"maintenance\"}"
+                     *       },
+                     *       {
+                     *         "id": 41,
+                     *         "endpointId": 1,
+                     *         "eventId": "ZTEuN59l8fr0MurW",
+                     *         "attempt": 1,
+                     *         "trigger": "delivery",
+                     *         "startedAt": "2026-11-28T10:00:00.002Z",
+                     *         "durationMs": 15000,
+                     *         "statusCode": null,
+                     *         "error": "timeout",
+                     *         "responseBody": null
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookAttempts"];
+                };
+            };
+            /** @description BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "BAD_USER_INPUT",
+                     *       "message": "The request holds invalid values.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: The requested resource does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "NOT_FOUND",
+                     *       "message": "The requested resource does not exist.",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhookRedelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewWebhookRedelivery"];
+            };
+        };
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 3,
+                     *       "endpointId": 1,
+                     *       "eventId": "ZTEuN59l8fr0MurW",
+                     *       "requestedAt": "2026-11-28T10:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookRedelivery"];
+                };
+            };
+            /** @description BAD_REQUEST: The request could not be parsed. BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: The requested resource does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "NOT_FOUND",
+                     *       "message": "The requested resource does not exist.",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "message": "The request body is too large.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The request body must be application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "The request body must be application/json.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhookRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewWebhookRecovery"];
+            };
+        };
+        responses: {
+            /** @description Queued; `Location` is its progress. */
+            202: {
+                headers: {
+                    /** @description Its progress: /v1/admin/webhook-endpoints/{id}/recoveries/{recoveryId}. */
+                    Location?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 5,
+                     *       "endpointId": 1,
+                     *       "since": "2026-11-28T00:00:00.000Z",
+                     *       "after": null,
+                     *       "upTo": "ZTEuMTIw-JtRIhdgUEc",
+                     *       "state": "queued",
+                     *       "events": 0,
+                     *       "sent": 0,
+                     *       "failed": 0,
+                     *       "reason": null,
+                     *       "requestedAt": "2026-11-28T10:30:00.000Z",
+                     *       "startedAt": null,
+                     *       "finishedAt": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookRecovery"];
+                };
+            };
+            /** @description BAD_REQUEST: The request could not be parsed. BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: The requested resource does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "NOT_FOUND",
+                     *       "message": "The requested resource does not exist.",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "message": "The request body is too large.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The request body must be application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "The request body must be application/json.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                recoveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recovery. */
+            200: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 5,
+                     *       "endpointId": 1,
+                     *       "since": "2026-11-28T00:00:00.000Z",
+                     *       "after": null,
+                     *       "upTo": "ZTEuMTIw-JtRIhdgUEc",
+                     *       "state": "running",
+                     *       "events": 12,
+                     *       "sent": 4,
+                     *       "failed": 1,
+                     *       "reason": null,
+                     *       "requestedAt": "2026-11-28T10:30:00.000Z",
+                     *       "startedAt": "2026-11-28T10:30:00.250Z",
+                     *       "finishedAt": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookRecovery"];
+                };
+            };
+            /** @description BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "BAD_USER_INPUT",
+                     *       "message": "The request holds invalid values.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: The requested resource does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "NOT_FOUND",
+                     *       "message": "The requested resource does not exist.",
+                     *       "status": 404
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

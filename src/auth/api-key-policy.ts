@@ -41,6 +41,11 @@ export const OPERATION_SCOPES = Object.freeze({
     getApiKey: 'keys:admin',
     rollApiKey: 'keys:admin',
     revokeApiKey: 'keys:admin',
+    /** An endpoint's deliveries (docs/admin.md "Delivery attempts", "Redelivery", "Recovery"). */
+    listWebhookAttempts: 'webhooks:admin',
+    createWebhookRedelivery: 'webhooks:admin',
+    createWebhookRecovery: 'webhooks:admin',
+    getWebhookRecovery: 'webhooks:admin',
   },
   /** Revoking leaked keys needs no key (docs/api-keys.md "Revocation"). */
   public: ['revokeCredentials'],

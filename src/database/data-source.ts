@@ -9,6 +9,9 @@ import { Pet } from '../pets/pet.entity';
 import { IdempotencyRecord } from '../idempotency/idempotency-record.entity';
 import { PetFeedRecord } from '../events/pet-feed.entity';
 import { WebhookEndpoint } from '../webhooks/webhook-endpoint.entity';
+import { WebhookAttempt } from '../webhooks/webhook-attempt.entity';
+import { WebhookRedelivery } from '../webhooks/webhook-redelivery.entity';
+import { WebhookRecovery } from '../webhooks/webhook-recovery.entity';
 import type { DatabaseConfig } from './database-config';
 import { saveInOrder } from './embedded-file.saver';
 import { TypeormPinoLogger } from './typeorm-pino.logger';
@@ -18,10 +21,11 @@ import { AddApiKeyKinds1795651200000 } from './migrations/1795651200000-add-api-
 import { AddPetFeed1798156800000 } from './migrations/1798156800000-add-pet-feed';
 import { CreateWebhookEndpoint1800000000000 } from './migrations/1800000000000-create-webhook-endpoint';
 import { CreateAuditEvent1801000000000 } from './migrations/1801000000000-create-audit-event';
+import { CreateWebhookAttempt1802000000000 } from './migrations/1802000000000-create-webhook-attempt';
 import { DATABASE_DEADLINES } from '../limits';
 
 /** Listed, not globbed: globs break between src/ and dist/. */
-export const ENTITIES = [Pet, ApiKey, IdempotencyRecord, PetFeedRecord, WebhookEndpoint, AuditEvent];
+export const ENTITIES = [Pet, ApiKey, IdempotencyRecord, PetFeedRecord, WebhookEndpoint, AuditEvent, WebhookAttempt, WebhookRedelivery, WebhookRecovery];
 export const MIGRATIONS = [
   CreatePetAndApiKey1763769600000,
   CreateIdempotencyKey1763856000000,
@@ -29,6 +33,7 @@ export const MIGRATIONS = [
   AddPetFeed1798156800000,
   CreateWebhookEndpoint1800000000000,
   CreateAuditEvent1801000000000,
+  CreateWebhookAttempt1802000000000,
 ];
 
 /**

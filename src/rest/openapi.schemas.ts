@@ -10,7 +10,8 @@ import { PET_CREATED_EVENT } from '../events/pet-event.service';
 import { formatEventFrame, formatRetryFrame } from '../following/sse.transport';
 import { encodeEventCursor } from '../pets/pet-cursor';
 import { IDENTIFIER_SCHEMA, ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
-import { PET_FEED_LIMITS, PET_LIMITS } from '../limits';
+import { PET_FEED_LIMITS, PET_LIMITS, WEBHOOK_LIMITS } from '../limits';
+import { ListWebhookAttemptsArgs, RecoveryInput, RedeliveryInput, WebhookEndpointPathArgs, WebhookRecoveryPathArgs } from '../webhooks/webhook-delivery.inputs';
 
 /**
  * JSON Schemas of the REST contract, derived from the code that enforces it so there is no
@@ -135,6 +136,154 @@ export function errorExample(code: ErrorCode): { code: ErrorCode; message: strin
   return { code, message: ERROR_CATALOGUE[code].message, status: ERROR_CATALOGUE[code].status };
 }
 
+/** Real values of the webhook delivery operations (docs/admin.md "Delivery attempts", "Redelivery", "Recovery"). */
+export const WEBHOOK_DELIVERY_EXAMPLES = Object.freeze({
+  attempt: {
+    id: 42,
+    endpointId: 1,
+    eventId: encodeEventCursor(7),
+    attempt: 2,
+    trigger: 'delivery',
+    startedAt: '2026-11-28T10:00:05.120Z',
+    durationMs: 183,
+    statusCode: 503,
+    error: null,
+    responseBody: '{"error":"maintenance"}',
+  },
+  timedOut: {
+    id: 41,
+    endpointId: 1,
+    eventId: encodeEventCursor(7),
+    attempt: 1,
+    trigger: 'delivery',
+    startedAt: '2026-11-28T10:00:00.002Z',
+    durationMs: 15000,
+    statusCode: null,
+    error: 'timeout',
+    responseBody: null,
+  },
+  redelivery: { id: 3, endpointId: 1, eventId: encodeEventCursor(7), requestedAt: '2026-11-28T10:30:00.000Z' },
+  recovery: {
+    id: 5,
+    endpointId: 1,
+    since: '2026-11-28T00:00:00.000Z',
+    after: null,
+    upTo: encodeEventCursor(120),
+    state: 'running',
+    events: 12,
+    sent: 4,
+    failed: 1,
+    reason: null,
+    requestedAt: '2026-11-28T10:30:00.000Z',
+    startedAt: '2026-11-28T10:30:00.250Z',
+    finishedAt: null,
+  },
+} as const);
+
+const nullableTime = { type: ['string', 'null'], format: 'date-time' };
+const eventIdSchema = { type: 'string', description: "The event's id (its feed cursor): the `webhook-id` of every attempt of it." };
+
+/** The delivery operations' schemas, in SHARED_SCHEMAS. */
+const WEBHOOK_DELIVERY_SCHEMAS: Schema[] = [
+  {
+    $id: 'WebhookAttempt',
+    description: 'One POST of an event to an endpoint (docs/admin.md "Delivery attempts").',
+    type: 'object',
+    properties: {
+      id: { ...IDENTIFIER_SCHEMA, description: 'Its order: a later attempt has a larger id.' },
+      endpointId: { type: 'integer', minimum: 1 },
+      eventId: eventIdSchema,
+      attempt: {
+        type: 'integer',
+        minimum: 1,
+        description: "1 for the event's first attempt by the feed's stream, n for its nth; 1 for a redelivery or recovery.",
+      },
+      trigger: { type: 'string', enum: ['delivery', 'redelivery', 'recovery'], description: "The feed's own stream, a redelivery, or a recovery." },
+      startedAt: { type: 'string', format: 'date-time' },
+      durationMs: { type: 'integer', minimum: 0, description: 'Connection to the end of the answer (or to the failure), in milliseconds.' },
+      statusCode: { type: ['integer', 'null'], description: "The answer's HTTP status; null when there was no answer." },
+      error: {
+        type: ['string', 'null'],
+        description:
+          "Why there was no answer: `timeout`, `refused_target`, or the network error's code (`ECONNREFUSED`, `ENOTFOUND`…); null when there was one.",
+      },
+      responseBody: {
+        type: ['string', 'null'],
+        maxLength: WEBHOOK_LIMITS.attemptBodyBytes,
+        description: `The answer body's first ${WEBHOOK_LIMITS.attemptBodyBytes} bytes, as UTF-8 text; null when there was no answer.`,
+      },
+    },
+    required: ['id', 'endpointId', 'eventId', 'attempt', 'trigger', 'startedAt', 'durationMs', 'statusCode', 'error', 'responseBody'],
+    additionalProperties: false,
+    examples: [WEBHOOK_DELIVERY_EXAMPLES.attempt],
+  },
+  {
+    $id: 'WebhookAttempts',
+    description: 'A JSON array of WebhookAttempt, newest first.',
+    type: 'array',
+    items: { $ref: 'WebhookAttempt#' },
+    examples: [[WEBHOOK_DELIVERY_EXAMPLES.attempt, WEBHOOK_DELIVERY_EXAMPLES.timedOut]],
+  },
+  {
+    $id: 'NewWebhookRedelivery',
+    description: 'Which event to send again (docs/admin.md "Redelivery").',
+    ...inputSchema(RedeliveryInput),
+    examples: [{ eventId: encodeEventCursor(7) }],
+  },
+  {
+    $id: 'WebhookRedelivery',
+    description: 'A redelivery queued: the dispatcher delivering to the endpoint makes one attempt of the event (docs/admin.md "Redelivery").',
+    type: 'object',
+    properties: {
+      id: { ...IDENTIFIER_SCHEMA },
+      endpointId: { type: 'integer', minimum: 1 },
+      eventId: eventIdSchema,
+      requestedAt: { type: 'string', format: 'date-time' },
+    },
+    required: ['id', 'endpointId', 'eventId', 'requestedAt'],
+    additionalProperties: false,
+    examples: [WEBHOOK_DELIVERY_EXAMPLES.redelivery],
+  },
+  {
+    $id: 'NewWebhookRecovery',
+    description: 'Which failed events to resend (docs/admin.md "Recovery"): `since` a time or `after` an event, exactly one.',
+    ...recoveryInputSchema(),
+    examples: [{ since: '2026-11-28T00:00:00Z' }],
+  },
+  {
+    $id: 'WebhookRecovery',
+    description: 'A recovery and how far it has got (docs/admin.md "Recovery").',
+    type: 'object',
+    properties: {
+      id: { ...IDENTIFIER_SCHEMA },
+      endpointId: { type: 'integer', minimum: 1 },
+      since: { ...nullableTime, description: 'As asked; null when `after` was.' },
+      after: { type: ['string', 'null'], description: 'As asked (an event id); null when `since` was.' },
+      upTo: {
+        type: ['string', 'null'],
+        description: "The feed's head when it was asked for (an event id): no later event is resent; null when the feed was empty.",
+      },
+      state: { type: 'string', enum: ['queued', 'running', 'done', 'failed'] },
+      events: { type: 'integer', minimum: 0, description: 'Events to resend: 0 while queued, counted when it starts.' },
+      sent: { type: 'integer', minimum: 0, description: 'Resent and answered 2xx.' },
+      failed: { type: 'integer', minimum: 0, description: 'Resent and failed (not retried: a later recovery may resend them).' },
+      reason: { type: ['string', 'null'], description: 'Why it failed (state `failed`); null otherwise.' },
+      requestedAt: { type: 'string', format: 'date-time' },
+      startedAt: nullableTime,
+      finishedAt: nullableTime,
+    },
+    required: ['id', 'endpointId', 'since', 'after', 'upTo', 'state', 'events', 'sent', 'failed', 'reason', 'requestedAt', 'startedAt', 'finishedAt'],
+    additionalProperties: false,
+    examples: [WEBHOOK_DELIVERY_EXAMPLES.recovery],
+  },
+];
+
+/** RecoveryInput's schema: one of its two properties, neither required alone. */
+function recoveryInputSchema(): Schema {
+  const { required: _, ...schema } = inputSchema(RecoveryInput);
+  return { ...schema, minProperties: 1, maxProperties: 1 };
+}
+
 export const SHARED_SCHEMAS: Schema[] = [
   { $id: 'NewPet', description: 'A new animal (spec "NewPet").', ...newPet, examples: [OPENAPI_EXAMPLES.newPet] },
   {
@@ -191,6 +340,7 @@ export const SHARED_SCHEMAS: Schema[] = [
     items: { $ref: 'AuditEvent#' },
     examples: [[OPENAPI_EXAMPLES.auditEvent]],
   },
+  ...WEBHOOK_DELIVERY_SCHEMAS,
   {
     $id: 'NewApiKey',
     description: 'A new API key (docs/admin.md "API keys"): the `apikey create` flags.',
@@ -242,6 +392,11 @@ export const LIST_PETS_QUERY = inputSchema(ListPetsArgs);
 export const LIST_EVENTS_QUERY = inputSchema(ListEventsArgs);
 
 export const LIST_AUDIT_EVENTS_QUERY = inputSchema(ListAuditEventsArgs);
+/** Query of listWebhookAttempts. */
+export const LIST_WEBHOOK_ATTEMPTS_QUERY = inputSchema(ListWebhookAttemptsArgs);
+/** Path of the operations on one endpoint's deliveries, and of getWebhookRecovery. */
+export const WEBHOOK_ENDPOINT_PATH = inputSchema(WebhookEndpointPathArgs);
+export const WEBHOOK_RECOVERY_PATH = inputSchema(WebhookRecoveryPathArgs);
 
 export const LIST_API_KEYS_QUERY = inputSchema(ListApiKeysArgs);
 

@@ -2,11 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
+import type { EntityManager } from 'typeorm';
 import type { Database } from '../database/database';
+import { withinDeadline } from '../database/database-deadline';
 import { toEventBody } from '../events/pet-event.service';
 import { type PetEvent, PetFeedRepository } from '../events/pet-feed.repository';
+import type { AttemptTrigger } from './webhook-attempt.entity';
+import { type AttemptRecord, WebhookAttemptRepository } from './webhook-attempt.repository';
 import type { WebhookEndpoint } from './webhook-endpoint.entity';
-import { WebhookEndpointRepository } from './webhook-endpoint.repository';
+import { type ClaimedEndpoint, WebhookEndpointRepository } from './webhook-endpoint.repository';
+import type { WebhookRecovery } from './webhook-recovery.entity';
+import { WebhookResendRepository } from './webhook-resend.repository';
 import { type SignedHeaders, signDelivery } from './webhook-signature';
 import { type WebhookTargetRules, WebhookTargetError, checkTarget, checkedLookup } from './webhook-target.policy';
 import type { DeliveryOutcome, DisableReason, WebhookMetrics } from './webhook.metrics';
@@ -38,8 +44,39 @@ export interface WebhookFollowing {
   delivered: () => void;
 }
 
-/** How an attempt ended: delivered, or failed with its outcome and the answer's Retry-After (seconds) on 429 and 503. */
-type AttemptResult = { outcome: DeliveryOutcome; retryAfterSeconds?: number; detail: string };
+/**
+ * How an attempt ended: delivered, or failed with its outcome and the answer's Retry-After (seconds) on 429 and 503; with
+ * the answer's status and first bytes when there was one, or the error class (`detail`) when not.
+ */
+type AttemptResult = { outcome: DeliveryOutcome; retryAfterSeconds?: number; detail: string; status?: number; body?: string };
+
+/** An attempt made: its result, and its row for `webhook_attempt` (docs/admin.md "Delivery attempts"). */
+type Attempted = { result: AttemptResult; record: AttemptRecord };
+
+/** Reads up to `limit` bytes of `body` (the rest is dropped: past it the connection closes); keeps the first `keep` as UTF-8 text. */
+async function readAnswer(body: AsyncIterable<Buffer> & { destroy: () => unknown }, keep: number, limit: number): Promise<string> {
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let read = 0;
+  try {
+    for await (const chunk of body) {
+      if (keptBytes < keep) {
+        const part = chunk.subarray(0, keep - keptBytes);
+        kept.push(part);
+        keptBytes += part.length;
+      }
+      read += chunk.length;
+      if (read > limit) {
+        body.destroy();
+        break;
+      }
+    }
+  } catch {
+    // A body cut or too slow: the status is the attempt's outcome all the same.
+  }
+  // A character cut at the bound becomes U+FFFD, as any invalid byte.
+  return new TextDecoder().decode(Buffer.concat(kept));
+}
 
 /** The `Retry-After` of an answer (RFC 9110 section 10.2.3: seconds or an HTTP date), in seconds from now, capped. */
 function retryAfterSeconds(value: string | string[] | undefined, capSeconds: number): number | undefined {
@@ -74,6 +111,8 @@ export class WebhookDispatcher {
   /** This instance's lease holder id. */
   readonly holder = randomUUID();
   private readonly endpoints: WebhookEndpointRepository;
+  private readonly attempts: WebhookAttemptRepository;
+  private readonly resends: WebhookResendRepository;
   private readonly feed: PetFeedRepository;
   private readonly limits: WebhookLimits;
   private readonly agent: Agent;
@@ -95,6 +134,8 @@ export class WebhookDispatcher {
 
   constructor(private readonly options: WebhookDispatcherOptions) {
     this.endpoints = new WebhookEndpointRepository(options.database);
+    this.attempts = new WebhookAttemptRepository(options.database);
+    this.resends = new WebhookResendRepository(options.database);
     this.feed = new PetFeedRepository(options.database);
     this.limits = options.limits ?? WEBHOOK_LIMITS;
     // Connections go only to addresses checked when resolved for them (no DNS rebinding between check and connect).
@@ -142,13 +183,14 @@ export class WebhookDispatcher {
     try {
       const free = this.limits.maxConcurrentEndpoints - this.running.size;
       const held = await this.endpoints.claim(this.holder, this.limits.leaseSeconds, free, new Set(this.running.keys()));
-      for (const endpoint of held) {
+      for (const claimed of held) {
         if (this.running.size >= this.limits.maxConcurrentEndpoints || this.stopping.signal.aborted) break;
+        const { endpoint } = claimed;
         this.options.following?.opened();
         const advances = this.advances;
         this.running.set(
           endpoint.id,
-          this.deliver(endpoint).finally(() => {
+          this.deliver(claimed).finally(() => {
             this.running.delete(endpoint.id);
             this.options.following?.closed();
             // The claim of an advance skipped this endpoint while it ran: claim again, or it waits for the next tick.
@@ -172,10 +214,11 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Delivers to the `claimed` endpoint, event after event, until it is caught up, an attempt fails, the lease is lost, the
-   * endpoint is disabled or removed, or the dispatcher closes.
+   * Makes the `claimed` endpoint's queued resends first (redeliveries, then a pass of its recoveries), then, when it is
+   * due, delivers its feed, event after event, until it is caught up, an attempt fails, the lease is lost, the endpoint
+   * is disabled or removed, or the dispatcher closes.
    */
-  private async deliver(claimed: WebhookEndpoint): Promise<void> {
+  private async deliver({ endpoint: claimed, due, resend }: ClaimedEndpoint): Promise<void> {
     const { id } = claimed;
     let cursor = claimed.cursor;
     let attempt = claimed.attempt;
@@ -186,6 +229,16 @@ export class WebhookDispatcher {
     /** The cursor update of the event delivered last, in flight: awaited before any other write of the endpoint's row. */
     let advancing: Promise<boolean> = Promise.resolve(true);
     try {
+      if (resend) {
+        const moved = await this.resend(claimed);
+        if (moved !== undefined) {
+          // A recovery delivered the event the feed's stream was retrying: the stream goes on after it, now.
+          cursor = moved;
+          attempt = 0;
+          due = true;
+        }
+      }
+      if (!due) return;
       while (!this.stopping.signal.aborted) {
         // Read again before each event (by primary key): a rotated secret, a new filter, or the endpoint disabled or
         // removed since the claim applies from the next event, not after a long catch-up.
@@ -203,20 +256,16 @@ export class WebhookDispatcher {
           }
         }
         const event = page[0];
-        const body = JSON.stringify(toEventBody(event));
-        const headers = signDelivery(endpoint.secrets, event.cursor, new Date(), body);
-        if (headers['webhook-signature'] === '') {
-          // Rotation always leaves a secret without expiry, so this is a bug: send nothing unsigned, and read again at the next claim.
-          this.options.log.warn({ endpoint: id }, `webhooks: endpoint ${id} has no valid signing secret; nothing sent`);
-          return;
-        }
-        const result = await this.attempt(endpoint, body, headers);
-        if (this.stopping.signal.aborted) return;
+        const attempted = await this.send(endpoint, event, 'delivery', attempt + 1);
+        if (!attempted || this.stopping.signal.aborted) return;
+        const { result, record } = attempted;
+        const recordIt = (manager: EntityManager) => this.attempts.insert(manager, record);
         if (result.outcome === 'success') {
           this.options.following?.delivered();
           // The lease was lost before the previous update: stop; whoever holds it now repeats this event (same webhook-id).
-          if (!(await advancing)) return;
-          advancing = this.endpoints.advance(id, this.holder, event.seq, true);
+          if (!(await advancing)) return void (await this.recordAlone(record));
+          // The attempt's row rides along with the cursor's update: one transaction, written while the next event is sent.
+          advancing = this.endpoints.advance(id, this.holder, event.seq, true, recordIt);
           // Handled where it is awaited; marked now, so a failure before then is not an unhandled rejection.
           advancing.catch(() => undefined);
           cursor = event.seq;
@@ -224,11 +273,11 @@ export class WebhookDispatcher {
           page.shift();
           continue;
         }
-        if (!(await advancing)) return;
+        if (!(await advancing)) return void (await this.recordAlone(record));
         const next = attempt + 1;
         const disable: DisableReason | null = result.outcome === 'gone' ? 'gone' : next >= this.options.retrySchedule.length ? 'retries_exhausted' : null;
         if (disable) {
-          if (await this.endpoints.recordFailure(id, this.holder, { disable: disable === 'gone' ? 'gone' : 'retries exhausted' })) {
+          if (await this.endpoints.recordFailure(id, this.holder, { disable: disable === 'gone' ? 'gone' : 'retries exhausted' }, recordIt)) {
             this.options.metrics?.countDisabled(disable);
             this.options.log.warn(
               { endpoint: id, url: shownUrl(new URL(endpoint.url)), reason: disable, attempts: next, eventId: event.cursor, lastError: result.detail },
@@ -238,7 +287,7 @@ export class WebhookDispatcher {
           return;
         }
         const retryInSeconds = Math.max(this.options.retrySchedule[next], result.retryAfterSeconds ?? 0);
-        await this.endpoints.recordFailure(id, this.holder, { retryInSeconds });
+        await this.endpoints.recordFailure(id, this.holder, { retryInSeconds }, recordIt);
         return;
       }
     } catch (error) {
@@ -249,6 +298,116 @@ export class WebhookDispatcher {
       );
       await this.endpoints.release(this.holder, id).catch(() => undefined);
     }
+  }
+
+  /**
+   * Signs `event` with `endpoint`'s secrets and POSTs it once ({@link attempt}), as attempt number `attempt` of `trigger`.
+   * @returns the result and the attempt's row to record; undefined when no secret is valid (nothing is sent unsigned).
+   */
+  private async send(endpoint: WebhookEndpoint, event: PetEvent, trigger: AttemptTrigger, attempt: number): Promise<Attempted | undefined> {
+    const body = JSON.stringify(toEventBody(event));
+    const startedAt = new Date();
+    const headers = signDelivery(endpoint.secrets, event.cursor, startedAt, body);
+    if (headers['webhook-signature'] === '') {
+      // Rotation always leaves a secret without expiry, so this is a bug: send nothing unsigned, and read again at the next claim.
+      this.options.log.warn({ endpoint: endpoint.id }, `webhooks: endpoint ${endpoint.id} has no valid signing secret; nothing sent`);
+      return undefined;
+    }
+    const started = performance.now();
+    const result = await this.attempt(endpoint, body, headers);
+    const record: AttemptRecord = {
+      endpointId: endpoint.id,
+      eventSeq: event.seq,
+      attempt,
+      trigger,
+      startedAt,
+      durationMs: Math.round(performance.now() - started),
+      statusCode: result.status ?? null,
+      error: result.status === undefined ? result.detail.slice(0, 64) : null,
+      responseBody: result.body ?? null,
+    };
+    return { result, record };
+  }
+
+  /** Records an attempt in a statement of its own (its effect was not recorded: the lease was lost). */
+  private async recordAlone(record: AttemptRecord): Promise<void> {
+    await withinDeadline(this.options.database, (manager) => this.attempts.insert(manager, record));
+  }
+
+  /**
+   * Makes the resends queued for `endpoint` (docs/admin.md "Redelivery", "Recovery"): every redelivery, one attempt each,
+   * then up to WebhookLimits.resendsPerPass events of its recoveries, oldest recovery first; what remains waits for the
+   * next pass (the claim finds it), so the endpoint's feed is not held back for long.
+   * @returns the event the feed's stream was retrying when a recovery just delivered it (the cursor moved past it), else undefined.
+   * @throws DatabaseDeadlineError.
+   */
+  private async resend(endpoint: WebhookEndpoint): Promise<number | undefined> {
+    for (const redelivery of await this.resends.redeliveries(endpoint.id, this.limits.resendsPerPass)) {
+      if (this.stopping.signal.aborted) return undefined;
+      const [event] = await this.feed.read({ after: redelivery.eventSeq - 1, limit: 1, upTo: redelivery.eventSeq });
+      const attempted = event && (await this.send(endpoint, event, 'redelivery', 1));
+      if (this.stopping.signal.aborted) return undefined;
+      await withinDeadline(
+        this.options.database,
+        async (manager) => {
+          if (attempted) await this.attempts.insert(manager, attempted.record);
+          await this.resends.redelivered(manager, redelivery.id);
+        },
+        { transaction: true },
+      );
+    }
+    let budget = this.limits.resendsPerPass;
+    let moved: number | undefined;
+    for (const recovery of await this.resends.activeRecoveries(endpoint.id)) {
+      const result = await this.recover(endpoint, recovery, budget);
+      budget -= result.handled;
+      moved = result.moved ?? moved;
+      if (budget <= 0 || this.stopping.signal.aborted) break;
+    }
+    return moved;
+  }
+
+  /**
+   * Works `recovery` of `endpoint` for up to `budget` events, after its cursor: each event whose last attempt failed is
+   * resent once, its attempt recorded with the recovery's cursor and counts in one transaction; the recovery is `done`
+   * when none remains. When the event the feed's stream is retrying is delivered so, the endpoint's cursor moves past it.
+   * @returns how many events it handled (resent or passed over), and that event's position when it moved the cursor.
+   * @throws DatabaseDeadlineError.
+   */
+  private async recover(endpoint: WebhookEndpoint, recovery: WebhookRecovery, budget: number): Promise<{ handled: number; moved?: number }> {
+    const query = { endpointId: endpoint.id, after: recovery.cursor, upTo: recovery.upToSeq, since: recovery.since };
+    const remaining = await this.attempts.countFailedEvents(query);
+    await this.resends.startRecovery(recovery.id, recovery.sent + recovery.failed + remaining);
+    // The stream retries the event of its last attempt while `attempt` counts failures of it.
+    const retrying = endpoint.attempt > 0 ? await this.attempts.lastDeliveryEvent(endpoint.id) : undefined;
+    const filter = endpoint.status ?? undefined;
+    let handled = 0;
+    let moved: number | undefined;
+    const seqs = await this.attempts.failedEvents(query, budget);
+    for (const seq of seqs) {
+      if (this.stopping.signal.aborted) return { handled, moved };
+      const [event] = await this.feed.read({ after: seq - 1, limit: 1, upTo: seq, status: filter });
+      const attempted = event && (await this.send(endpoint, event, 'recovery', 1));
+      if (this.stopping.signal.aborted) return { handled, moved };
+      if (event && !attempted) {
+        await this.resends.finishRecovery(recovery.id, { state: 'failed', reason: 'the endpoint has no valid signing secret' });
+        return { handled, moved };
+      }
+      const ok = attempted?.result.outcome === 'success';
+      await withinDeadline(
+        this.options.database,
+        async (manager) => {
+          if (attempted) await this.attempts.insert(manager, attempted.record);
+          // An event that no longer matches the endpoint's filter is passed over, and not counted.
+          await this.resends.stepRecovery(manager, recovery.id, seq, attempted ? (ok ? 'sent' : 'failed') : 'skipped');
+        },
+        { transaction: true },
+      );
+      handled++;
+      if (ok && seq === retrying && seq > endpoint.cursor && (await this.endpoints.advance(endpoint.id, this.holder, seq, true))) moved = seq;
+    }
+    if (seqs.length < budget) await this.resends.finishRecovery(recovery.id, { state: 'done' });
+    return { handled, moved };
   }
 
   /** One POST of an event's `body`, `signed`, to `endpoint`, in a span of its own (OpenTelemetry HTTP client conventions). */
@@ -292,14 +451,14 @@ export class WebhookDispatcher {
         },
         body,
       });
-      // Read and dropped, bounded: a huge answer closes the connection.
-      await response.body.dump({ limit: this.limits.responseBodyBytes }).catch(() => undefined);
+      // Read, bounded: the first bytes are kept with the attempt, the rest dropped; a huge answer closes the connection.
+      const answer = await readAnswer(response.body, this.limits.attemptBodyBytes, this.limits.responseBodyBytes);
       const status = response.statusCode;
       const detail = String(status);
-      if (status >= 200 && status < 300) return { outcome: 'success', detail };
-      if (status === 410) return { outcome: 'gone', detail };
+      if (status >= 200 && status < 300) return { outcome: 'success', detail, status, body: answer };
+      if (status === 410) return { outcome: 'gone', detail, status, body: answer };
       const retryAfter = status === 429 || status === 503 ? retryAfterSeconds(response.headers['retry-after'], this.limits.maxRetryAfterSeconds) : undefined;
-      return { outcome: 'http_error', detail, ...(retryAfter !== undefined && { retryAfterSeconds: retryAfter }) };
+      return { outcome: 'http_error', detail, status, body: answer, ...(retryAfter !== undefined && { retryAfterSeconds: retryAfter }) };
     } catch (error) {
       if (error instanceof WebhookTargetError || (error as Error).cause instanceof WebhookTargetError) {
         return { outcome: 'refused_target', detail: 'refused_target' };

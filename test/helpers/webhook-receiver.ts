@@ -9,8 +9,8 @@ export interface ReceivedDelivery {
   at: number;
 }
 
-/** What the receiver answers to its `n`th request (0-based): a status and headers, or `hang` (never answer). */
-export type Answer = { status: number; headers?: Record<string, string> } | 'hang';
+/** What the receiver answers to its `n`th request (0-based): a status, headers and body (default `ok`), or `hang` (never answer). */
+export type Answer = { status: number; headers?: Record<string, string>; body?: string } | 'hang';
 
 /**
  * A webhook receiver on 127.0.0.1: a real HTTP server that records every request and answers as `answer` says (once its
@@ -31,7 +31,7 @@ export async function startReceiver(answer: (n: number, delivery: ReceivedDelive
       received.push(delivery);
       void Promise.resolve(answered).then((reply) => {
         if (reply === 'hang') return;
-        response.writeHead(reply.status, reply.headers).end('ok', () => inFlight--);
+        response.writeHead(reply.status, reply.headers).end(reply.body ?? 'ok', () => inFlight--);
       });
     });
   });

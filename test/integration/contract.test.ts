@@ -89,6 +89,10 @@ describe('the published document', () => {
       getApiKey: [{ bearerAuth: ['keys:admin'] }],
       rollApiKey: [{ bearerAuth: ['keys:admin'] }],
       revokeApiKey: [{ bearerAuth: ['keys:admin'] }],
+      listWebhookAttempts: [{ bearerAuth: ['webhooks:admin'] }],
+      createWebhookRedelivery: [{ bearerAuth: ['webhooks:admin'] }],
+      createWebhookRecovery: [{ bearerAuth: ['webhooks:admin'] }],
+      getWebhookRecovery: [{ bearerAuth: ['webhooks:admin'] }],
       // Public: revoking leaked keys takes none.
       revokeCredentials: [],
     });

@@ -153,6 +153,8 @@ describe('the webhook receiver example (examples/webhook-receiver) against the b
     // Before the server starts: on the embedded database the server holds the file.
     const added = await runNode(built('src/cli/webhook.cli.js'), ['add', `http://127.0.0.1:${port}/`], { cwd: setup.cwd, env: { ...setup.env, ...OPEN } });
     expect(added.code).toBe(0);
+    const ops = await runNode(built('src/cli/apikey.cli.js'), ['create', 'ops', '--scope', 'webhooks:admin'], { cwd: setup.cwd, env: setup.env });
+    expect(ops.code).toBe(0);
     const example = startNode(path.join(ROOT, 'dist', 'examples', 'webhook-receiver', 'main.js'), {
       cwd: ROOT,
       env: { WEBHOOK_SECRET: added.stdout.trim(), PORT: String(port) },
@@ -188,6 +190,20 @@ describe('the webhook receiver example (examples/webhook-receiver) against the b
       expect(response.status).toBe(400);
       await waitForOutput(example, 'refused: No matching signature found');
       expect(example.output.stdout).not.toContain('Forged');
+
+      // examples/webhook-receiver/deliveries.ts: the attempts, then Rex's event again; the receiver drops the repeat.
+      const events = (await (await fetch(`http://127.0.0.1:${apiPort}/v1/events`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as {
+        id: string;
+      }[];
+      const deliveries = await runNode(path.join(ROOT, 'dist', 'examples', 'webhook-receiver', 'deliveries.js'), [], {
+        cwd: ROOT,
+        env: { API_URL: `http://127.0.0.1:${apiPort}`, API_KEY: ops.stdout.trim(), ENDPOINT_ID: '1', EVENT_ID: events[0].id },
+      });
+      expect(deliveries.stderr).toBe('');
+      expect(deliveries.code).toBe(0);
+      expect(deliveries.stdout).toContain(`delivery #1 of ${events[1].id}: HTTP 204`);
+      expect(deliveries.stdout).toMatch(new RegExp(`redelivered: \\S+ redelivery #1 of ${events[0].id}: HTTP 204`));
+      expect(example.output.stdout.match(/ Rex /g)).toHaveLength(1);
     } finally {
       server.child.kill('SIGTERM');
       example.child.kill();

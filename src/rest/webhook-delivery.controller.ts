@@ -1,0 +1,141 @@
+import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
+import { auditActorOf } from '../guard/request.guard';
+import { rejectOtherMethods } from '../http/method-not-allowed';
+import type { WebhookDeliveryService } from '../webhooks/webhook-delivery.service';
+import { ADMIN_HEADERS, ADMIN_PAGE_HEADERS, ADMIN_TAG, adminErrorResponses, sendAdminPage } from './admin-routes';
+import {
+  LIST_WEBHOOK_ATTEMPTS_QUERY,
+  WEBHOOK_DELIVERY_EXAMPLES,
+  WEBHOOK_ENDPOINT_PATH,
+  WEBHOOK_RECOVERY_PATH,
+  jsonResponse,
+  operationSecurity,
+} from './openapi.schemas';
+import { queryInput } from './query-input';
+
+export interface WebhookDeliveryControllerOptions {
+  deliveries: WebhookDeliveryService;
+  /** The onRequest hook guarding every operation (guard/request.guard.ts): key, rate limit, the operation's scope. */
+  guard: onRequestAsyncHookHandler;
+}
+
+const ATTEMPTS = '/webhook-endpoints/:id/attempts';
+const REDELIVERIES = '/webhook-endpoints/:id/redeliveries';
+const RECOVERIES = '/webhook-endpoints/:id/recoveries';
+const RECOVERY = '/webhook-endpoints/:id/recoveries/:recoveryId';
+
+/**
+ * An endpoint's deliveries over REST (docs/admin.md "Delivery attempts", "Redelivery", "Recovery"), scope
+ * `webhooks:admin`: its attempts newest first, and redeliveries and recoveries queued for the dispatcher (202).
+ */
+export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryControllerOptions> = async (app, { deliveries, guard }) => {
+  await app.register(async (operations) => {
+    operations.addHook('onRequest', guard);
+    // Input is validated once, by WebhookDeliveryService's rules; route schemas only document and serialise.
+    operations.setValidatorCompiler(() => () => true);
+    operations.get<{ Params: { id: string } }>(
+      ATTEMPTS,
+      {
+        schema: {
+          operationId: 'listWebhookAttempts',
+          security: operationSecurity('listWebhookAttempts'),
+          summary: "An endpoint's delivery attempts, newest first",
+          description:
+            "Every POST of an event to the endpoint: by the feed's own stream, a redelivery or a recovery; when, how long, the status or " +
+            "why there was none, and the first KiB of the answer. `eventId` keeps one event's. Kept 30 days, 1,000 per endpoint. Needs `webhooks:admin`.",
+          tags: [ADMIN_TAG],
+          params: WEBHOOK_ENDPOINT_PATH,
+          querystring: LIST_WEBHOOK_ATTEMPTS_QUERY,
+          response: {
+            200: jsonResponse(
+              'A JSON array of WebhookAttempt, newest first.',
+              'WebhookAttempts#',
+              { example: [WEBHOOK_DELIVERY_EXAMPLES.attempt, WEBHOOK_DELIVERY_EXAMPLES.timedOut] },
+              ADMIN_PAGE_HEADERS,
+            ),
+            ...adminErrorResponses(['BAD_USER_INPUT', 'NOT_FOUND']),
+          },
+        },
+      },
+      async (request, reply) => {
+        const query = queryInput(request.query);
+        const page = await deliveries.listAttempts(request.params, query);
+        return sendAdminPage(reply, `${app.prefix}/webhook-endpoints/${request.params.id}/attempts`, page, { eventId: query.eventId as string | undefined });
+      },
+    );
+    operations.post<{ Params: { id: string } }>(
+      REDELIVERIES,
+      {
+        schema: {
+          operationId: 'createWebhookRedelivery',
+          security: operationSecurity('createWebhookRedelivery'),
+          summary: 'Send one event to an endpoint again',
+          description:
+            "Queues one more attempt of the event, with the same `webhook-id`, signed with the endpoint's current secrets, made by the instance " +
+            "delivering to the endpoint (after a restart too). Its outcome is an attempt with trigger `redelivery`; the endpoint's cursor does not move. " +
+            'Needs `webhooks:admin`.',
+          tags: [ADMIN_TAG],
+          params: WEBHOOK_ENDPOINT_PATH,
+          body: { $ref: 'NewWebhookRedelivery#' },
+          response: {
+            202: jsonResponse('Queued.', 'WebhookRedelivery#', { example: WEBHOOK_DELIVERY_EXAMPLES.redelivery }, ADMIN_HEADERS),
+            ...adminErrorResponses(['BAD_REQUEST', 'BAD_USER_INPUT', 'NOT_FOUND', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE']),
+          },
+        },
+      },
+      async (request, reply) => reply.code(202).send(await deliveries.redeliver(auditActorOf(request), request.params, request.body)),
+    );
+    operations.post<{ Params: { id: string } }>(
+      RECOVERIES,
+      {
+        schema: {
+          operationId: 'createWebhookRecovery',
+          security: operationSecurity('createWebhookRecovery'),
+          summary: 'Resend the events whose last attempt failed',
+          description:
+            "Queues a recovery: every event up to the feed's head now whose last attempt failed, at or after `since` or after the event `after`, " +
+            'resent once each, in feed order, by the instance delivering to the endpoint; it resumes after a restart. `Location` is its progress. ' +
+            'Needs `webhooks:admin`.',
+          tags: [ADMIN_TAG],
+          params: WEBHOOK_ENDPOINT_PATH,
+          body: { $ref: 'NewWebhookRecovery#' },
+          response: {
+            202: jsonResponse(
+              'Queued; `Location` is its progress.',
+              'WebhookRecovery#',
+              { example: { ...WEBHOOK_DELIVERY_EXAMPLES.recovery, state: 'queued', events: 0, sent: 0, failed: 0, startedAt: null } },
+              { Location: { type: 'string', description: 'Its progress: /v1/admin/webhook-endpoints/{id}/recoveries/{recoveryId}.' }, ...ADMIN_HEADERS },
+            ),
+            ...adminErrorResponses(['BAD_REQUEST', 'BAD_USER_INPUT', 'NOT_FOUND', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE']),
+          },
+        },
+      },
+      async (request, reply) => {
+        const recovery = await deliveries.recover(auditActorOf(request), request.params, request.body);
+        return reply.code(202).header('Location', `${app.prefix}/webhook-endpoints/${recovery.endpointId}/recoveries/${recovery.id}`).send(recovery);
+      },
+    );
+    operations.get(
+      RECOVERY,
+      {
+        schema: {
+          operationId: 'getWebhookRecovery',
+          security: operationSecurity('getWebhookRecovery'),
+          summary: 'A recovery and how far it has got',
+          description: 'Its state (`queued`, `running`, `done`, `failed`) and counts: events to resend, sent, failed. Needs `webhooks:admin`.',
+          tags: [ADMIN_TAG],
+          params: WEBHOOK_RECOVERY_PATH,
+          response: {
+            200: jsonResponse('The recovery.', 'WebhookRecovery#', { example: WEBHOOK_DELIVERY_EXAMPLES.recovery }, ADMIN_HEADERS),
+            ...adminErrorResponses(['BAD_USER_INPUT', 'NOT_FOUND']),
+          },
+        },
+      },
+      async (request) => deliveries.getRecovery(request.params),
+    );
+  });
+  rejectOtherMethods(app, ATTEMPTS, ['GET', 'HEAD']);
+  rejectOtherMethods(app, REDELIVERIES, ['POST']);
+  rejectOtherMethods(app, RECOVERIES, ['POST']);
+  rejectOtherMethods(app, RECOVERY, ['GET', 'HEAD']);
+};
