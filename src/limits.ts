@@ -226,6 +226,8 @@ export const WEBHOOK_LIMITS = Object.freeze({
   secretBytes: 32,
   /** How long a rotated secret keeps signing unless `--overlap` says otherwise. */
   defaultRotateOverlapMs: 24 * 60 * 60 * SECOND,
+  /** The longest overlap a rotation may ask for. */
+  maxRotateOverlapMs: 30 * 24 * 60 * 60 * SECOND,
 });
 
 /** The administration API's lists (docs/admin.md "Paging"): `limit`'s bounds and default. */

@@ -1,4 +1,5 @@
 import { type Command, CommanderError, InvalidArgumentError } from 'commander';
+import { AppError } from '../errors/error-catalogue';
 import { parsePositiveInteger } from '../validation/positive-integer';
 
 /** Commander's parser for a positive integer, by the one rule of {@link parsePositiveInteger}; throws InvalidArgumentError. */
@@ -24,8 +25,8 @@ export function byRule<T>(rule: (text: string) => T): (text: string) => T {
 
 /**
  * Runs `program` on the process's arguments and exits as the CLIs document: 0 for help and version, {@link USAGE_ERROR}
- * for a usage error (commander's, or a RangeError thrown by a rule: nothing stored), 1 for anything else, its message
- * on stderr after `name:`.
+ * for a usage error (commander's, a RangeError thrown by a rule, or an operation's AppError BAD_USER_INPUT: nothing
+ * stored), 1 for anything else (NOT_FOUND among them), its message on stderr after `name:`.
  */
 export function runCli(program: Command, name: string): void {
   program.parseAsync(process.argv).catch((error: unknown) => {
@@ -34,6 +35,7 @@ export function runCli(program: Command, name: string): void {
       process.exit(error.exitCode === 0 ? 0 : USAGE_ERROR);
     }
     process.stderr.write(`${name}: ${(error as Error).message ?? error}\n`);
-    process.exit(error instanceof RangeError ? USAGE_ERROR : 1);
+    const usage = error instanceof RangeError || (error instanceof AppError && error.code === 'BAD_USER_INPUT');
+    process.exit(usage ? USAGE_ERROR : 1);
   });
 }

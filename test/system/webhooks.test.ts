@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { apiKeyFor, built, freePort, runNode, startNode, waitForHttp, waitForOutput } from '../helpers/processes';
 import { openDatabase } from '../../src/database/open-database';
+import { AuditTrail, CLI_ACTOR } from '../../src/audit/audit-trail';
 import { WEBHOOK_LIMITS } from '../../src/limits';
 import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.service';
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
@@ -308,7 +309,10 @@ describeOnMysql('webhooks through a database stall (a TCP proxy between the disp
       limits: { ...WEBHOOK_LIMITS, claimEveryMs: 100, leaseSeconds: 3 },
     });
     try {
-      await new WebhookEndpointService(t.database, { allowHttp: true, allowPrivateTargets: true }).add({ url: hook.url });
+      await new WebhookEndpointService(t.database, { allowHttp: true, allowPrivateTargets: true }, new AuditTrail(t.database, t.app.log)).create(
+        { url: hook.url },
+        CLI_ACTOR,
+      );
       dispatcher.start();
       const names = () => hook.received.map((delivery) => (JSON.parse(delivery.body) as { pet: { name: string } }).pet.name);
       for (const name of ['Pet 0', 'Pet 1']) await createPet(t, { name });
