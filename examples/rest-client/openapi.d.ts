@@ -216,7 +216,21 @@ export interface components {
          *     ]
          */
         Events: components["schemas"]["Event"][];
-        /** @description One administration action, done or refused (docs/admin.md "Audit trail"). Never a secret. */
+        /**
+         * @description One administration action, done or refused (docs/admin.md "Audit trail"). Never a secret.
+         * @example {
+         *       "id": 7,
+         *       "occurredAt": "2026-11-27T14:03:12.418Z",
+         *       "channel": "api",
+         *       "actorKeyId": 3,
+         *       "action": "webhook_endpoint.create",
+         *       "targetType": "webhook_endpoint",
+         *       "targetId": "1",
+         *       "requestId": "req-1a2b",
+         *       "address": "192.0.2.10",
+         *       "outcome": "success"
+         *     }
+         */
         AuditEvent: {
             /** Format: int64 */
             id: number;
@@ -242,7 +256,23 @@ export interface components {
             /** @description `success`, or the error code the action was refused with. */
             outcome: string;
         };
-        /** @description A JSON array of AuditEvent, newest first. */
+        /**
+         * @description A JSON array of AuditEvent, newest first.
+         * @example [
+         *       {
+         *         "id": 7,
+         *         "occurredAt": "2026-11-27T14:03:12.418Z",
+         *         "channel": "api",
+         *         "actorKeyId": 3,
+         *         "action": "webhook_endpoint.create",
+         *         "targetType": "webhook_endpoint",
+         *         "targetId": "1",
+         *         "requestId": "req-1a2b",
+         *         "address": "192.0.2.10",
+         *         "outcome": "success"
+         *       }
+         *     ]
+         */
         AuditEvents: components["schemas"]["AuditEvent"][];
         /**
          * @description Every error response (spec "Error").

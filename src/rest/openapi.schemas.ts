@@ -78,6 +78,20 @@ export const OPENAPI_EXAMPLES = Object.freeze({
   ],
 } as const);
 
+/** An audit event (AuditEventView), for the examples of the audit trail. */
+const AUDIT_EVENT_EXAMPLE = {
+  id: 7,
+  occurredAt: '2026-11-27T14:03:12.418Z',
+  channel: 'api',
+  actorKeyId: 3,
+  action: 'webhook_endpoint.create',
+  targetType: 'webhook_endpoint',
+  targetId: '1',
+  requestId: 'req-1a2b',
+  address: '192.0.2.10',
+  outcome: 'success',
+} as const;
+
 /** The same two events as an SSE stream that replays them. */
 const EVENT_STREAM_EXAMPLE =
   formatRetryFrame(PET_FEED_LIMITS.retryMs) +
@@ -135,8 +149,15 @@ export const SHARED_SCHEMAS: Schema[] = [
     },
     required: ['id', 'occurredAt', 'channel', 'actorKeyId', 'action', 'targetType', 'targetId', 'requestId', 'address', 'outcome'],
     additionalProperties: false,
+    examples: [AUDIT_EVENT_EXAMPLE],
   },
-  { $id: 'AuditEvents', description: 'A JSON array of AuditEvent, newest first.', type: 'array', items: { $ref: 'AuditEvent#' } },
+  {
+    $id: 'AuditEvents',
+    description: 'A JSON array of AuditEvent, newest first.',
+    type: 'array',
+    items: { $ref: 'AuditEvent#' },
+    examples: [[AUDIT_EVENT_EXAMPLE]],
+  },
   {
     $id: 'Error',
     description: 'Every error response (spec "Error").',
