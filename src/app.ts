@@ -41,12 +41,14 @@ import { tracingWanted } from './observability/tracing';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
 import { auditEventController } from './rest/audit-event.controller';
+import { webhookEndpointController } from './rest/webhook-endpoint.controller';
 import { credentialsController } from './rest/credentials.controller';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
 import { eventController } from './rest/event.controller';
 import { petController } from './rest/pet.controller';
 import { SURFACE_PATHS } from './surface-paths';
 import { WebhookEndpointRepository } from './webhooks/webhook-endpoint.repository';
+import { WebhookEndpointService } from './webhooks/webhook-endpoint.service';
 import { WebhookDispatcher, type WebhookFollowing } from './webhooks/webhook.dispatcher';
 import { createWebhookMetrics } from './webhooks/webhook.metrics';
 
@@ -238,6 +240,8 @@ export async function buildApp({
   // The administration API (docs/admin.md): the same guard, each operation its `…:admin` scope; never granted by CORS.
   const audit = new AuditTrail(database, app.log);
   await app.register(auditEventController, { prefix: SURFACE_PATHS.admin, audit, guard: requests.operationHook });
+  const webhookEndpoints = new WebhookEndpointService(database, config.webhooks, audit);
+  await app.register(webhookEndpointController, { prefix: SURFACE_PATHS.admin, webhookEndpoints, guard: requests.operationHook });
   await app.register(graphqlPlugin, {
     petService,
     guard: requests,

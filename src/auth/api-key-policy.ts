@@ -35,6 +35,13 @@ export const OPERATION_SCOPES = Object.freeze({
     listEvents: 'pets:read',
     /** The audit trail says who did what with keys and endpoints: the key administrator's to read (docs/admin.md "Audit trail"). */
     listAuditEvents: 'keys:admin',
+    /** Webhook endpoints (docs/admin.md "Webhook endpoints"). */
+    createWebhookEndpoint: 'webhooks:admin',
+    listWebhookEndpoints: 'webhooks:admin',
+    getWebhookEndpoint: 'webhooks:admin',
+    updateWebhookEndpoint: 'webhooks:admin',
+    rotateWebhookEndpointSecret: 'webhooks:admin',
+    deleteWebhookEndpoint: 'webhooks:admin',
   },
   /** Revoking leaked keys needs no key (docs/api-keys.md "Revocation"). */
   public: ['revokeCredentials'],

@@ -84,6 +84,12 @@ describe('the published document', () => {
       createPet: [{ bearerAuth: ['pets:write'] }],
       listEvents: [{ bearerAuth: ['pets:read'] }],
       listAuditEvents: [{ bearerAuth: ['keys:admin'] }],
+      createWebhookEndpoint: [{ bearerAuth: ['webhooks:admin'] }],
+      listWebhookEndpoints: [{ bearerAuth: ['webhooks:admin'] }],
+      getWebhookEndpoint: [{ bearerAuth: ['webhooks:admin'] }],
+      updateWebhookEndpoint: [{ bearerAuth: ['webhooks:admin'] }],
+      rotateWebhookEndpointSecret: [{ bearerAuth: ['webhooks:admin'] }],
+      deleteWebhookEndpoint: [{ bearerAuth: ['webhooks:admin'] }],
       // Public: revoking leaked keys takes none.
       revokeCredentials: [],
     });
