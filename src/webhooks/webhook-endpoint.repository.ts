@@ -45,10 +45,13 @@ export class WebhookEndpointRepository {
   /**
    * Stores an enabled endpoint whose deliveries start after the feed's current head (read by the INSERT itself), and
    * runs `within` in the same transaction (the audit trail's record: no endpoint stored unrecorded).
-   * @returns its id.
+   * @returns the endpoint as stored, and the feed's head, read in that transaction.
    * @throws DatabaseDeadlineError; CommitOutcomeUnknownError; what `within` throws (nothing is stored then).
    */
-  async add(endpoint: { url: string; status: PetStatus | null; description: string | null; secret: string }, within: WithinChange = NOTHING): Promise<number> {
+  async add(
+    endpoint: { url: string; status: PetStatus | null; description: string | null; secret: string },
+    within: WithinChange = NOTHING,
+  ): Promise<{ endpoint: WebhookEndpoint; head: number }> {
     const { now } = this.database.dialect;
     return withinDeadline(
       this.database,
@@ -70,7 +73,7 @@ export class WebhookEndpointRepository {
           .execute();
         const id = toSafeInteger((result.identifiers[0] as { id: number | string }).id);
         await within(manager, id);
-        return id;
+        return (await this.findWith(manager, id))!;
       },
       { transaction: true },
     );

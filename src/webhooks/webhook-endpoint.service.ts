@@ -56,15 +56,15 @@ export class WebhookEndpointService {
    * @throws AppError BAD_USER_INPUT: a violated rule, a URL whose form or target is refused, a host that does not resolve.
    */
   async create(input: unknown, actor: AuditActor): Promise<CreatedWebhookEndpoint> {
-    const secret = newWebhookSecret();
-    const id = await this.audited(actor, 'webhook_endpoint.create', null, async () => {
+    return this.audited(actor, 'webhook_endpoint.create', null, async () => {
       const { url, status, description } = await validateInput(NewWebhookEndpointInput, input);
       const target = await this.checkedUrl(url);
-      return this.endpoints.add({ url: target, status: status ?? null, description: description ?? null, secret }, (manager, stored) =>
-        this.audit.record(manager, actor, 'webhook_endpoint.create', stored),
+      const secret = newWebhookSecret();
+      const stored = await this.endpoints.add({ url: target, status: status ?? null, description: description ?? null, secret }, (manager, id) =>
+        this.audit.record(manager, actor, 'webhook_endpoint.create', id),
       );
+      return { ...webhookEndpointView(stored.endpoint, stored.head), secret };
     });
-    return { ...(await this.get(id)), secret };
   }
 
   /**
