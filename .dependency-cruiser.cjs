@@ -8,7 +8,7 @@ const COMPOSITION = '^src/(app|main|config|service)\\.ts$|^src/cli/';
 const ABOVE_ALL_BUT_CONFIG = '^src/(app|main|service)\\.ts$|^src/cli/';
 const SURFACES = '^src/(rest|graphql)/';
 const HTTP = '^src/(http|guard|following)/';
-const FEATURES = '^src/(pets|auth|idempotency|events|webhooks)/';
+const FEATURES = '^src/(pets|auth|idempotency|events|webhooks|audit)/';
 const PLATFORM = '^src/(observability|validation|net|redis)/';
 const BASE = '^src/(errors|database)/|^src/(limits|surface-paths)\\.ts$';
 const LAYERS = [COMPOSITION, SURFACES, HTTP, FEATURES, PLATFORM, BASE];
@@ -57,7 +57,7 @@ module.exports = {
     forbid('http-not-up', 'The shared HTTP plumbing serves both surfaces and knows neither.', { path: HTTP }, { path: [ABOVE_ALL_BUT_CONFIG, SURFACES] }),
     forbid(
       'features-not-up',
-      'The pet operations, auth, idempotency and pet events know no transport.',
+      'The pet operations, auth, idempotency, pet events, webhooks and the audit trail know no transport.',
       { path: FEATURES },
       { path: [ABOVE_ALL_BUT_CONFIG, SURFACES, HTTP] },
     ),
