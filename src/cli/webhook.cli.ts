@@ -85,6 +85,24 @@ program
   );
 
 program
+  .command('update')
+  .description('change an endpoint: its URL (checked as by add; the cursor stays), its status filter, its description')
+  .argument('<id>', 'the endpoint id shown by list', positiveIntegerArgument)
+  .option('--url <url>', 'the new URL, by the rules of add')
+  .option('--status <status>', 'only pets created with this status from now on (available, pending or sold)')
+  .option('--no-status', 'every pet again')
+  .option('--description <text>', `what the endpoint is for (at most ${WEBHOOK_LIMITS.descriptionMaxLength} characters)`)
+  .option('--no-description', 'no description')
+  .action((id: number, flags: { url?: string; status?: string | false; description?: string | false }) =>
+    withEndpoints(async (endpoints) => {
+      // commander gives `false` for --no-…: the API's null, which clears.
+      const patch = Object.fromEntries(Object.entries(flags).map(([name, value]) => [name, value === false ? null : value]));
+      await endpoints.update(id, patch, CLI_ACTOR);
+      process.stderr.write(`updated endpoint ${id}\n`);
+    }),
+  );
+
+program
   .command('remove')
   .description('delete an endpoint: no more deliveries to it')
   .argument('<id>', 'the endpoint id shown by list', positiveIntegerArgument)

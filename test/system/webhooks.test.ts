@@ -48,7 +48,7 @@ describe('webhook CLI (`npm run webhook -- …`)', () => {
   });
   afterAll(() => drop());
 
-  test('when an endpoint is added, listed, rotated, disabled, enabled and removed, then each step says so, the secret is shown only by add and rotate, and each change is in the audit trail with channel cli', async () => {
+  test('when an endpoint is added, listed, rotated, updated, disabled, enabled and removed, then each step says so, the secret is shown only by add and rotate, and each change is in the audit trail with channel cli', async () => {
     const added = await cli(['add', 'http://127.0.0.1:9/hook', '--status', 'sold', '--description', 'inventory'], OPEN);
     expect(added).toMatchObject({ code: 0, stderr: expect.stringMatching(/^endpoint \d+ receives the events created from now on\n$/) });
     expect(added.stdout).toMatch(/^whsec_[A-Za-z0-9+/]{43}=\n$/);
@@ -84,6 +84,13 @@ describe('webhook CLI (`npm run webhook -- …`)', () => {
     expect(rotated.stdout.trim()).not.toBe(secret);
     expect(rotated.stderr).toMatch(new RegExp(`^the previous secret of endpoint ${id} signs too until \\d{4}-`));
 
+    expect(await cli(['update', id, '--no-status', '--description', 'renamed'])).toMatchObject({ code: 0, stderr: `updated endpoint ${id}\n` });
+    expect(await listed()).toEqual([expect.objectContaining({ url: 'http://127.0.0.1:9/hook', status: null, description: 'renamed' })]);
+    expect(await cli(['update', id, '--url', 'https://127.0.0.1/hook'])).toMatchObject({
+      code: 2,
+      stderr: 'webhook: 127.0.0.1, a loopback address: refused (WEBHOOK_ALLOW_PRIVATE_TARGETS=1 allows it, for development)\n',
+    });
+    expect(await listed()).toEqual([expect.objectContaining({ url: 'http://127.0.0.1:9/hook', status: null, description: 'renamed' })]);
     expect(await cli(['disable', id])).toMatchObject({ code: 0, stderr: `disabled endpoint ${id}\n` });
     expect(await listed()).toEqual([expect.objectContaining({ enabled: false, state: 'disabled', disabledReason: 'disabled by an operator' })]);
     expect(await cli(['enable', id])).toMatchObject({ code: 0, stderr: `enabled endpoint ${id}\n` });
@@ -102,6 +109,8 @@ describe('webhook CLI (`npm run webhook -- …`)', () => {
         [
           ['webhook_endpoint.create', 'success'],
           ['webhook_endpoint.rotate_secret', 'success'],
+          ['webhook_endpoint.update', 'success'],
+          ['webhook_endpoint.update', 'BAD_USER_INPUT'],
           ['webhook_endpoint.update', 'success'],
           ['webhook_endpoint.update', 'success'],
           ['webhook_endpoint.delete', 'success'],
