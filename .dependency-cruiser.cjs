@@ -57,7 +57,7 @@ module.exports = {
     forbid('http-not-up', 'The shared HTTP plumbing serves both surfaces and knows neither.', { path: HTTP }, { path: [ABOVE_ALL_BUT_CONFIG, SURFACES] }),
     forbid(
       'features-not-up',
-      'The pet operations, auth, idempotency and pet events know no transport.',
+      'The pet operations, auth, idempotency, pet events, webhooks and the audit trail know no transport.',
       { path: FEATURES },
       { path: [ABOVE_ALL_BUT_CONFIG, SURFACES, HTTP] },
     ),

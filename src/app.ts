@@ -43,12 +43,14 @@ import { PetService } from './pets/pet.service';
 import { auditEventController } from './rest/audit-event.controller';
 import { apiKeyController } from './rest/api-key.controller';
 import { ApiKeyAdministration } from './auth/api-key-admin.service';
+import { webhookEndpointController } from './rest/webhook-endpoint.controller';
 import { credentialsController } from './rest/credentials.controller';
 import { describeWithOpenapi, serveOpenapi } from './rest/openapi.plugin';
 import { eventController } from './rest/event.controller';
 import { petController } from './rest/pet.controller';
 import { SURFACE_PATHS } from './surface-paths';
 import { WebhookEndpointRepository } from './webhooks/webhook-endpoint.repository';
+import { WebhookEndpointService } from './webhooks/webhook-endpoint.service';
 import { WebhookDispatcher, type WebhookFollowing } from './webhooks/webhook.dispatcher';
 import { createWebhookMetrics } from './webhooks/webhook.metrics';
 import { webhookDeliveryController } from './rest/webhook-delivery.controller';
@@ -248,6 +250,8 @@ export async function buildApp({
   const deliveries = new WebhookDeliveryService(database, audit);
   await app.register(webhookDeliveryController, { prefix: SURFACE_PATHS.admin, deliveries, guard: requests.operationHook });
   purgeWebhookAttempts(app, new WebhookAttemptRepository(database));
+  const webhookEndpoints = new WebhookEndpointService(database, config.webhooks, audit);
+  await app.register(webhookEndpointController, { prefix: SURFACE_PATHS.admin, webhookEndpoints, guard: requests.operationHook });
   await app.register(graphqlPlugin, {
     petService,
     guard: requests,

@@ -237,6 +237,8 @@ export const WEBHOOK_LIMITS = Object.freeze({
   attemptPurgeEveryMs: 60 * 60 * SECOND,
   /** Redeliveries, or a recovery's events, one pass over an endpoint sends before its feed's own next events. */
   resendsPerPass: 100,
+  /** The longest overlap a rotation may ask for. */
+  maxRotateOverlapMs: 30 * 24 * 60 * 60 * SECOND,
 });
 
 /** The administration API's lists (docs/admin.md "Paging"): `limit`'s bounds and default. */

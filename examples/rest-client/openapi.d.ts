@@ -270,6 +270,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook endpoints, with their health
+         * @description Ascending id order, a page at a time (`Link` rel="next" when more follow). Never a secret.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Add a webhook endpoint
+         * @description Stores an enabled endpoint that receives the events created from now on, and answers its signing secret, shown this once. The URL must pass the target rules (docs/webhooks.md "Where deliveries may go"): a refused one is 400 with the reason, and nothing is stored.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Return one webhook endpoint, with its health */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /** Delete a webhook endpoint: no more deliveries to it */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint: its URL, filter, description, or whether it is enabled
+         * @description An `application/json` body read as a JSON Merge Patch (RFC 7396): absent fields are unchanged, null clears `status` and `description`. A new URL is checked as on create (400 with the reason, nothing changed). `enabled: true` resumes a disabled endpoint from its cursor; `enabled: false` disables it.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/admin/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a webhook endpoint a new signing secret; the old ones keep signing during the overlap
+         * @description The new secret signs every delivery from now on and is shown this once; the secrets the endpoint had sign too until `previousSecretsUntil` (the overlap, 24 h by default, `{}`), so receivers switch without a gap.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -757,6 +823,240 @@ export interface components {
         RollApiKey: {
             /** @description Seconds the rolled key keeps working (default 86400, 24 hours). */
             overlap?: number;
+        };
+        /**
+         * @description A new webhook endpoint (docs/admin.md "Webhook endpoints").
+         * @example {
+         *       "url": "https://crm.example.com/hooks/pets",
+         *       "status": "sold",
+         *       "description": "CRM"
+         *     }
+         */
+        NewWebhookEndpoint: {
+            /**
+             * Format: uri
+             * @description Where events are POSTed: https (http only with WEBHOOK_ALLOW_HTTP=1), no user name or password, at most 2048 characters, a host resolving only to public addresses (docs/webhooks.md "Where deliveries may go").
+             */
+            url: string;
+            /**
+             * @description Only the pets created with this status; every pet when omitted.
+             * @enum {string}
+             */
+            status?: "available" | "pending" | "sold";
+            /** @description What the endpoint is for, at most 200 characters. */
+            description?: string;
+        };
+        /**
+         * @description A webhook endpoint, its state and its health (docs/admin.md "Webhook endpoints"). Never its secrets. More fields may be added.
+         * @example {
+         *       "id": 1,
+         *       "url": "https://crm.example.com/hooks/pets",
+         *       "status": "sold",
+         *       "description": "CRM",
+         *       "createdAt": "2026-11-20T09:00:00.000Z",
+         *       "enabled": true,
+         *       "state": "enabled",
+         *       "disabledReason": null,
+         *       "lastSuccessAt": "2026-11-27T14:03:12.418Z",
+         *       "lastFailureAt": null,
+         *       "consecutiveFailures": 0,
+         *       "nextAttemptAt": null,
+         *       "cursor": 42,
+         *       "lag": 0
+         *     }
+         */
+        WebhookEndpoint: {
+            /** @description Assigned on creation. */
+            id: number;
+            /** @description Where events are POSTed, normalised (WHATWG URL). */
+            url: string;
+            /**
+             * @description Only pets created with this status; null: every pet.
+             * @enum {string|null}
+             */
+            status: "available" | "pending" | "sold" | null;
+            description: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Whether it receives deliveries (`state` is `enabled`). */
+            enabled: boolean;
+            /** @enum {string} */
+            state: "enabled" | "disabled";
+            /** @description Why it is disabled: `gone` (it answered 410), `retries exhausted`, `disabled by an operator`; null while enabled. */
+            disabledReason: string | null;
+            /**
+             * Format: date-time
+             * @description The last delivery answered 2xx; null: none yet.
+             */
+            lastSuccessAt: string | null;
+            /**
+             * Format: date-time
+             * @description The last attempt that failed; null: none yet.
+             */
+            lastFailureAt: string | null;
+            /** @description Attempts failed since the last success (or since it was enabled again). */
+            consecutiveFailures: number;
+            /**
+             * Format: date-time
+             * @description When the retry of a failed event is due; null when none waits.
+             */
+            nextAttemptAt: string | null;
+            /** @description The feed position delivered last (or skipped by the filter): deliveries resume after it. */
+            cursor: number;
+            /** @description Feed positions behind the feed's head (the head minus `cursor`): 0 when caught up; a disabled endpoint's grows. */
+            lag: number;
+        };
+        /**
+         * @description A JSON array of WebhookEndpoint, by ascending id.
+         * @example [
+         *       {
+         *         "id": 1,
+         *         "url": "https://crm.example.com/hooks/pets",
+         *         "status": "sold",
+         *         "description": "CRM",
+         *         "createdAt": "2026-11-20T09:00:00.000Z",
+         *         "enabled": true,
+         *         "state": "enabled",
+         *         "disabledReason": null,
+         *         "lastSuccessAt": "2026-11-27T14:03:12.418Z",
+         *         "lastFailureAt": null,
+         *         "consecutiveFailures": 0,
+         *         "nextAttemptAt": null,
+         *         "cursor": 42,
+         *         "lag": 0
+         *       },
+         *       {
+         *         "id": 2,
+         *         "url": "https://old.example.com/hooks",
+         *         "status": null,
+         *         "description": null,
+         *         "createdAt": "2026-11-20T09:00:00.000Z",
+         *         "enabled": false,
+         *         "state": "disabled",
+         *         "disabledReason": "retries exhausted",
+         *         "lastSuccessAt": "2026-11-27T14:03:12.418Z",
+         *         "lastFailureAt": "2026-11-27T13:58:40.002Z",
+         *         "consecutiveFailures": 10,
+         *         "nextAttemptAt": null,
+         *         "cursor": 17,
+         *         "lag": 25
+         *       }
+         *     ]
+         */
+        WebhookEndpoints: components["schemas"]["WebhookEndpoint"][];
+        /**
+         * @description The stored endpoint and its signing secret, shown in this answer only.
+         * @example {
+         *       "id": 1,
+         *       "url": "https://crm.example.com/hooks/pets",
+         *       "status": "sold",
+         *       "description": "CRM",
+         *       "createdAt": "2026-11-20T09:00:00.000Z",
+         *       "enabled": true,
+         *       "state": "enabled",
+         *       "disabledReason": null,
+         *       "lastSuccessAt": null,
+         *       "lastFailureAt": null,
+         *       "consecutiveFailures": 0,
+         *       "nextAttemptAt": null,
+         *       "cursor": 42,
+         *       "lag": 0,
+         *       "secret": "whsec_zZn9sxgpi03LOOmSZKV1AtunZkVyuqCRV/58LoGRhZo="
+         *     }
+         */
+        CreatedWebhookEndpoint: {
+            /** @description Assigned on creation. */
+            id: number;
+            /** @description Where events are POSTed, normalised (WHATWG URL). */
+            url: string;
+            /**
+             * @description Only pets created with this status; null: every pet.
+             * @enum {string|null}
+             */
+            status: "available" | "pending" | "sold" | null;
+            description: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Whether it receives deliveries (`state` is `enabled`). */
+            enabled: boolean;
+            /** @enum {string} */
+            state: "enabled" | "disabled";
+            /** @description Why it is disabled: `gone` (it answered 410), `retries exhausted`, `disabled by an operator`; null while enabled. */
+            disabledReason: string | null;
+            /**
+             * Format: date-time
+             * @description The last delivery answered 2xx; null: none yet.
+             */
+            lastSuccessAt: string | null;
+            /**
+             * Format: date-time
+             * @description The last attempt that failed; null: none yet.
+             */
+            lastFailureAt: string | null;
+            /** @description Attempts failed since the last success (or since it was enabled again). */
+            consecutiveFailures: number;
+            /**
+             * Format: date-time
+             * @description When the retry of a failed event is due; null when none waits.
+             */
+            nextAttemptAt: string | null;
+            /** @description The feed position delivered last (or skipped by the filter): deliveries resume after it. */
+            cursor: number;
+            /** @description Feed positions behind the feed's head (the head minus `cursor`): 0 when caught up; a disabled endpoint's grows. */
+            lag: number;
+            /** @description The signing secret (Standard Webhooks: `whsec_` and base64): keep it, it is not shown again. */
+            secret: string;
+        };
+        /**
+         * @description The fields to change, JSON Merge Patch style (RFC 7396) in an `application/json` body: an absent field is unchanged; null clears `status` and `description`.
+         * @example {
+         *       "status": null,
+         *       "enabled": true
+         *     }
+         */
+        WebhookEndpointUpdate: {
+            /**
+             * Format: uri
+             * @description Where events are POSTed: https (http only with WEBHOOK_ALLOW_HTTP=1), no user name or password, at most 2048 characters, a host resolving only to public addresses (docs/webhooks.md "Where deliveries may go"). Checked as on create; the cursor stays, and a retry that waits is made at once.
+             */
+            url?: string;
+            /**
+             * @description Only the pets created with this status from now on; null: every pet.
+             * @enum {string|null}
+             */
+            status?: "available" | "pending" | "sold" | null;
+            /** @description What the endpoint is for, at most 200 characters. null: none. */
+            description?: string | null;
+            /** @description true re-enables a disabled endpoint: deliveries resume from its cursor, the event that failed first. false disables it (`disabledReason` "disabled by an operator"); its cursor stays. */
+            enabled?: boolean;
+        };
+        /**
+         * @description How long the secrets the endpoint had keep signing beside the new one.
+         * @example {
+         *       "overlap": 7200
+         *     }
+         */
+        WebhookSecretRotation: {
+            /** @description Seconds the secrets the endpoint had keep signing beside the new one (not past their own end). Defaults to `86400` when omitted. */
+            overlap?: number;
+        };
+        /**
+         * @description The new signing secret, shown in this answer only, and the end of the overlap.
+         * @example {
+         *       "id": 1,
+         *       "secret": "whsec_zZn9sxgpi03LOOmSZKV1AtunZkVyuqCRV/58LoGRhZo=",
+         *       "previousSecretsUntil": "2026-11-27T16:03:12.418Z"
+         *     }
+         */
+        RotatedWebhookSecret: {
+            id: number;
+            /** @description The new signing secret: it signs every delivery from now on. */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description Until when the previous secrets sign too (RFC 3339, UTC).
+             */
+            previousSecretsUntil: string;
         };
         /**
          * @description Every error response (spec "Error").
@@ -3557,6 +3857,1078 @@ export interface operations {
                      *       "code": "NOT_FOUND",
                      *       "message": "The requested resource does not exist.",
                      *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description Items per page (1 to 100). */
+                limit?: number;
+                /** @description Opaque cursor: the page after the one whose `Link` header (rel="next") holds it. 400 when edited or from another list. */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A JSON array of WebhookEndpoint. */
+            200: {
+                headers: {
+                    /** @description Only when more follow. RFC 8288: `<…?limit=20&after=…>; rel="next"`, the next page with the same `limit` and filters. */
+                    Link?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 1,
+                     *         "url": "https://crm.example.com/hooks/pets",
+                     *         "status": "sold",
+                     *         "description": "CRM",
+                     *         "createdAt": "2026-11-20T09:00:00.000Z",
+                     *         "enabled": true,
+                     *         "state": "enabled",
+                     *         "disabledReason": null,
+                     *         "lastSuccessAt": "2026-11-27T14:03:12.418Z",
+                     *         "lastFailureAt": null,
+                     *         "consecutiveFailures": 0,
+                     *         "nextAttemptAt": null,
+                     *         "cursor": 42,
+                     *         "lag": 0
+                     *       },
+                     *       {
+                     *         "id": 2,
+                     *         "url": "https://old.example.com/hooks",
+                     *         "status": null,
+                     *         "description": null,
+                     *         "createdAt": "2026-11-20T09:00:00.000Z",
+                     *         "enabled": false,
+                     *         "state": "disabled",
+                     *         "disabledReason": "retries exhausted",
+                     *         "lastSuccessAt": "2026-11-27T14:03:12.418Z",
+                     *         "lastFailureAt": "2026-11-27T13:58:40.002Z",
+                     *         "consecutiveFailures": 10,
+                     *         "nextAttemptAt": null,
+                     *         "cursor": 17,
+                     *         "lag": 25
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoints"];
+                };
+            };
+            /** @description BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "BAD_USER_INPUT",
+                     *       "message": "The request holds invalid values.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewWebhookEndpoint"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, and its secret. */
+            201: {
+                headers: {
+                    /** @description Path of the created endpoint, /v1/admin/webhook-endpoints/{id}. */
+                    Location?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://crm.example.com/hooks/pets",
+                     *       "status": "sold",
+                     *       "description": "CRM",
+                     *       "createdAt": "2026-11-20T09:00:00.000Z",
+                     *       "enabled": true,
+                     *       "state": "enabled",
+                     *       "disabledReason": null,
+                     *       "lastSuccessAt": null,
+                     *       "lastFailureAt": null,
+                     *       "consecutiveFailures": 0,
+                     *       "nextAttemptAt": null,
+                     *       "cursor": 42,
+                     *       "lag": 0,
+                     *       "secret": "whsec_zZn9sxgpi03LOOmSZKV1AtunZkVyuqCRV/58LoGRhZo="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            /** @description BAD_REQUEST: The request could not be parsed. BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "message": "The request body is too large.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The request body must be application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "The request body must be application/json.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook endpoint. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The WebhookEndpoint. */
+            200: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://crm.example.com/hooks/pets",
+                     *       "status": "sold",
+                     *       "description": "CRM",
+                     *       "createdAt": "2026-11-20T09:00:00.000Z",
+                     *       "enabled": true,
+                     *       "state": "enabled",
+                     *       "disabledReason": null,
+                     *       "lastSuccessAt": "2026-11-27T14:03:12.418Z",
+                     *       "lastFailureAt": null,
+                     *       "consecutiveFailures": 0,
+                     *       "nextAttemptAt": null,
+                     *       "cursor": 42,
+                     *       "lag": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "BAD_USER_INPUT",
+                     *       "message": "The request holds invalid values.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: The requested resource does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "NOT_FOUND",
+                     *       "message": "The requested resource does not exist.",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook endpoint. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "BAD_USER_INPUT",
+                     *       "message": "The request holds invalid values.",
+                     *       "status": 400
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: The requested resource does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "NOT_FOUND",
+                     *       "message": "The requested resource does not exist.",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook endpoint. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The WebhookEndpoint after the change. */
+            200: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://crm.example.com/hooks/pets",
+                     *       "status": "sold",
+                     *       "description": "CRM",
+                     *       "createdAt": "2026-11-20T09:00:00.000Z",
+                     *       "enabled": true,
+                     *       "state": "enabled",
+                     *       "disabledReason": null,
+                     *       "lastSuccessAt": "2026-11-27T14:03:12.418Z",
+                     *       "lastFailureAt": null,
+                     *       "consecutiveFailures": 0,
+                     *       "nextAttemptAt": null,
+                     *       "cursor": 42,
+                     *       "lag": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description BAD_REQUEST: The request could not be parsed. BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: The requested resource does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "NOT_FOUND",
+                     *       "message": "The requested resource does not exist.",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "message": "The request body is too large.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The request body must be application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "The request body must be application/json.",
+                     *       "status": 415
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description TOO_MANY_REQUESTS: Too many requests: slow down and retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "TOO_MANY_REQUESTS",
+                     *       "message": "Too many requests: slow down and retry after Retry-After seconds.",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INTERNAL_SERVER_ERROR: An unexpected error occurred. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "INTERNAL_SERVER_ERROR",
+                     *       "message": "An unexpected error occurred.",
+                     *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The service is temporarily unavailable: retry shortly. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "SERVICE_UNAVAILABLE",
+                     *       "message": "The service is temporarily unavailable: retry shortly.",
+                     *       "status": 503
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook endpoint. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecretRotation"];
+            };
+        };
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";q=<requests>;w=<seconds>`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10: `"default";r=<remaining>;t=<seconds to reset>`. */
+                    RateLimit?: string;
+                    /** @description Only when the API key expires: when, as an RFC 9110 HTTP-date (`Thu, 25 Feb 2027 09:00:00 GMT`). Roll the key before then. */
+                    "API-Key-Expires"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "secret": "whsec_zZn9sxgpi03LOOmSZKV1AtunZkVyuqCRV/58LoGRhZo=",
+                     *       "previousSecretsUntil": "2026-11-27T16:03:12.418Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RotatedWebhookSecret"];
+                };
+            };
+            /** @description BAD_REQUEST: The request could not be parsed. BAD_USER_INPUT: The request holds invalid values. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNAUTHENTICATED: A valid API key is required: send Authorization: Bearer <API_KEY>. */
+            401: {
+                headers: {
+                    /** @description RFC 6750 Bearer challenge. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNAUTHENTICATED",
+                     *       "message": "A valid API key is required: send Authorization: Bearer <API_KEY>.",
+                     *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description FORBIDDEN: This API key is not allowed to do this. Sent with `WWW-Authenticate: Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` (RFC 6750) when the key lacks the scope this operation needs (see its `security`); also when a publishable key may not be used from the request's `Origin` (then without `WWW-Authenticate`). */
+            403: {
+                headers: {
+                    /** @description Only when the key lacks the scope the operation needs: the RFC 6750 Bearer challenge `Bearer realm="pet-store", error="insufficient_scope", scope="<scope>"` names it. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "FORBIDDEN",
+                     *       "message": "This API key is not allowed to do this.",
+                     *       "status": 403
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description NOT_FOUND: The requested resource does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "NOT_FOUND",
+                     *       "message": "The requested resource does not exist.",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: The request body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "message": "The request body is too large.",
+                     *       "status": 413
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The request body must be application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "message": "The request body must be application/json.",
+                     *       "status": 415
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -46,6 +46,13 @@ export const OPERATION_SCOPES = Object.freeze({
     createWebhookRedelivery: 'webhooks:admin',
     createWebhookRecovery: 'webhooks:admin',
     getWebhookRecovery: 'webhooks:admin',
+    /** Webhook endpoints (docs/admin.md "Webhook endpoints"). */
+    createWebhookEndpoint: 'webhooks:admin',
+    listWebhookEndpoints: 'webhooks:admin',
+    getWebhookEndpoint: 'webhooks:admin',
+    updateWebhookEndpoint: 'webhooks:admin',
+    rotateWebhookEndpointSecret: 'webhooks:admin',
+    deleteWebhookEndpoint: 'webhooks:admin',
   },
   /** Revoking leaked keys needs no key (docs/api-keys.md "Revocation"). */
   public: ['revokeCredentials'],

@@ -2,34 +2,36 @@ import 'reflect-metadata';
 import { Command } from 'commander';
 import { parseDuration } from '../auth/api-key-policy';
 import { loadConfig } from '../config';
-import type { WebhookEndpoint } from '../webhooks/webhook-endpoint.entity';
+import { pino } from 'pino';
+import { AuditTrail, CLI_ACTOR } from '../audit/audit-trail';
+import { OPERATOR_DISABLED } from '../webhooks/webhook-endpoint.entity';
 import { WebhookEndpointService } from '../webhooks/webhook-endpoint.service';
+import type { WebhookEndpointView } from '../webhooks/webhook-endpoint.view';
 import { withDatabase } from './cli-database';
 import { byRule, positiveIntegerArgument, runCli } from './cli-options';
-import { WEBHOOK_LIMITS } from '../limits';
+import { ADMIN_LIMITS, WEBHOOK_LIMITS } from '../limits';
 
-/** Runs `action` with the endpoints of the configured database, then closes it. */
+/** Runs `action` with the endpoints of the configured database, then closes it; changes are audited as the CLI's. */
 function withEndpoints(action: (endpoints: WebhookEndpointService) => Promise<void>): Promise<void> {
   const { webhooks } = loadConfig(process.env);
-  return withDatabase((database) => action(new WebhookEndpointService(database, webhooks)));
+  // The audit trail's warnings (a refusal it could not record) go to stderr, as JSON lines.
+  const log = pino({ level: 'warn', base: null }, pino.destination(2));
+  return withDatabase((database) => action(new WebhookEndpointService(database, webhooks, new AuditTrail(database, log))));
 }
 
-/** An endpoint as `list --json` prints it (docs/webhooks.md "Endpoints"): ISO 8601 times, null where none; never its secrets. */
-function listed(endpoint: WebhookEndpoint) {
-  const iso = (date: Date | null) => date?.toISOString() ?? null;
-  return {
-    id: endpoint.id,
-    url: endpoint.url,
-    status: endpoint.status,
-    description: endpoint.description,
-    state: endpoint.state,
-    disabledReason: endpoint.disabledReason,
-    cursor: endpoint.cursor,
-    lastSuccessAt: iso(endpoint.lastSuccessAt),
-    lastFailureAt: iso(endpoint.lastFailureAt),
-    failuresInRow: endpoint.failuresInRow,
-    nextAttemptAt: iso(endpoint.nextAttemptAt),
-  };
+/**
+ * Every endpoint as `list --json` prints it (docs/webhooks.md "Endpoints"): the view the API gives (webhookEndpointView),
+ * and `failuresInRow`, the name `consecutiveFailures` had in this list before the API. Read a page at a time.
+ */
+async function listAll(endpoints: WebhookEndpointService): Promise<Array<WebhookEndpointView & { failuresInRow: number }>> {
+  const all: Array<WebhookEndpointView & { failuresInRow: number }> = [];
+  let after: string | undefined;
+  do {
+    const page = await endpoints.list({ limit: ADMIN_LIMITS.listMax, ...(after !== undefined && { after }) });
+    all.push(...page.items.map((view) => ({ ...view, failuresInRow: view.consecutiveFailures })));
+    after = page.nextCursor;
+  } while (after !== undefined);
+  return all;
 }
 
 const program = new Command('webhook')
@@ -45,7 +47,7 @@ program
   .option('--description <text>', `what the endpoint is for (at most ${WEBHOOK_LIMITS.descriptionMaxLength} characters)`)
   .action((url: string, flags: { status?: string; description?: string }) =>
     withEndpoints(async (endpoints) => {
-      const { id, secret } = await endpoints.add({ url, ...flags });
+      const { id, secret } = await endpoints.create({ url, ...flags }, CLI_ACTOR);
       process.stdout.write(`${secret}\n`);
       process.stderr.write(`endpoint ${id} receives the events created from now on\n`);
     }),
@@ -54,10 +56,14 @@ program
 program
   .command('list')
   .description('list endpoints: id, url, status filter, state, cursor, last success, last failure, failures in a row')
-  .option('--json', 'a JSON array of {id, url, status, description, state, disabledReason, cursor, lastSuccessAt, lastFailureAt, failuresInRow, nextAttemptAt}')
+  .option(
+    '--json',
+    'a JSON array of {id, url, status, description, createdAt, enabled, state, disabledReason, lastSuccessAt, lastFailureAt, consecutiveFailures, ' +
+      'nextAttemptAt, cursor, lag, failuresInRow}',
+  )
   .action((flags: { json?: boolean }) =>
     withEndpoints(async (endpoints) => {
-      const all = (await endpoints.list()).map(listed);
+      const all = await listAll(endpoints);
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(all)}\n`);
         return;
@@ -79,12 +85,30 @@ program
   );
 
 program
+  .command('update')
+  .description('change an endpoint: its URL (checked as by add; the cursor stays), its status filter, its description')
+  .argument('<id>', 'the endpoint id shown by list', positiveIntegerArgument)
+  .option('--url <url>', 'the new URL, by the rules of add')
+  .option('--status <status>', 'only pets created with this status from now on (available, pending or sold)')
+  .option('--no-status', 'every pet again')
+  .option('--description <text>', `what the endpoint is for (at most ${WEBHOOK_LIMITS.descriptionMaxLength} characters)`)
+  .option('--no-description', 'no description')
+  .action((id: number, flags: { url?: string; status?: string | false; description?: string | false }) =>
+    withEndpoints(async (endpoints) => {
+      // commander gives `false` for --no-…: the API's null, which clears.
+      const patch = Object.fromEntries(Object.entries(flags).map(([name, value]) => [name, value === false ? null : value]));
+      await endpoints.update(id, patch, CLI_ACTOR);
+      process.stderr.write(`updated endpoint ${id}\n`);
+    }),
+  );
+
+program
   .command('remove')
   .description('delete an endpoint: no more deliveries to it')
   .argument('<id>', 'the endpoint id shown by list', positiveIntegerArgument)
   .action((id: number) =>
     withEndpoints(async (endpoints) => {
-      if (!(await endpoints.remove(id))) throw new Error(`no endpoint has id ${id}`);
+      await endpoints.delete(id, CLI_ACTOR);
       process.stderr.write(`removed endpoint ${id}\n`);
     }),
   );
@@ -100,10 +124,9 @@ program
   )
   .action((id: number, flags: { overlap?: number }) =>
     withEndpoints(async (endpoints) => {
-      const rotated = await endpoints.rotateSecret(id, flags.overlap);
-      if (!rotated) throw new Error(`no endpoint has id ${id}`);
+      const rotated = await endpoints.rotateSecret(id, flags.overlap === undefined ? {} : { overlap: flags.overlap / 1000 }, CLI_ACTOR);
       process.stdout.write(`${rotated.secret}\n`);
-      process.stderr.write(`the previous secret of endpoint ${id} signs too until ${rotated.until.toISOString()}\n`);
+      process.stderr.write(`the previous secret of endpoint ${id} signs too until ${rotated.previousSecretsUntil}\n`);
     }),
   );
 
@@ -113,8 +136,19 @@ program
   .argument('<id>', 'the endpoint id shown by list', positiveIntegerArgument)
   .action((id: number) =>
     withEndpoints(async (endpoints) => {
-      if (!(await endpoints.enable(id))) throw new Error(`no endpoint has id ${id}`);
+      await endpoints.update(id, { enabled: true }, CLI_ACTOR);
       process.stderr.write(`enabled endpoint ${id}\n`);
+    }),
+  );
+
+program
+  .command('disable')
+  .description(`disable an endpoint (reason "${OPERATOR_DISABLED}"): no deliveries until enable resumes them from where they stopped`)
+  .argument('<id>', 'the endpoint id shown by list', positiveIntegerArgument)
+  .action((id: number) =>
+    withEndpoints(async (endpoints) => {
+      await endpoints.update(id, { enabled: false }, CLI_ACTOR);
+      process.stderr.write(`disabled endpoint ${id}\n`);
     }),
   );
 

@@ -15,7 +15,7 @@ const STATUS_MESSAGE = { message: `$property must be one of: ${Object.values(Pet
 export const IDENTIFIER_SCHEMA = Object.freeze({ type: 'integer', format: 'int64', minimum: 1, maximum: PET_LIMITS.maxInt64 });
 
 /** A decimal string naming a positive identifier up to 2^53-1 (no sign, no leading zero). */
-function IsIdentifier(): PropertyDecorator {
+export function IsIdentifier(): PropertyDecorator {
   const rule = ValidateBy({
     name: 'isIdentifier',
     validator: {
@@ -32,9 +32,10 @@ function IsIdentifier(): PropertyDecorator {
 
 /**
  * At most `max` code points, the unit of utf8mb4 `VARCHAR(max)` and of JSON Schema's `maxLength`; class-validator's
- * `@MaxLength` skips variation selectors, so names it passes can overflow the column (docs/decisions.md).
+ * `@MaxLength` skips variation selectors, so names it passes can overflow the column (docs/decisions.md). `schema`: more
+ * of the property's JSON Schema (class-validator-jsonschema keeps one JSONSchema decorator per property).
  */
-function MaxCodePoints(max: number): PropertyDecorator {
+export function MaxCodePoints(max: number, schema: Record<string, unknown> = {}): PropertyDecorator {
   const rule = ValidateBy({
     name: 'maxCodePoints',
     constraints: [max],
@@ -43,10 +44,10 @@ function MaxCodePoints(max: number): PropertyDecorator {
       defaultMessage: buildMessage((each) => `${each}$property must be at most $constraint1 characters (Unicode code points)`),
     },
   });
-  const schema = JSONSchema({ maxLength: max });
+  const described = JSONSchema({ ...schema, maxLength: max });
   return (target, property) => {
     rule(target, property);
-    schema(target, property as string);
+    described(target, property as string);
   };
 }
 

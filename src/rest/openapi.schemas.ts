@@ -9,9 +9,12 @@ import { KEY_KINDS, SCOPES } from '../auth/api-key-policy';
 import { PET_CREATED_EVENT } from '../events/pet-event.service';
 import { formatEventFrame, formatRetryFrame } from '../following/sse.transport';
 import { encodeEventCursor } from '../pets/pet-cursor';
+import { PetStatus } from '../pets/pet-status.enum';
 import { IDENTIFIER_SCHEMA, ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
 import { PET_FEED_LIMITS, PET_LIMITS, WEBHOOK_LIMITS } from '../limits';
 import { ListWebhookAttemptsArgs, RecoveryInput, RedeliveryInput, WebhookEndpointPathArgs, WebhookRecoveryPathArgs } from '../webhooks/webhook-delivery.inputs';
+import { ListWebhookEndpointsArgs, NewWebhookEndpointInput, RotateWebhookSecretInput, WebhookEndpointUpdateInput } from '../webhooks/webhook-endpoint.inputs';
+import { OPERATOR_DISABLED } from '../webhooks/webhook-endpoint.entity';
 
 /**
  * JSON Schemas of the REST contract, derived from the code that enforces it so there is no
@@ -124,6 +127,94 @@ const API_KEY_PROPERTIES: Record<string, Schema> = {
   expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'Null: never.' },
   lastUsedAt: { type: ['string', 'null'], format: 'date-time', description: 'Written at most once a minute per instance; null: never used.' },
   revokedAt: { type: ['string', 'null'], format: 'date-time', description: 'Null: not revoked.' },
+};
+
+/** A webhook endpoint as the administration API shows it (WebhookEndpointView), for the examples below. */
+const WEBHOOK_ENDPOINT_EXAMPLE = {
+  id: 1,
+  url: 'https://crm.example.com/hooks/pets',
+  status: 'sold',
+  description: 'CRM',
+  createdAt: '2026-11-20T09:00:00.000Z',
+  enabled: true,
+  state: 'enabled',
+  disabledReason: null,
+  lastSuccessAt: '2026-11-27T14:03:12.418Z',
+  lastFailureAt: null,
+  consecutiveFailures: 0,
+  nextAttemptAt: null,
+  cursor: 42,
+  lag: 0,
+} as const;
+/** An example secret of the Standard Webhooks form (never a real one). */
+const WEBHOOK_SECRET_EXAMPLE = 'whsec_zZn9sxgpi03LOOmSZKV1AtunZkVyuqCRV/58LoGRhZo=';
+
+/** The administration API's webhook endpoint examples (docs/admin.md "Webhook endpoints"). */
+export const WEBHOOK_OPENAPI_EXAMPLES = Object.freeze({
+  newWebhookEndpoint: { url: 'https://crm.example.com/hooks/pets', status: 'sold', description: 'CRM' },
+  webhookEndpoint: WEBHOOK_ENDPOINT_EXAMPLE,
+  webhookEndpoints: [
+    WEBHOOK_ENDPOINT_EXAMPLE,
+    {
+      ...WEBHOOK_ENDPOINT_EXAMPLE,
+      id: 2,
+      url: 'https://old.example.com/hooks',
+      status: null,
+      description: null,
+      enabled: false,
+      state: 'disabled',
+      disabledReason: 'retries exhausted',
+      lastFailureAt: '2026-11-27T13:58:40.002Z',
+      consecutiveFailures: 10,
+      cursor: 17,
+      lag: 25,
+    },
+  ],
+  createdWebhookEndpoint: { ...WEBHOOK_ENDPOINT_EXAMPLE, lastSuccessAt: null, lag: 0, secret: WEBHOOK_SECRET_EXAMPLE },
+  webhookEndpointUpdate: { status: null, enabled: true },
+  webhookSecretRotation: { overlap: 7200 },
+  rotatedWebhookSecret: { id: 1, secret: WEBHOOK_SECRET_EXAMPLE, previousSecretsUntil: '2026-11-27T16:03:12.418Z' },
+} as const);
+
+/**
+ * WebhookEndpointUpdate's schema. `description`'s design type (`string | null`) is Object, which class-validator-jsonschema
+ * reads as a nested class: its schema is NewWebhookEndpoint's, nullable.
+ */
+function webhookEndpointUpdateSchema(): Schema {
+  const schema = inputSchema(WebhookEndpointUpdateInput);
+  const { description } = inputSchema(NewWebhookEndpointInput).properties ?? {};
+  schema.properties = {
+    ...schema.properties,
+    description: { ...description, type: ['string', 'null'], description: `${String(description?.description)} null: none.` },
+  };
+  return schema;
+}
+
+const describedNullableTime = (description: string) => ({ type: ['string', 'null'], format: 'date-time', description });
+
+/** The properties of WebhookEndpoint, the view of webhook-endpoint.view.ts. */
+const WEBHOOK_ENDPOINT_PROPERTIES: Record<string, Schema> = {
+  id: { type: 'integer', minimum: 1, description: 'Assigned on creation.' },
+  url: { type: 'string', description: 'Where events are POSTed, normalised (WHATWG URL).' },
+  status: { type: ['string', 'null'], enum: [...Object.values(PetStatus), null], description: 'Only pets created with this status; null: every pet.' },
+  description: { type: ['string', 'null'], maxLength: WEBHOOK_LIMITS.descriptionMaxLength },
+  createdAt: { type: 'string', format: 'date-time' },
+  enabled: { type: 'boolean', description: 'Whether it receives deliveries (`state` is `enabled`).' },
+  state: { type: 'string', enum: ['enabled', 'disabled'] },
+  disabledReason: {
+    type: ['string', 'null'],
+    description: `Why it is disabled: \`gone\` (it answered 410), \`retries exhausted\`, \`${OPERATOR_DISABLED}\`; null while enabled.`,
+  },
+  lastSuccessAt: describedNullableTime('The last delivery answered 2xx; null: none yet.'),
+  lastFailureAt: describedNullableTime('The last attempt that failed; null: none yet.'),
+  consecutiveFailures: { type: 'integer', minimum: 0, description: 'Attempts failed since the last success (or since it was enabled again).' },
+  nextAttemptAt: describedNullableTime('When the retry of a failed event is due; null when none waits.'),
+  cursor: { type: 'integer', minimum: 0, description: 'The feed position delivered last (or skipped by the filter): deliveries resume after it.' },
+  lag: {
+    type: 'integer',
+    minimum: 0,
+    description: "Feed positions behind the feed's head (the head minus `cursor`): 0 when caught up; a disabled endpoint's grows.",
+  },
 };
 
 /** The same two events as an SSE stream that replays them. */
@@ -373,6 +464,70 @@ export const SHARED_SCHEMAS: Schema[] = [
     examples: [ROLL_API_KEY_EXAMPLE],
   },
   {
+    $id: 'NewWebhookEndpoint',
+    description: 'A new webhook endpoint (docs/admin.md "Webhook endpoints").',
+    ...requestBodySchema(NewWebhookEndpointInput),
+    examples: [WEBHOOK_OPENAPI_EXAMPLES.newWebhookEndpoint],
+  },
+  {
+    $id: 'WebhookEndpoint',
+    description: 'A webhook endpoint, its state and its health (docs/admin.md "Webhook endpoints"). Never its secrets. More fields may be added.',
+    type: 'object',
+    properties: WEBHOOK_ENDPOINT_PROPERTIES,
+    required: Object.keys(WEBHOOK_ENDPOINT_PROPERTIES),
+    additionalProperties: false,
+    examples: [WEBHOOK_OPENAPI_EXAMPLES.webhookEndpoint],
+  },
+  {
+    $id: 'WebhookEndpoints',
+    description: 'A JSON array of WebhookEndpoint, by ascending id.',
+    type: 'array',
+    items: { $ref: 'WebhookEndpoint#' },
+    examples: [WEBHOOK_OPENAPI_EXAMPLES.webhookEndpoints],
+  },
+  {
+    $id: 'CreatedWebhookEndpoint',
+    description: 'The stored endpoint and its signing secret, shown in this answer only.',
+    type: 'object',
+    properties: {
+      ...WEBHOOK_ENDPOINT_PROPERTIES,
+      secret: {
+        type: 'string',
+        pattern: '^whsec_[A-Za-z0-9+/]+=*$',
+        description: 'The signing secret (Standard Webhooks: `whsec_` and base64): keep it, it is not shown again.',
+      },
+    },
+    required: [...Object.keys(WEBHOOK_ENDPOINT_PROPERTIES), 'secret'],
+    additionalProperties: false,
+    examples: [WEBHOOK_OPENAPI_EXAMPLES.createdWebhookEndpoint],
+  },
+  {
+    $id: 'WebhookEndpointUpdate',
+    description:
+      'The fields to change, JSON Merge Patch style (RFC 7396) in an `application/json` body: an absent field is unchanged; null clears `status` and `description`.',
+    ...webhookEndpointUpdateSchema(),
+    examples: [WEBHOOK_OPENAPI_EXAMPLES.webhookEndpointUpdate],
+  },
+  {
+    $id: 'WebhookSecretRotation',
+    description: 'How long the secrets the endpoint had keep signing beside the new one.',
+    ...requestBodySchema(RotateWebhookSecretInput),
+    examples: [WEBHOOK_OPENAPI_EXAMPLES.webhookSecretRotation],
+  },
+  {
+    $id: 'RotatedWebhookSecret',
+    description: 'The new signing secret, shown in this answer only, and the end of the overlap.',
+    type: 'object',
+    properties: {
+      id: { type: 'integer', minimum: 1 },
+      secret: { type: 'string', pattern: '^whsec_[A-Za-z0-9+/]+=*$', description: 'The new signing secret: it signs every delivery from now on.' },
+      previousSecretsUntil: { type: 'string', format: 'date-time', description: 'Until when the previous secrets sign too (RFC 3339, UTC).' },
+    },
+    required: ['id', 'secret', 'previousSecretsUntil'],
+    additionalProperties: false,
+    examples: [WEBHOOK_OPENAPI_EXAMPLES.rotatedWebhookSecret],
+  },
+  {
     $id: 'Error',
     description: 'Every error response (spec "Error").',
     type: 'object',
@@ -409,6 +564,15 @@ export const API_KEY_ID_PARAMS: Schema = {
 
 /** What the examples of the administration of keys hold (checked against their schemas in tests). */
 export const API_KEY_EXAMPLES = Object.freeze({ apiKey: API_KEY_EXAMPLE, createdApiKey: CREATED_API_KEY_EXAMPLE });
+
+export const LIST_WEBHOOK_ENDPOINTS_QUERY = inputSchema(ListWebhookEndpointsArgs);
+
+/** Path parameters of the operations on one webhook endpoint. */
+export const WEBHOOK_ENDPOINT_ID_PARAMS: Schema = {
+  type: 'object',
+  properties: { id: { ...IDENTIFIER_SCHEMA, description: 'Identifier of the webhook endpoint.' } },
+  required: ['id'],
+};
 
 /** listEvents' request header: where a reconnecting EventSource resumes. */
 export const LAST_EVENT_ID_HEADER: Schema = {

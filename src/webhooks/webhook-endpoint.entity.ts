@@ -9,8 +9,11 @@ export interface WebhookSecret {
   expiresAt: string | null;
 }
 
-/** Why an endpoint stopped receiving deliveries. */
+/** Why an endpoint stopped receiving deliveries: its deliveries' verdicts. */
 export type DisabledReason = 'gone' | 'retries exhausted';
+
+/** The `disabledReason` of an endpoint an operator disabled (updateWebhookEndpoint with `enabled` false). */
+export const OPERATOR_DISABLED = 'disabled by an operator';
 
 /** The secrets as stored: a JSON array in a TEXT column. */
 const secretsTransformer: ValueTransformer = {

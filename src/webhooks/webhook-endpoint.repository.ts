@@ -5,7 +5,27 @@ import { toSafeInteger } from '../database/int64';
 import { PET_FEED_NAME, PetFeedRecord } from '../events/pet-feed.entity';
 import { selectFeedHead } from '../events/pet-feed.repository';
 import type { PetStatus } from '../pets/pet-status.enum';
-import { type DisabledReason, WebhookEndpoint, type WebhookSecret } from './webhook-endpoint.entity';
+import { type DisabledReason, OPERATOR_DISABLED, WebhookEndpoint, type WebhookSecret } from './webhook-endpoint.entity';
+
+/** What an operator may change on an endpoint (docs/admin.md "Webhook endpoints"): undefined leaves a field as it is. */
+export interface WebhookEndpointChange {
+  url?: string;
+  /** null: every pet. */
+  status?: PetStatus | null;
+  description?: string | null;
+  enabled?: boolean;
+}
+
+/**
+ * Work to do in the transaction of a change to endpoint `id` (the audit trail's record), with its `manager`: when it
+ * throws, the change rolls back.
+ */
+export type WithinChange = (manager: EntityManager, id: number) => Promise<void>;
+
+const NOTHING: WithinChange = async () => undefined;
+
+/** Enabled again: due now, from the cursor. */
+const ENABLED = { state: 'enabled' as const, disabledReason: null, attempt: 0, failuresInRow: 0, nextAttemptAt: null };
 
 /**
  * The `webhook_endpoint` table (WebhookEndpoint): the endpoints, their delivery state and their leases. Every time is the
@@ -23,11 +43,15 @@ export class WebhookEndpointRepository {
   }
 
   /**
-   * Stores an enabled endpoint whose deliveries start after the feed's current head (read by the INSERT itself).
-   * @returns its id.
-   * @throws DatabaseDeadlineError; CommitOutcomeUnknownError.
+   * Stores an enabled endpoint whose deliveries start after the feed's current head (read by the INSERT itself), and
+   * runs `within` in the same transaction (the audit trail's record: no endpoint stored unrecorded).
+   * @returns the endpoint as stored, and the feed's head, read in that transaction.
+   * @throws DatabaseDeadlineError; CommitOutcomeUnknownError; what `within` throws (nothing is stored then).
    */
-  async add(endpoint: { url: string; status: PetStatus | null; description: string | null; secret: string }): Promise<number> {
+  async add(
+    endpoint: { url: string; status: PetStatus | null; description: string | null; secret: string },
+    within: WithinChange = NOTHING,
+  ): Promise<{ endpoint: WebhookEndpoint; head: number }> {
     const { now } = this.database.dialect;
     return withinDeadline(
       this.database,
@@ -47,7 +71,9 @@ export class WebhookEndpointRepository {
             createdAt: () => now,
           })
           .execute();
-        return toSafeInteger((result.identifiers[0] as { id: number | string }).id);
+        const id = toSafeInteger((result.identifiers[0] as { id: number | string }).id);
+        await within(manager, id);
+        return (await this.findWith(manager, id))!;
       },
       { transaction: true },
     );
@@ -62,6 +88,20 @@ export class WebhookEndpointRepository {
   }
 
   /**
+   * Up to `limit` endpoints with an id above `afterId` (all when undefined), by id, and the feed's head read with them
+   * (each endpoint's lag is the head minus its cursor).
+   * @throws DatabaseDeadlineError.
+   */
+  async page(afterId: number | undefined, limit: number): Promise<{ endpoints: WebhookEndpoint[]; head: number }> {
+    return withinDeadline(this.database, async (manager) => {
+      const select = manager.getRepository(WebhookEndpoint).createQueryBuilder('e').orderBy('e.id', 'ASC').limit(limit);
+      if (afterId !== undefined) select.where('e.id > :afterId', { afterId });
+      const endpoints = await select.getMany();
+      return { endpoints, head: await this.headWith(manager) };
+    });
+  }
+
+  /**
    * The endpoint `id`, or null.
    * @throws DatabaseDeadlineError.
    */
@@ -70,11 +110,79 @@ export class WebhookEndpointRepository {
   }
 
   /**
-   * Deletes the endpoint; false when there is none with this id.
+   * The endpoint `id` and the feed's head read with it; null when there is no such endpoint.
    * @throws DatabaseDeadlineError.
    */
-  async remove(id: number): Promise<boolean> {
-    return withinDeadline(this.database, async (manager) => (await manager.getRepository(WebhookEndpoint).delete({ id })).affected === 1);
+  async find(id: number): Promise<{ endpoint: WebhookEndpoint; head: number } | null> {
+    return withinDeadline(this.database, (manager) => this.findWith(manager, id));
+  }
+
+  /**
+   * Deletes the endpoint and runs `within` in the same transaction; false when there is none with this id (`within` not run).
+   * @throws DatabaseDeadlineError; what `within` throws (nothing is deleted then).
+   */
+  async remove(id: number, within: WithinChange = NOTHING): Promise<boolean> {
+    return withinDeadline(
+      this.database,
+      async (manager) => {
+        if ((await manager.getRepository(WebhookEndpoint).delete({ id })).affected !== 1) return false;
+        await within(manager, id);
+        return true;
+      },
+      { transaction: true },
+    );
+  }
+
+  /**
+   * Applies an operator's `change` to endpoint `id` and runs `within`, in one transaction. A new `url` makes a retry that
+   * waits due at once (the cursor stays); `enabled` true re-enables a disabled endpoint, its next delivery due now from its
+   * cursor (as `webhook enable` does), and false disables an enabled one with the reason {@link OPERATOR_DISABLED}; either
+   * leaves an endpoint already in that state as it is.
+   * @returns the endpoint as it is then, with the feed's head; null when there is none with this id (`within` not run).
+   * @throws DatabaseDeadlineError; what `within` throws (nothing is changed then).
+   */
+  async update(id: number, change: WebhookEndpointChange, within: WithinChange = NOTHING): Promise<{ endpoint: WebhookEndpoint; head: number } | null> {
+    return withinDeadline(
+      this.database,
+      async (manager) => {
+        const endpoints = manager.getRepository(WebhookEndpoint);
+        const current = await endpoints.findOneBy({ id });
+        if (!current) return null;
+        const { url, status, description, enabled } = change;
+        const set: QueryDeepPartialEntity<WebhookEndpoint> = {
+          ...(url !== undefined && { url, attempt: 0, nextAttemptAt: null }),
+          ...(status !== undefined && { status }),
+          ...(description !== undefined && { description }),
+          ...(enabled === true && current.state === 'disabled' && ENABLED),
+          ...(enabled === false &&
+            current.state === 'enabled' && { state: 'disabled' as const, disabledReason: OPERATOR_DISABLED, attempt: 0, nextAttemptAt: null }),
+        };
+        if (Object.keys(set).length > 0) await endpoints.update({ id }, set);
+        await within(manager, id);
+        return this.findWith(manager, id);
+      },
+      { transaction: true },
+    );
+  }
+
+  /**
+   * Replaces the secrets of endpoint `id` by `rotate(its secrets)` and runs `within`, in one transaction.
+   * @returns false when there is no endpoint with this id (`within` not run).
+   * @throws DatabaseDeadlineError; what `rotate` or `within` throws (nothing is changed then).
+   */
+  async rotateSecrets(id: number, rotate: (secrets: readonly WebhookSecret[]) => WebhookSecret[], within: WithinChange = NOTHING): Promise<boolean> {
+    return withinDeadline(
+      this.database,
+      async (manager) => {
+        const endpoints = manager.getRepository(WebhookEndpoint);
+        const current = await endpoints.findOneBy({ id });
+        if (!current) return false;
+        await endpoints.update({ id }, { secrets: rotate(current.secrets) });
+        await within(manager, id);
+        return true;
+      },
+      { transaction: true },
+    );
   }
 
   /**
@@ -85,22 +193,6 @@ export class WebhookEndpointRepository {
     return withinDeadline(
       this.database,
       async (manager) => (await manager.getRepository(WebhookEndpoint).update({ id }, { secrets: [...secrets] })).affected === 1,
-    );
-  }
-
-  /**
-   * Enables the endpoint again, its next delivery due now (from its cursor: the event that failed comes first); false when there is none.
-   * @throws DatabaseDeadlineError.
-   */
-  async enable(id: number): Promise<boolean> {
-    return withinDeadline(
-      this.database,
-      async (manager) =>
-        (
-          await manager
-            .getRepository(WebhookEndpoint)
-            .update({ id }, { state: 'enabled', disabledReason: null, attempt: 0, failuresInRow: 0, nextAttemptAt: null })
-        ).affected === 1,
     );
   }
 
@@ -173,10 +265,19 @@ export class WebhookEndpointRepository {
    * @throws DatabaseDeadlineError.
    */
   async head(): Promise<number> {
-    return withinDeadline(this.database, async (manager) => {
-      const [row]: { head: string | number }[] = await manager.query(this.headSql, [PET_FEED_NAME]);
-      return toSafeInteger(row.head);
-    });
+    return withinDeadline(this.database, (manager) => this.headWith(manager));
+  }
+
+  /** The feed's head, read with `manager`. */
+  private async headWith(manager: EntityManager): Promise<number> {
+    const [row]: { head: string | number }[] = await manager.query(this.headSql, [PET_FEED_NAME]);
+    return toSafeInteger(row.head);
+  }
+
+  /** Endpoint `id` and the feed's head, read with `manager`; null when there is no such endpoint. */
+  private async findWith(manager: EntityManager, id: number): Promise<{ endpoint: WebhookEndpoint; head: number } | null> {
+    const endpoint = await manager.getRepository(WebhookEndpoint).findOneBy({ id });
+    return endpoint && { endpoint, head: await this.headWith(manager) };
   }
 
   /**

@@ -1,21 +1,41 @@
+import type { AuditActor, AuditAction, AuditTrail } from '../audit/audit-trail';
 import type { Database } from '../database/database';
-import { PetStatus } from '../pets/pet-status.enum';
-import type { WebhookEndpoint, WebhookSecret } from './webhook-endpoint.entity';
-import { WebhookEndpointRepository } from './webhook-endpoint.repository';
+import { AppError } from '../errors/error-catalogue';
+import { type AdminPage } from '../validation/admin-page.inputs';
+import { decodeIdCursor, encodeIdCursor } from '../validation/opaque-cursor';
+import { parsePositiveInteger } from '../validation/positive-integer';
+import { validateInput } from '../validation/validate-input';
+import type { WebhookSecret } from './webhook-endpoint.entity';
+import {
+  ListWebhookEndpointsArgs,
+  NewWebhookEndpointInput,
+  RotateWebhookSecretInput,
+  WEBHOOK_ENDPOINTS_LIST,
+  WebhookEndpointIdArgs,
+  WebhookEndpointUpdateInput,
+} from './webhook-endpoint.inputs';
+import { type WebhookEndpointChange, WebhookEndpointRepository } from './webhook-endpoint.repository';
+import { type WebhookEndpointView, webhookEndpointView } from './webhook-endpoint.view';
 import { newWebhookSecret } from './webhook-signature';
-import { type WebhookTargetRules, WebhookTargetError, checkTarget, parseWebhookUrl } from './webhook-target.policy';
-import { WEBHOOK_LIMITS } from '../limits';
+import { type WebhookTargetRules, checkTarget, parseWebhookUrl } from './webhook-target.policy';
 
-/** What `webhook add` stores, unvalidated. */
-export interface NewWebhookEndpoint {
-  url: string;
-  status?: string;
-  description?: string;
+/** A stored endpoint's view and its signing secret (`whsec_…`), shown this once. */
+export type CreatedWebhookEndpoint = WebhookEndpointView & { secret: string };
+
+/** A rotation's answer: the new secret, shown this once, and until when the endpoint's previous secrets still sign. */
+export interface RotatedWebhookSecret {
+  id: number;
+  secret: string;
+  /** RFC 3339, UTC: the end of the overlap (not later than a previous secret's own end). */
+  previousSecretsUntil: string;
 }
 
 /**
- * Webhook endpoints as operators manage them (docs/webhooks.md "Endpoints"): each change validated first, so bad input
- * changes nothing.
+ * The operations on webhook endpoints (docs/admin.md "Webhook endpoints"), one implementation behind the REST API and the
+ * `webhook` CLI. Each input is validated first (class-validator rules, then the URL's target rules, docs/webhooks.md
+ * "Where deliveries may go"), so bad input changes nothing; each change is recorded in the audit trail in its own
+ * transaction, and each refusal after it. Errors are AppErrors of the catalogue: BAD_USER_INPUT (with the rule's one-line
+ * reason), NOT_FOUND; and DatabaseDeadlineError (503).
  */
 export class WebhookEndpointService {
   private readonly endpoints: WebhookEndpointRepository;
@@ -23,59 +43,148 @@ export class WebhookEndpointService {
   constructor(
     database: Database,
     private readonly rules: WebhookTargetRules,
+    private readonly audit: AuditTrail,
   ) {
     this.endpoints = new WebhookEndpointRepository(database);
   }
 
   /**
-   * Stores an endpoint whose deliveries start with the events after the feed's current head.
-   * @returns its id and its signing secret (`whsec_…`), which is shown only here.
-   * @throws WebhookTargetError (a RangeError): a URL that is not https (or http when allowed) or resolves to a refused
-   * address; an unknown status; a description too long. WebhookLookupError (a RangeError): a host that does not resolve.
+   * createWebhookEndpoint, `webhook add`: stores an enabled endpoint whose deliveries start with the events after the
+   * feed's current head.
+   * @param input - `{url, status?, description?}` as sent (NewWebhookEndpointInput).
+   * @returns its view and its signing secret, which is shown only here.
+   * @throws AppError BAD_USER_INPUT: a violated rule, a URL whose form or target is refused, a host that does not resolve.
    */
-  async add({ url, status, description }: NewWebhookEndpoint): Promise<{ id: number; secret: string }> {
-    const target = parseWebhookUrl(url, this.rules);
-    if (status !== undefined && !Object.values<string>(PetStatus).includes(status)) {
-      throw new WebhookTargetError(`"${status}" is not a pet status: one of ${Object.values(PetStatus).join(', ')}`);
-    }
-    if (description !== undefined && [...description].length > WEBHOOK_LIMITS.descriptionMaxLength) {
-      throw new WebhookTargetError(`a description may have at most ${WEBHOOK_LIMITS.descriptionMaxLength} characters`);
-    }
-    await checkTarget(target, this.rules);
-    const secret = newWebhookSecret();
-    const id = await this.endpoints.add({ url: target.href, status: (status as PetStatus | undefined) ?? null, description: description ?? null, secret });
-    return { id, secret };
-  }
-
-  /** Every endpoint, by id. */
-  list(): Promise<WebhookEndpoint[]> {
-    return this.endpoints.list();
-  }
-
-  /** Deletes the endpoint; false when there is none with this id. */
-  remove(id: number): Promise<boolean> {
-    return this.endpoints.remove(id);
-  }
-
-  /** Enables a disabled endpoint; its deliveries resume from its cursor. False when there is none with this id. */
-  enable(id: number): Promise<boolean> {
-    return this.endpoints.enable(id);
+  async create(input: unknown, actor: AuditActor): Promise<CreatedWebhookEndpoint> {
+    return this.audited(actor, 'webhook_endpoint.create', null, async () => {
+      const { url, status, description } = await validateInput(NewWebhookEndpointInput, input);
+      const target = await this.checkedUrl(url);
+      const secret = newWebhookSecret();
+      const stored = await this.endpoints.add({ url: target, status: status ?? null, description: description ?? null, secret }, (manager, id) =>
+        this.audit.record(manager, actor, 'webhook_endpoint.create', id),
+      );
+      return { ...webhookEndpointView(stored.endpoint, stored.head), secret };
+    });
   }
 
   /**
-   * Gives the endpoint a new secret, which signs from now on; the secrets it had keep signing for `overlapMs` more (not
-   * past their own end), so receivers can switch without a gap.
-   * @returns the new secret, or null when there is no endpoint with this id.
+   * listWebhookEndpoints, `webhook list`: a page of endpoints by ascending id (docs/admin.md "Paging").
+   * @param query - `{limit?, after?}` as sent (ListWebhookEndpointsArgs).
+   * @throws AppError BAD_USER_INPUT for a bad limit or cursor.
    */
-  async rotateSecret(id: number, overlapMs: number = WEBHOOK_LIMITS.defaultRotateOverlapMs, now = new Date()): Promise<{ secret: string; until: Date } | null> {
-    const endpoint = await this.endpoints.get(id);
-    if (!endpoint) return null;
-    const until = new Date(now.getTime() + overlapMs);
-    const kept: WebhookSecret[] = endpoint.secrets
-      .map(({ secret, expiresAt }) => ({ secret, expiresAt: expiresAt !== null && Date.parse(expiresAt) < until.getTime() ? expiresAt : until.toISOString() }))
-      .filter(({ expiresAt }) => Date.parse(expiresAt) > now.getTime());
-    const secret = newWebhookSecret();
-    if (!(await this.endpoints.setSecrets(id, [{ secret, expiresAt: null }, ...kept]))) return null;
-    return { secret, until };
+  async list(query: unknown): Promise<AdminPage<WebhookEndpointView>> {
+    const { limit, after } = await validateInput(ListWebhookEndpointsArgs, query);
+    const afterId = after === undefined ? undefined : decodeIdCursor(WEBHOOK_ENDPOINTS_LIST, after);
+    const { endpoints, head } = await this.endpoints.page(afterId, limit + 1);
+    const items = endpoints.slice(0, limit).map((endpoint) => webhookEndpointView(endpoint, head));
+    return { items, limit, ...(endpoints.length > limit && { nextCursor: encodeIdCursor(WEBHOOK_ENDPOINTS_LIST, items[limit - 1].id) }) };
   }
+
+  /**
+   * getWebhookEndpoint: the endpoint's view.
+   * @param id - its id, as sent in the path or as the CLI parsed it.
+   * @throws AppError BAD_USER_INPUT for an id that is not a positive integer; NOT_FOUND when there is none with it.
+   */
+  async get(id: unknown): Promise<WebhookEndpointView> {
+    const known = await this.idOf(id);
+    const found = await this.endpoints.find(known);
+    if (!found) throw notFound(known);
+    return webhookEndpointView(found.endpoint, found.head);
+  }
+
+  /**
+   * updateWebhookEndpoint, `webhook enable`: changes what `patch` names, JSON Merge Patch style (absent: unchanged;
+   * `status` or `description` null: cleared); a new URL is checked as on create; `enabled` true resumes a disabled
+   * endpoint from its cursor, false disables it (docs/admin.md "Webhook endpoints").
+   * @param patch - WebhookEndpointUpdateInput as sent.
+   * @returns the endpoint's view after the change.
+   * @throws AppError BAD_USER_INPUT (nothing is changed); NOT_FOUND.
+   */
+  async update(id: unknown, patch: unknown, actor: AuditActor): Promise<WebhookEndpointView> {
+    return this.audited(actor, 'webhook_endpoint.update', id, async () => {
+      const known = await this.idOf(id);
+      const { url, status, description, enabled } = await validateInput(WebhookEndpointUpdateInput, patch);
+      const change: WebhookEndpointChange = { status, description, enabled, ...(url !== undefined && { url: await this.checkedUrl(url) }) };
+      const updated = await this.endpoints.update(known, change, (manager) => this.audit.record(manager, actor, 'webhook_endpoint.update', known));
+      if (!updated) throw notFound(known);
+      return webhookEndpointView(updated.endpoint, updated.head);
+    });
+  }
+
+  /**
+   * rotateWebhookEndpointSecret, `webhook rotate-secret`: gives the endpoint a new secret, which signs from now on; the
+   * secrets it had keep signing for `overlap` seconds more (not past their own end), so receivers switch without a gap.
+   * @param input - `{overlap?}` in seconds (RotateWebhookSecretInput; default 24 h).
+   * @throws AppError BAD_USER_INPUT; NOT_FOUND.
+   */
+  async rotateSecret(id: unknown, input: unknown, actor: AuditActor, now = new Date()): Promise<RotatedWebhookSecret> {
+    return this.audited(actor, 'webhook_endpoint.rotate_secret', id, async () => {
+      const known = await this.idOf(id);
+      const { overlap } = await validateInput(RotateWebhookSecretInput, input ?? {});
+      const until = new Date(now.getTime() + overlap * 1000);
+      const secret = newWebhookSecret();
+      const rotate = (secrets: readonly WebhookSecret[]): WebhookSecret[] => [
+        { secret, expiresAt: null },
+        ...secrets
+          .map(({ secret: old, expiresAt }) => ({
+            secret: old,
+            expiresAt: expiresAt !== null && Date.parse(expiresAt) < until.getTime() ? expiresAt : until.toISOString(),
+          }))
+          .filter(({ expiresAt }) => Date.parse(expiresAt) > now.getTime()),
+      ];
+      const rotated = await this.endpoints.rotateSecrets(known, rotate, (manager) =>
+        this.audit.record(manager, actor, 'webhook_endpoint.rotate_secret', known),
+      );
+      if (!rotated) throw notFound(known);
+      return { id: known, secret, previousSecretsUntil: until.toISOString() };
+    });
+  }
+
+  /**
+   * deleteWebhookEndpoint, `webhook remove`: no more deliveries to it.
+   * @throws AppError BAD_USER_INPUT for a bad id; NOT_FOUND.
+   */
+  async delete(id: unknown, actor: AuditActor): Promise<void> {
+    await this.audited(actor, 'webhook_endpoint.delete', id, async () => {
+      const known = await this.idOf(id);
+      if (!(await this.endpoints.remove(known, (manager) => this.audit.record(manager, actor, 'webhook_endpoint.delete', known)))) throw notFound(known);
+    });
+  }
+
+  /** Runs `change`; when it throws, records the refusal of `action` on `target` (AuditTrail.refused) and throws it on. */
+  private async audited<T>(actor: AuditActor, action: AuditAction, target: unknown, change: () => Promise<T>): Promise<T> {
+    try {
+      return await change();
+    } catch (error) {
+      // Only an id is recorded: a bad one, whatever its length, is not.
+      const id = typeof target === 'number' ? target : typeof target === 'string' ? parsePositiveInteger(target) : undefined;
+      await this.audit.refused(actor, action, id ?? null, error);
+      throw error;
+    }
+  }
+
+  /** `id` as a number, by WebhookEndpointIdArgs' rule. @throws AppError BAD_USER_INPUT. */
+  private async idOf(id: unknown): Promise<number> {
+    const args = await validateInput(WebhookEndpointIdArgs, { id: typeof id === 'number' ? String(id) : id });
+    return Number(args.id);
+  }
+
+  /**
+   * `url` normalised, once its form and every address of its host pass the rules (docs/webhooks.md "Where deliveries may go").
+   * @throws AppError BAD_USER_INPUT with the rule's one-line reason (a WebhookTargetError's or WebhookLookupError's message).
+   */
+  private async checkedUrl(url: string): Promise<string> {
+    try {
+      const target = parseWebhookUrl(url, this.rules);
+      await checkTarget(target, this.rules);
+      return target.href;
+    } catch (error) {
+      if (error instanceof RangeError) throw new AppError('BAD_USER_INPUT', error.message);
+      throw error;
+    }
+  }
+}
+
+function notFound(id: number): AppError {
+  return new AppError('NOT_FOUND', `No webhook endpoint has id ${id}.`);
 }

@@ -93,6 +93,12 @@ describe('the published document', () => {
       createWebhookRedelivery: [{ bearerAuth: ['webhooks:admin'] }],
       createWebhookRecovery: [{ bearerAuth: ['webhooks:admin'] }],
       getWebhookRecovery: [{ bearerAuth: ['webhooks:admin'] }],
+      createWebhookEndpoint: [{ bearerAuth: ['webhooks:admin'] }],
+      listWebhookEndpoints: [{ bearerAuth: ['webhooks:admin'] }],
+      getWebhookEndpoint: [{ bearerAuth: ['webhooks:admin'] }],
+      updateWebhookEndpoint: [{ bearerAuth: ['webhooks:admin'] }],
+      rotateWebhookEndpointSecret: [{ bearerAuth: ['webhooks:admin'] }],
+      deleteWebhookEndpoint: [{ bearerAuth: ['webhooks:admin'] }],
       // Public: revoking leaked keys takes none.
       revokeCredentials: [],
     });

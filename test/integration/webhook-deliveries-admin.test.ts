@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
+import { AuditTrail, CLI_ACTOR } from '../../src/audit/audit-trail';
 import { withinDeadline } from '../../src/database/database-deadline';
 import { WEBHOOK_LIMITS } from '../../src/limits';
 import { encodeEventCursor } from '../../src/pets/pet-cursor';
@@ -38,11 +39,11 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
   beforeAll(async () => {
     t = await startTestApp();
     admin = (await t.apiKeys.create({ name: 'hooks', scopes: ['webhooks:admin', 'keys:admin'] })).key;
-    endpoints = new WebhookEndpointService(t.database, OPEN);
+    endpoints = new WebhookEndpointService(t.database, OPEN, new AuditTrail(t.database, t.app.log));
   });
   afterEach(async () => {
     while (closing.length > 0) await closing.pop()!();
-    for (const endpoint of await endpoints.list()) await endpoints.remove(endpoint.id);
+    for (const endpoint of (await endpoints.list({ limit: 100 })).items) await endpoints.delete(endpoint.id, CLI_ACTOR);
   });
   afterAll(() => t.close());
 
@@ -61,7 +62,7 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
 
   const admin$ = (method: string, path: string, body?: unknown) => request(t, method, `/v1/admin/webhook-endpoints${path}`, { apiKey: admin, body });
   const attemptsOf = async (id: number, query = '') => (await admin$('GET', `/${id}/attempts?limit=100${query}`)).body as any[];
-  const cursorOf = async (id: number) => (await endpoints.list()).find((endpoint) => endpoint.id === id)!.cursor;
+  const cursorOf = async (id: number) => (await endpoints.get(id)).cursor;
 
   /** Creates `n` pets and waits until `hook` has `total` requests; returns the new events' ids, in feed order. */
   async function delivered(hook: { received: ReceivedDelivery[] }, n: number, total = n): Promise<string[]> {
@@ -76,10 +77,10 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
       const long = `${'é'.repeat(600)}tail`;
       const answers: Answer[] = [{ status: 500, body: long }, 'hang', { status: 200, body: '{"received":true}' }];
       const hook = await receiver((n) => answers[n] ?? { status: 204 });
-      const { id } = await endpoints.add({ url: hook.url });
+      const { id } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
       const closed = await receiver();
       await closed.close();
-      const refused = await endpoints.add({ url: closed.url });
+      const refused = await endpoints.create({ url: closed.url }, CLI_ACTOR);
       dispatcher();
       const [eventId] = await delivered(hook, 1, 3);
       await until(async () => (await attemptsOf(id)).length === 3 && (await attemptsOf(refused.id)).length >= 1);
@@ -99,7 +100,7 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
 
     test('when an endpoint has more attempts than a page, then they are listed newest first through Link, each once, and eventId keeps one event', async () => {
       const hook = await receiver();
-      const { id } = await endpoints.add({ url: hook.url });
+      const { id } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
       dispatcher();
       const events = await delivered(hook, 5);
       await until(async () => (await attemptsOf(id)).length === 5);
@@ -126,7 +127,7 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
 
     test('when the feed delivers, then each attempt costs one INSERT, written with the cursor update, and no read', async () => {
       const hook = await receiver();
-      await endpoints.add({ url: hook.url });
+      await endpoints.create({ url: hook.url }, CLI_ACTOR);
       dispatcher();
       await delivered(hook, 1);
       await sleep(200);
@@ -159,7 +160,7 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
   describe('createWebhookRedelivery', () => {
     test('when an event is redelivered, then the dispatcher sends it again with the same webhook-id, signed with the current secret, records it, and leaves the cursor', async () => {
       const hook = await receiver();
-      const { id, secret } = await endpoints.add({ url: hook.url });
+      const { id, secret } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
       dispatcher();
       const [first, second] = await delivered(hook, 2);
       await until(async () => (await cursorOf(id)) > 0);
@@ -185,7 +186,7 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
       await createPet(t);
       await settleFeed(t);
       const hook = await receiver();
-      const { id } = await endpoints.add({ url: hook.url });
+      const { id } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
       const malformed = await admin$('POST', `/${id}/redeliveries`, { eventId: 'not-an-event' });
       expect(malformed.status).toBe(400);
       expect(malformed.body.code).toBe('BAD_USER_INPUT');
@@ -210,14 +211,14 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
     });
     test('when the endpoint is disabled, then a redelivery waits, and is made once it is enabled', async () => {
       const hook = await receiver();
-      const { id } = await endpoints.add({ url: hook.url });
+      const { id } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
       dispatcher();
       const [eventId] = await delivered(hook, 1);
       await t.dataSource.query("UPDATE webhook_endpoint SET state = 'disabled', disabled_reason = 'gone' WHERE id = ?", [id]);
       expect((await admin$('POST', `/${id}/redeliveries`, { eventId })).status).toBe(202);
       await sleep(LIMITS.claimEveryMs * 6);
       expect(hook.received).toHaveLength(1);
-      await endpoints.enable(id);
+      await endpoints.update(id, { enabled: true }, CLI_ACTOR);
       await until(() => hook.received.length === 2);
       expect(idOf(hook.received[1])).toBe(eventId);
     });
@@ -228,9 +229,9 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
     async function switchable(schedule = STUCK) {
       const state = { failing: false };
       const hook = await receiver(() => ({ status: state.failing ? 500 : 204 }));
-      const endpoint = await endpoints.add({ url: hook.url });
+      const endpoint = await endpoints.create({ url: hook.url }, CLI_ACTOR);
       dispatcher(schedule);
-      return { state, hook, ...endpoint };
+      return { ...endpoint, state, hook };
     }
 
     /** Redelivers each of `events` to `id` and waits for their (failed, as the receiver now answers) attempts. */
@@ -295,7 +296,7 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
     });
 
     test('when a recovery is asked badly, then 400; for an unknown endpoint or event, 404; an unknown recovery is 404', async () => {
-      const { id } = await endpoints.add({ url: 'http://127.0.0.1:9/hook' });
+      const { id } = await endpoints.create({ url: 'http://127.0.0.1:9/hook' }, CLI_ACTOR);
       expect((await admin$('POST', `/${id}/recoveries`, {})).body.code).toBe('BAD_USER_INPUT');
       expect((await admin$('POST', `/${id}/recoveries`, { since: 'yesterday' })).body.code).toBe('BAD_USER_INPUT');
       expect((await admin$('POST', `/${id}/recoveries`, { since: '2026-01-01T00:00:00Z', after: encodeEventCursor(1) })).body.code).toBe('BAD_USER_INPUT');
@@ -309,7 +310,7 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
     test('when the dispatcher closes during a recovery and another starts (a restart), then the recovery resumes after the last event it recorded, and ends done', async () => {
       const control = { failing: false, hangAt: -1 };
       const hook = await receiver((n) => (n === control.hangAt ? 'hang' : { status: control.failing ? 500 : 204 }));
-      const { id } = await endpoints.add({ url: hook.url });
+      const { id } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
       // Attempts long enough to be cut by the close, not by their timeout.
       const patient = { ...LIMITS, attemptTimeoutMs: 10_000 };
       const first = dispatcher(STUCK, patient);
@@ -345,9 +346,9 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
     test('when attempts are older than the age or past the count of their endpoint, then the purge deletes them, and the orphans of removed endpoints', async () => {
       const attempts = new WebhookAttemptRepository(t.database);
       const added = [];
-      for (let i = 0; i < 3; i++) added.push(await endpoints.add({ url: 'http://127.0.0.1:9/hook' }));
+      for (let i = 0; i < 3; i++) added.push(await endpoints.create({ url: 'http://127.0.0.1:9/hook' }, CLI_ACTOR));
       const [a, b, gone] = added;
-      await endpoints.remove(gone.id);
+      await endpoints.delete(gone.id, CLI_ACTOR);
       const now = Date.now();
       const purge = () => attempts.purge({ now: new Date(now), maxAgeMs: 60_000, maxPerEndpoint: 3 });
       // What the other tests left: removed endpoints' attempts.
@@ -388,7 +389,7 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
 
     test('when a recovery finished before the age, then the purge deletes it; a newer or unfinished one stays', async () => {
       const attempts = new WebhookAttemptRepository(t.database);
-      const { id } = await endpoints.add({ url: 'http://127.0.0.1:9/hook' });
+      const { id } = await endpoints.create({ url: 'http://127.0.0.1:9/hook' }, CLI_ACTOR);
       const now = Date.now();
       const recovery = (state: RecoveryState, finishedAgoMs: number | null) => ({
         endpointId: id,

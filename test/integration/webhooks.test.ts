@@ -3,9 +3,11 @@ import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request as undiciRequest } from 'undici';
+import { AuditTrail, CLI_ACTOR } from '../../src/audit/audit-trail';
 import { WEBHOOK_LIMITS } from '../../src/limits';
 import { RequestStatementsSampler, samplerOf } from '../../src/observability/tracing-sdk';
 import { WebhookEndpointRepository } from '../../src/webhooks/webhook-endpoint.repository';
@@ -55,11 +57,13 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
 
   beforeAll(async () => {
     t = await startTestApp();
-    endpoints = new WebhookEndpointService(t.database, OPEN);
+    endpoints = new WebhookEndpointService(t.database, OPEN, new AuditTrail(t.database, t.app.log));
   });
+  /** The endpoints as stored (cursor, attempt…), by id. */
+  const stored = () => new WebhookEndpointRepository(t.database).list();
   afterEach(async () => {
     while (closing.length > 0) await closing.pop()!();
-    for (const endpoint of await endpoints.list()) await endpoints.remove(endpoint.id);
+    for (const endpoint of await stored()) await endpoints.delete(endpoint.id, CLI_ACTOR);
   });
   afterAll(() => t.close());
 
@@ -92,7 +96,7 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
 
   test('when an endpoint answers 500 three times, then 200, then it receives every pet in feed order, each signed, the same JSON as GET /v1/events', async () => {
     const hook = await receiver((n) => ({ status: n < 3 ? 500 : 200 }));
-    const { secret } = await endpoints.add({ url: hook.url });
+    const { secret } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
     const { count } = dispatcher();
     const names = ['A', 'B', 'C', 'D', 'E'];
     for (const name of names) await createPet(t, { name });
@@ -113,7 +117,7 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     expect(delivered).toEqual(page.body.slice(-names.length));
     expect(await count('petstore_webhook_deliveries_total', { outcome: 'http_error' })).toBe(3);
     expect(await count('petstore_webhook_deliveries_total', { outcome: 'success' })).toBe(names.length);
-    const [listed] = await endpoints.list();
+    const [listed] = await stored();
     expect(listed).toMatchObject({ state: 'enabled', failuresInRow: 0, attempt: 0 });
     expect(listed.lastSuccessAt).toBeInstanceOf(Date);
     expect(listed.lastFailureAt).toBeInstanceOf(Date);
@@ -122,7 +126,7 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
 
   test('when the feed advances, then the dispatcher delivers at once, not at its next claim (a minute away here), and counts the endpoint as a stream of the feed', async () => {
     const hook = await receiver(() => ({ status: 204 }));
-    await endpoints.add({ url: hook.url });
+    await endpoints.create({ url: hook.url }, CLI_ACTOR);
     // This instance's view of the feed, as the app's: it reads each new event within PET_FEED_LIMITS.followEveryMs.
     const feed = new PetFeed(new PetFeedRepository(t.database), log);
     await feed.start();
@@ -158,14 +162,14 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
 
   test('when an endpoint answers 410, then it is disabled after one attempt, counted, and logged without its query (its token)', async () => {
     const hook = await receiver(() => ({ status: 410 }));
-    await endpoints.add({ url: `${hook.url}?token=receiver-secret` });
+    await endpoints.create({ url: `${hook.url}?token=receiver-secret` }, CLI_ACTOR);
     const { count } = dispatcher();
     await createPet(t);
     await createPet(t);
-    await until(async () => (await endpoints.list())[0].state === 'disabled');
+    await until(async () => (await stored())[0].state === 'disabled');
     await sleep(300);
     expect(hook.received).toHaveLength(1);
-    expect((await endpoints.list())[0]).toMatchObject({ state: 'disabled', disabledReason: 'gone' });
+    expect((await stored())[0]).toMatchObject({ state: 'disabled', disabledReason: 'gone' });
     expect(await count('petstore_webhook_endpoints_disabled_total', { reason: 'gone' })).toBe(1);
     const logged = JSON.stringify(warnFields);
     expect(logged).toContain(hook.url);
@@ -175,12 +179,12 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
   test('when every attempt fails (500, then a timeout), then the last retry disables the endpoint, logged at warn and counted; enable resumes from the failed event', async () => {
     let healthy = false;
     const hook = await receiver((n) => (healthy ? { status: 200 } : n % 2 === 0 ? { status: 500 } : 'hang'));
-    await endpoints.add({ url: hook.url });
+    await endpoints.create({ url: hook.url }, CLI_ACTOR);
     const { count } = dispatcher({ schedule: [0, 0.05, 0.05] });
     await createPet(t, { name: 'First' });
-    await until(async () => (await endpoints.list())[0].state === 'disabled');
+    await until(async () => (await stored())[0].state === 'disabled');
     expect(hook.received).toHaveLength(3);
-    const [disabled] = await endpoints.list();
+    const [disabled] = await stored();
     expect(disabled).toMatchObject({ disabledReason: 'retries exhausted', failuresInRow: 3 });
     expect(await count('petstore_webhook_endpoints_disabled_total', { reason: 'retries_exhausted' })).toBe(1);
     expect(await count('petstore_webhook_deliveries_total', { outcome: 'timeout' })).toBe(1);
@@ -191,14 +195,14 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     await createPet(t, { name: 'Second' });
     await sleep(300);
     expect(hook.received).toHaveLength(3);
-    expect(await endpoints.enable(disabled.id)).toBe(true);
+    expect(await endpoints.update(disabled.id, { enabled: true }, CLI_ACTOR)).toMatchObject({ enabled: true });
     await until(() => hook.received.length === 5);
     expect(hook.received.map((d) => JSON.parse(d.body).pet.name)).toEqual(['First', 'First', 'First', 'First', 'Second']);
   });
 
   test('when the receiver answers 429 with Retry-After: 1, then the retry waits that second, not the schedule', async () => {
     const hook = await receiver((n) => (n === 0 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 }));
-    await endpoints.add({ url: hook.url });
+    await endpoints.create({ url: hook.url }, CLI_ACTOR);
     dispatcher();
     await createPet(t);
     await until(() => hook.received.length === 2);
@@ -208,7 +212,7 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
 
   test('when an endpoint has a status filter, then it receives only the pets with that status', async () => {
     const hook = await receiver();
-    await endpoints.add({ url: hook.url, status: 'sold' });
+    await endpoints.create({ url: hook.url, status: 'sold' }, CLI_ACTOR);
     dispatcher();
     await createPet(t, { name: 'Kept', status: 'sold' });
     await createPet(t, { name: 'Skipped', status: 'available' });
@@ -216,29 +220,29 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
     await until(() => hook.received.length === 2);
     await sleep(300);
     expect(hook.received.map((d) => JSON.parse(d.body).pet.name)).toEqual(['Kept', 'Kept too']);
-    await until(async () => (await endpoints.list())[0].cursor === (await new WebhookEndpointRepository(t.database).head()));
+    await until(async () => (await stored())[0].cursor === (await new WebhookEndpointRepository(t.database).head()));
   });
 
   test('when a secret is rotated with an overlap, then each delivery carries two signatures, and either secret verifies it', async () => {
     const hook = await receiver();
-    const { id, secret: old } = await endpoints.add({ url: hook.url });
-    const rotated = await endpoints.rotateSecret(id, 60_000);
+    const { id, secret: old } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
+    const rotated = await endpoints.rotateSecret(id, { overlap: 60 }, CLI_ACTOR);
     dispatcher();
     await createPet(t);
     await until(() => hook.received.length === 1);
     const [delivery] = hook.received;
     expect((delivery.headers['webhook-signature'] as string).split(' ')).toHaveLength(2);
-    expect(verified(old, delivery)).toEqual(verified(rotated!.secret, delivery));
+    expect(verified(old, delivery)).toEqual(verified(rotated.secret, delivery));
     expect(() => verified(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, delivery)).toThrow();
   });
 
   test('when the secret is rotated without overlap during a catch-up, then the next event is signed by the new secret alone', async () => {
     let rotated: string | undefined;
     const hook = await receiver(async (n) => {
-      if (n === 0) rotated = (await endpoints.rotateSecret(id, 0))!.secret;
+      if (n === 0) rotated = (await endpoints.rotateSecret(id, { overlap: 0 }, CLI_ACTOR)).secret;
       return { status: 200 };
     });
-    const { id, secret: old } = await endpoints.add({ url: hook.url });
+    const { id, secret: old } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
     for (const name of ['A', 'B', 'C']) await createPet(t, { name });
     dispatcher();
     await until(() => hook.received.length === 3);
@@ -256,7 +260,7 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
       if (n === 0) await t.dataSource.query("UPDATE webhook_endpoint SET state = 'disabled', disabled_reason = 'gone' WHERE id = ?", [id]);
       return { status: 200 };
     });
-    const { id } = await endpoints.add({ url: hook.url });
+    const { id } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
     for (const name of ['A', 'B', 'C']) await createPet(t, { name });
     dispatcher();
     await until(() => hook.received.length === 1);
@@ -266,7 +270,7 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
 
   test('when no secret of an endpoint is valid, then nothing is sent unsigned, and a warning names it', async () => {
     const hook = await receiver();
-    const { id, secret } = await endpoints.add({ url: hook.url });
+    const { id, secret } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
     await new WebhookEndpointRepository(t.database).setSecrets(id, [{ secret, expiresAt: new Date(Date.now() - 1000).toISOString() }]);
     await createPet(t);
     dispatcher();
@@ -278,10 +282,10 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
   test('when a name that resolved to a public address resolves to a private one at delivery, then nothing is sent, and the endpoint ends disabled', async () => {
     const hook = await receiver();
     // Stored while private targets were allowed, as if its DNS had changed since.
-    await endpoints.add({ url: `http://localhost:${hook.port}/hook` });
+    await endpoints.create({ url: `http://localhost:${hook.port}/hook` }, CLI_ACTOR);
     const { count } = dispatcher({ rules: { allowHttp: true, allowPrivateTargets: false }, schedule: [0, 0.05] });
     await createPet(t);
-    await until(async () => (await endpoints.list())[0].state === 'disabled');
+    await until(async () => (await stored())[0].state === 'disabled');
     expect(hook.received).toHaveLength(0);
     expect(await count('petstore_webhook_deliveries_total', { outcome: 'refused_target' })).toBe(2);
   });
@@ -315,7 +319,7 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
 
   test('when two dispatchers share the database, then one at a time delivers to an endpoint: every pet once, in order, never two requests at once', async () => {
     const hooks = await Promise.all([receiver(), receiver(), receiver()]);
-    for (const hook of hooks) await endpoints.add({ url: hook.url });
+    for (const hook of hooks) await endpoints.create({ url: hook.url }, CLI_ACTOR);
     dispatcher();
     dispatcher();
     const names = Array.from({ length: 12 }, (_, i) => `Pet ${i}`);
@@ -342,16 +346,16 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
           server.close(() => resolve());
         }),
     );
-    await endpoints.add({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` });
+    await endpoints.create({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` }, CLI_ACTOR);
     const { count } = dispatcher({ limits: { ...LIMITS, attemptTimeoutMs: 10_000 } });
     await createPet(t);
     await until(async () => (await count('petstore_webhook_deliveries_total', { outcome: 'success' })) === 1, 3_000);
-    expect((await endpoints.list())[0].failuresInRow).toBe(0);
+    expect((await stored())[0].failuresInRow).toBe(0);
   });
 
   test('when every endpoint is caught up, then the dispatcher only reads: nothing written, so the embedded file is not saved', async () => {
     const hook = await receiver();
-    await endpoints.add({ url: hook.url });
+    await endpoints.create({ url: hook.url }, CLI_ACTOR);
     dispatcher();
     await createPet(t);
     await until(() => hook.received.length === 1);
@@ -373,7 +377,7 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
       expect(statement.isRecording()).toBe(false);
       statement.end();
       const hook = await receiver((n) => ({ status: n === 0 ? 503 : 200 }));
-      const { id } = await endpoints.add({ url: hook.url });
+      const { id } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
       dispatcher();
       await createPet(t);
       await until(() => exporter.getFinishedSpans().length === 2);
@@ -401,7 +405,7 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
   test('when a dispatcher closes during an attempt, then it cuts it, counts nothing, gives the lease up, and another sends the event at once with the same webhook-id', async () => {
     let hang = true;
     const hook = await receiver(() => (hang ? 'hang' : { status: 200 }));
-    await endpoints.add({ url: hook.url });
+    await endpoints.create({ url: hook.url }, CLI_ACTOR);
     const first = dispatcher({ limits: { ...LIMITS, attemptTimeoutMs: 10_000, leaseSeconds: 10 } });
     await createPet(t);
     await until(() => hook.received.length === 1);
@@ -421,8 +425,8 @@ describe('webhook deliveries (real receivers on 127.0.0.1, the app on the test d
   test('when one endpoint hangs, then another is served all the same', async () => {
     const stuck = await receiver(() => 'hang');
     const fine = await receiver();
-    await endpoints.add({ url: stuck.url });
-    await endpoints.add({ url: fine.url });
+    await endpoints.create({ url: stuck.url }, CLI_ACTOR);
+    await endpoints.create({ url: fine.url }, CLI_ACTOR);
     dispatcher({ schedule: [0, 60], limits: { ...LIMITS, attemptTimeoutMs: 10_000 } });
     await createPet(t);
     await createPet(t);
@@ -451,7 +455,10 @@ describe('webhook deliveries before the migrations (DATABASE_MIGRATE_ON_START=fa
       expect(infos.filter((line) => line.includes('waiting for the migrations'))).toHaveLength(1);
 
       await database.writer.runMigrations({ transaction: 'each' });
-      const { id } = await new WebhookEndpointService(database, OPEN).add({ url: 'http://127.0.0.1:9/hook' });
+      const { id } = await new WebhookEndpointService(database, OPEN, new AuditTrail(database, pino({ level: 'silent' }))).create(
+        { url: 'http://127.0.0.1:9/hook' },
+        CLI_ACTOR,
+      );
       // A feed position no event matches: the dispatcher, claiming now, moves the endpoint's cursor over it.
       await database.writer.query("UPDATE pet_feed SET head = head + 1 WHERE name = 'pets'");
       const repository = new WebhookEndpointRepository(database);

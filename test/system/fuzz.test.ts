@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { ERROR_CATALOGUE } from '../../src/errors/error-catalogue';
 import { countPets, graphql, request, startTestApp, type TestApp } from '../helpers/test-app';
+import { WebhookEndpointRepository } from '../../src/webhooks/webhook-endpoint.repository';
 
 /**
  * Property-based tests: generated bad and boundary inputs for every REST and GraphQL operation.
@@ -140,6 +141,57 @@ describe('GraphQL under generated input', () => {
         const query = 'query($limit: Int, $status: PetStatus, $id: ID!) { pets(limit: $limit, status: $status) { id } pet(id: $id) { id } }';
         expectGraphqlCatalogued(await graphql(t, query, { limit, status, id }));
       }),
+    );
+  });
+});
+
+describe('the webhook endpoint operations under generated input', () => {
+  let admin: string;
+  const countEndpoints = async () => (await new WebhookEndpointRepository(t.database).list()).length;
+  // IP literals and no host names: no property waits on DNS.
+  const urlLike = fc.oneof(
+    edgy,
+    fc.constantFrom(
+      'https://1.1.1.1/hooks',
+      'http://1.1.1.1/hooks',
+      'https://127.0.0.1/x',
+      'https://[::ffff:10.0.0.1]/',
+      'https://u:p@1.1.1.1/',
+      `https://1.1.1.1/${'x'.repeat(2100)}`,
+    ),
+  );
+  const endpointLike = fc.record({ url: urlLike, status: edgy, description: edgy, enabled: edgy, secret: edgy }, { requiredKeys: [] });
+  beforeAll(async () => {
+    admin = (await t.apiKeys.create({ name: 'fuzz hooks', scopes: ['webhooks:admin'] })).key;
+  });
+
+  test('when POST /v1/admin/webhook-endpoints gets any JSON, then 201 or a catalogued 4xx that stores nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(endpointLike, fc.jsonValue({ maxDepth: 3 })), async (body) => {
+        const before = await countEndpoints();
+        const result = await request(t, 'POST', '/v1/admin/webhook-endpoints', {
+          apiKey: admin,
+          body: JSON.stringify(body),
+          headers: { 'content-type': 'application/json' },
+        });
+        expectCatalogued(result);
+        expect(await countEndpoints()).toBe(before + (result.status === 201 ? 1 : 0));
+      }),
+      { numRuns: Math.ceil(RUNS / 4) },
+    );
+  });
+
+  test('when PATCH /v1/admin/webhook-endpoints/{id} gets any JSON, then 200 or a catalogued 4xx, and a 4xx changes nothing', async () => {
+    const created = await request(t, 'POST', '/v1/admin/webhook-endpoints', { apiKey: admin, body: { url: 'https://1.1.1.1/patched' } });
+    const path = `/v1/admin/webhook-endpoints/${created.body.id}`;
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(endpointLike, fc.jsonValue({ maxDepth: 3 })), async (body) => {
+        const before = (await request(t, 'GET', path, { apiKey: admin })).body;
+        const result = await request(t, 'PATCH', path, { apiKey: admin, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+        expectCatalogued(result);
+        if (result.status >= 400) expect((await request(t, 'GET', path, { apiKey: admin })).body).toEqual(before);
+      }),
+      { numRuns: Math.ceil(RUNS / 4) },
     );
   });
 });

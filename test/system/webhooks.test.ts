@@ -4,7 +4,10 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { apiKeyFor, built, freePort, runNode, startNode, waitForHttp, waitForOutput } from '../helpers/processes';
+import { AuditEvent } from '../../src/audit/audit-event.entity';
+import type { DatabaseConfig } from '../../src/database/database-config';
 import { openDatabase } from '../../src/database/open-database';
+import { AuditTrail, CLI_ACTOR } from '../../src/audit/audit-trail';
 import { WEBHOOK_LIMITS } from '../../src/limits';
 import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.service';
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
@@ -35,16 +38,17 @@ async function until(check: () => boolean, ms: number): Promise<void> {
 describe('webhook CLI (`npm run webhook -- …`)', () => {
   let cwd: string;
   let env: Record<string, string>;
+  let database: DatabaseConfig;
   let drop: () => Promise<void> = async () => undefined;
   const cli = (args: string[], extra: Record<string, string> = {}) => runNode(built('src/cli/webhook.cli.js'), args, { cwd, env: { ...env, ...extra } });
   const listed = async () => JSON.parse((await cli(['list', '--json'])).stdout) as Array<Record<string, unknown>>;
 
   beforeAll(async () => {
-    ({ cwd, env, drop } = await createProcessDatabase('webhook-cli-'));
+    ({ cwd, env, database, drop } = await createProcessDatabase('webhook-cli-'));
   });
   afterAll(() => drop());
 
-  test('when an endpoint is added, listed, rotated, enabled and removed, then each step says so and the secret is shown only by add and rotate', async () => {
+  test('when an endpoint is added, listed, rotated, updated, disabled, enabled and removed, then each step says so, the secret is shown only by add and rotate, and each change is in the audit trail with channel cli', async () => {
     const added = await cli(['add', 'http://127.0.0.1:9/hook', '--status', 'sold', '--description', 'inventory'], OPEN);
     expect(added).toMatchObject({ code: 0, stderr: expect.stringMatching(/^endpoint \d+ receives the events created from now on\n$/) });
     expect(added.stdout).toMatch(/^whsec_[A-Za-z0-9+/]{43}=\n$/);
@@ -58,11 +62,15 @@ describe('webhook CLI (`npm run webhook -- …`)', () => {
       url: 'http://127.0.0.1:9/hook',
       status: 'sold',
       description: 'inventory',
+      createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      enabled: true,
       state: 'enabled',
       disabledReason: null,
       cursor: 0,
+      lag: 0,
       lastSuccessAt: null,
       lastFailureAt: null,
+      consecutiveFailures: 0,
       failuresInRow: 0,
       nextAttemptAt: null,
     });
@@ -76,10 +84,45 @@ describe('webhook CLI (`npm run webhook -- …`)', () => {
     expect(rotated.stdout.trim()).not.toBe(secret);
     expect(rotated.stderr).toMatch(new RegExp(`^the previous secret of endpoint ${id} signs too until \\d{4}-`));
 
+    expect(await cli(['update', id, '--no-status', '--description', 'renamed'])).toMatchObject({ code: 0, stderr: `updated endpoint ${id}\n` });
+    expect(await listed()).toEqual([expect.objectContaining({ url: 'http://127.0.0.1:9/hook', status: null, description: 'renamed' })]);
+    expect(await cli(['update', id, '--url', 'https://127.0.0.1/hook'])).toMatchObject({
+      code: 2,
+      stderr: 'webhook: 127.0.0.1, a loopback address: refused (WEBHOOK_ALLOW_PRIVATE_TARGETS=1 allows it, for development)\n',
+    });
+    expect(await listed()).toEqual([expect.objectContaining({ url: 'http://127.0.0.1:9/hook', status: null, description: 'renamed' })]);
+    expect(await cli(['disable', id])).toMatchObject({ code: 0, stderr: `disabled endpoint ${id}\n` });
+    expect(await listed()).toEqual([expect.objectContaining({ enabled: false, state: 'disabled', disabledReason: 'disabled by an operator' })]);
     expect(await cli(['enable', id])).toMatchObject({ code: 0, stderr: `enabled endpoint ${id}\n` });
+    expect(await listed()).toEqual([expect.objectContaining({ enabled: true, state: 'enabled', disabledReason: null })]);
     expect(await cli(['remove', id])).toMatchObject({ code: 0, stderr: `removed endpoint ${id}\n` });
     expect(await listed()).toEqual([]);
-    expect(await cli(['remove', id])).toMatchObject({ code: 1, stderr: `webhook: no endpoint has id ${id}\n` });
+    expect(await cli(['remove', id])).toMatchObject({ code: 1, stderr: `webhook: No webhook endpoint has id ${id}.\n` });
+
+    // Each change, and the refused remove, is in the audit trail as the CLI's; no secret is.
+    const opened = await openDatabase(database);
+    try {
+      const events: AuditEvent[] = await opened.writer.getRepository(AuditEvent).find({ where: { targetId: id }, order: { id: 'ASC' } });
+      expect(
+        events.map(({ channel, actorKeyId, requestId, address, action, outcome }) => ({ channel, actorKeyId, requestId, address, action, outcome })),
+      ).toEqual(
+        [
+          ['webhook_endpoint.create', 'success'],
+          ['webhook_endpoint.rotate_secret', 'success'],
+          ['webhook_endpoint.update', 'success'],
+          ['webhook_endpoint.update', 'BAD_USER_INPUT'],
+          ['webhook_endpoint.update', 'success'],
+          ['webhook_endpoint.update', 'success'],
+          ['webhook_endpoint.delete', 'success'],
+          ['webhook_endpoint.delete', 'NOT_FOUND'],
+        ].map(([action, outcome]) => ({ channel: 'cli', actorKeyId: null, requestId: null, address: null, action, outcome })),
+      );
+      const everything = JSON.stringify(await opened.writer.getRepository(AuditEvent).find());
+      expect(everything).not.toContain(secret.slice('whsec_'.length));
+      expect(everything).not.toContain(rotated.stdout.trim().slice('whsec_'.length));
+    } finally {
+      await opened.close();
+    }
   });
 
   const refusals: [string, string[], Record<string, string>, string | RegExp][] = [
@@ -118,23 +161,30 @@ describe('webhook CLI (`npm run webhook -- …`)', () => {
       'an unknown status',
       ['add', 'https://hooks.example/x', '--status', 'lost'],
       OPEN,
-      'webhook: "lost" is not a pet status: one of available, pending, sold\n',
+      'webhook: Invalid input: status must be one of: available, pending, sold.\n',
     ],
     [
       'a description too long',
       ['add', 'http://127.0.0.1/x', '--description', 'x'.repeat(201)],
       OPEN,
-      'webhook: a description may have at most 200 characters\n',
+      'webhook: Invalid input: description must be at most 200 characters (Unicode code points).\n',
     ],
   ];
 
-  test.each(refusals)('when add gets %s, then it exits 2 with one line, and nothing is stored', async (_case, args, extra, message) => {
+  test.each(refusals)('when add gets %s, then it exits 2 with one line, nothing is stored, and the refusal is audited', async (_case, args, extra, message) => {
     const result = await cli(args, extra);
     expect(result).toMatchObject({ code: 2, stdout: '' });
     if (typeof message === 'string') expect(result.stderr).toBe(message);
     else expect(result.stderr).toMatch(message);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
     expect(await listed()).toEqual([]);
+    const opened = await openDatabase(database);
+    try {
+      const [last] = await opened.writer.getRepository(AuditEvent).find({ order: { id: 'DESC' }, take: 1 });
+      expect(last).toMatchObject({ channel: 'cli', action: 'webhook_endpoint.create', targetId: null, outcome: 'BAD_USER_INPUT' });
+    } finally {
+      await opened.close();
+    }
   });
 
   test('when a command gets a bad id or duration, then it exits 2 with the usage', async () => {
@@ -324,7 +374,10 @@ describeOnMysql('webhooks through a database stall (a TCP proxy between the disp
       limits: { ...WEBHOOK_LIMITS, claimEveryMs: 100, leaseSeconds: 3 },
     });
     try {
-      await new WebhookEndpointService(t.database, { allowHttp: true, allowPrivateTargets: true }).add({ url: hook.url });
+      await new WebhookEndpointService(t.database, { allowHttp: true, allowPrivateTargets: true }, new AuditTrail(t.database, t.app.log)).create(
+        { url: hook.url },
+        CLI_ACTOR,
+      );
       dispatcher.start();
       const names = () => hook.received.map((delivery) => (JSON.parse(delivery.body) as { pet: { name: string } }).pet.name);
       for (const name of ['Pet 0', 'Pet 1']) await createPet(t, { name });
