@@ -2,9 +2,10 @@ import type { EntityManager } from 'typeorm';
 import type { Logger } from 'pino';
 import type { Database } from '../database/database';
 import { withinDeadline } from '../database/database-deadline';
-import { toAppError } from '../errors/error-catalogue';
+import { AppError, toAppError } from '../errors/error-catalogue';
 import { type AdminPage } from '../validation/admin-page.inputs';
 import { decodeIdCursor, encodeIdCursor } from '../validation/opaque-cursor';
+import { parsePositiveInteger } from '../validation/positive-integer';
 import { validateInput } from '../validation/validate-input';
 import { AUDIT_EVENTS_LIST, ListAuditEventsArgs } from './audit-event.inputs';
 import { type AuditChannel, AuditEvent } from './audit-event.entity';
@@ -87,6 +88,26 @@ export class AuditTrail {
       await withinDeadline(this.database, (manager) => manager.getRepository(AuditEvent).insert(this.row(actor, action, targetId, outcome)));
     } catch (failure) {
       this.log.warn({ err: failure, action, targetId, outcome }, 'audit: a refused administration action could not be recorded');
+    }
+  }
+
+  /**
+   * Runs the administration action `work`, and records its refusal: a 4xx AppError, or a rule's RangeError, which is
+   * thrown on as 400 BAD_USER_INPUT with its one-line message. A failure of the service (503…) is no refusal: nothing is
+   * recorded, and it is thrown on as it is. The one wrapper of every administration operation, API and CLI alike.
+   * @param target - the id of what is acted on, as sent: recorded when it is a positive integer, else null.
+   * @returns what `work` returns.
+   */
+  async refusing<T>(actor: AuditActor, action: AuditAction, target: unknown, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      const refusal = error instanceof RangeError ? new AppError('BAD_USER_INPUT', error.message) : error;
+      if (refusal instanceof AppError && refusal.status < 500) {
+        const id = typeof target === 'number' ? target : typeof target === 'string' ? parsePositiveInteger(target) : undefined;
+        await this.refused(actor, action, id ?? null, refusal);
+      }
+      throw refusal;
     }
   }
 

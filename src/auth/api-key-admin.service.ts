@@ -82,7 +82,7 @@ export class ApiKeyAdministration {
    *   kind's default scopes included); DatabaseDeadlineError (503).
    */
   create(by: KeyAdministrator, body: unknown): Promise<CreatedApiKey> {
-    return this.audited(by, 'api_key.create', null, async () => {
+    return this.audit.refusing(by.actor, 'api_key.create', null, async () => {
       const input = await validateInput(NewApiKeyInput, body);
       this.mayGrant(by, scopesFor(input.kind ?? 'secret', input.scopes));
       const { apiKey, key } = await this.apiKeys.create(
@@ -131,7 +131,7 @@ export class ApiKeyAdministration {
    *   does not (a roll would hand it over); DatabaseDeadlineError (503).
    */
   roll(by: KeyAdministrator, id: string, body: unknown): Promise<RolledApiKey> {
-    return this.audited(by, 'api_key.roll', id, async () => {
+    return this.audit.refusing(by.actor, 'api_key.roll', id, async () => {
       const keyId = await this.keyId(id);
       const { overlap } = await validateInput(RollApiKeyInput, body ?? {});
       const current = await this.apiKeys.find(keyId);
@@ -150,7 +150,7 @@ export class ApiKeyAdministration {
    * @throws AppError BAD_USER_INPUT for a bad id; NOT_FOUND when no active key has it; DatabaseDeadlineError (503).
    */
   revoke(by: KeyAdministrator, id: string): Promise<ApiKeyView> {
-    return this.audited(by, 'api_key.revoke', id, async () => {
+    return this.audit.refusing(by.actor, 'api_key.revoke', id, async () => {
       const keyId = await this.keyId(id);
       if (!(await this.apiKeys.revoke(keyId, this.recorder(by, 'api_key.revoke')))) throw noActiveKey(keyId);
       const key = await this.apiKeys.find(keyId);
@@ -176,21 +176,5 @@ export class ApiKeyAdministration {
 
   private recorder(by: KeyAdministrator, action: AuditAction): KeyChangeRecorder {
     return (manager, id) => this.audit.record(manager, by.actor, action, id);
-  }
-
-  /**
-   * Runs `work`; a refusal (a rule's RangeError becomes BAD_USER_INPUT with its message; any 4xx AppError) is recorded
-   * in the audit trail, then thrown. Failures of the service (503…) are not refusals and are not recorded.
-   */
-  private async audited<T>(by: KeyAdministrator, action: AuditAction, id: string | null, work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      const refusal = error instanceof RangeError ? new AppError('BAD_USER_INPUT', error.message) : error;
-      if (refusal instanceof AppError && refusal.status < 500) {
-        await this.audit.refused(by.actor, action, id === null ? null : (parsePositiveInteger(id) ?? null), refusal);
-      }
-      throw refusal;
-    }
   }
 }

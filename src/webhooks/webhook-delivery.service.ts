@@ -1,4 +1,4 @@
-import type { AuditActor, AuditAction, AuditTrail } from '../audit/audit-trail';
+import type { AuditActor, AuditTrail } from '../audit/audit-trail';
 import type { Database } from '../database/database';
 import { withinDeadline } from '../database/database-deadline';
 import { AppError } from '../errors/error-catalogue';
@@ -138,7 +138,7 @@ export class WebhookDeliveryService {
    *   head; DatabaseDeadlineError (503).
    */
   async redeliver(actor: AuditActor, path: unknown, body: unknown): Promise<WebhookRedeliveryView> {
-    return this.audited(actor, 'webhook_endpoint.redeliver', path, async () => {
+    return this.audit.refusing(actor, 'webhook_endpoint.redeliver', (path as { id?: unknown } | null)?.id, async () => {
       const endpointId = await this.existingEndpoint(path);
       const { eventId } = await validateInput(RedeliveryInput, body);
       const eventSeq = await this.pastEvent(eventId);
@@ -162,7 +162,7 @@ export class WebhookDeliveryService {
    *   feed's head; DatabaseDeadlineError (503).
    */
   async recover(actor: AuditActor, path: unknown, body: unknown): Promise<WebhookRecoveryView> {
-    return this.audited(actor, 'webhook_endpoint.recover', path, async () => {
+    return this.audit.refusing(actor, 'webhook_endpoint.recover', (path as { id?: unknown } | null)?.id, async () => {
       const endpointId = await this.existingEndpoint(path);
       const { since, after } = await validateInput(RecoveryInput, body);
       const afterSeq = after === undefined ? 0 : await this.pastEvent(after);
@@ -203,16 +203,5 @@ export class WebhookDeliveryService {
     const seq = decodeEventCursor(eventId)!;
     if (seq > (await this.feed.head())) throw new AppError('NOT_FOUND', `No event has id ${eventId} yet: it is past the feed's head.`);
     return seq;
-  }
-
-  /** Runs `work`; records its refusal as `action` on the endpoint of `path` (its id as sent), then throws it again. */
-  private async audited<T>(actor: AuditActor, action: AuditAction, path: unknown, work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      const sent = (path as { id?: unknown } | null)?.id;
-      await this.audit.refused(actor, action, typeof sent === 'string' ? sent.slice(0, 64) : null, error);
-      throw error;
-    }
   }
 }

@@ -1,9 +1,8 @@
-import type { AuditActor, AuditAction, AuditTrail } from '../audit/audit-trail';
+import type { AuditActor, AuditTrail } from '../audit/audit-trail';
 import type { Database } from '../database/database';
 import { AppError } from '../errors/error-catalogue';
 import { type AdminPage } from '../validation/admin-page.inputs';
 import { decodeIdCursor, encodeIdCursor } from '../validation/opaque-cursor';
-import { parsePositiveInteger } from '../validation/positive-integer';
 import { validateInput } from '../validation/validate-input';
 import type { WebhookSecret } from './webhook-endpoint.entity';
 import {
@@ -56,7 +55,7 @@ export class WebhookEndpointService {
    * @throws AppError BAD_USER_INPUT: a violated rule, a URL whose form or target is refused, a host that does not resolve.
    */
   async create(input: unknown, actor: AuditActor): Promise<CreatedWebhookEndpoint> {
-    return this.audited(actor, 'webhook_endpoint.create', null, async () => {
+    return this.audit.refusing(actor, 'webhook_endpoint.create', null, async () => {
       const { url, status, description } = await validateInput(NewWebhookEndpointInput, input);
       const target = await this.checkedUrl(url);
       const secret = newWebhookSecret();
@@ -101,7 +100,7 @@ export class WebhookEndpointService {
    * @throws AppError BAD_USER_INPUT (nothing is changed); NOT_FOUND.
    */
   async update(id: unknown, patch: unknown, actor: AuditActor): Promise<WebhookEndpointView> {
-    return this.audited(actor, 'webhook_endpoint.update', id, async () => {
+    return this.audit.refusing(actor, 'webhook_endpoint.update', id, async () => {
       const known = await this.idOf(id);
       const { url, status, description, enabled } = await validateInput(WebhookEndpointUpdateInput, patch);
       const change: WebhookEndpointChange = { status, description, enabled, ...(url !== undefined && { url: await this.checkedUrl(url) }) };
@@ -118,7 +117,7 @@ export class WebhookEndpointService {
    * @throws AppError BAD_USER_INPUT; NOT_FOUND.
    */
   async rotateSecret(id: unknown, input: unknown, actor: AuditActor, now = new Date()): Promise<RotatedWebhookSecret> {
-    return this.audited(actor, 'webhook_endpoint.rotate_secret', id, async () => {
+    return this.audit.refusing(actor, 'webhook_endpoint.rotate_secret', id, async () => {
       const known = await this.idOf(id);
       const { overlap } = await validateInput(RotateWebhookSecretInput, input ?? {});
       const until = new Date(now.getTime() + overlap * 1000);
@@ -145,22 +144,10 @@ export class WebhookEndpointService {
    * @throws AppError BAD_USER_INPUT for a bad id; NOT_FOUND.
    */
   async delete(id: unknown, actor: AuditActor): Promise<void> {
-    await this.audited(actor, 'webhook_endpoint.delete', id, async () => {
+    await this.audit.refusing(actor, 'webhook_endpoint.delete', id, async () => {
       const known = await this.idOf(id);
       if (!(await this.endpoints.remove(known, (manager) => this.audit.record(manager, actor, 'webhook_endpoint.delete', known)))) throw notFound(known);
     });
-  }
-
-  /** Runs `change`; when it throws, records the refusal of `action` on `target` (AuditTrail.refused) and throws it on. */
-  private async audited<T>(actor: AuditActor, action: AuditAction, target: unknown, change: () => Promise<T>): Promise<T> {
-    try {
-      return await change();
-    } catch (error) {
-      // Only an id is recorded: a bad one, whatever its length, is not.
-      const id = typeof target === 'number' ? target : typeof target === 'string' ? parsePositiveInteger(target) : undefined;
-      await this.audit.refused(actor, action, id ?? null, error);
-      throw error;
-    }
   }
 
   /** `id` as a number, by WebhookEndpointIdArgs' rule. @throws AppError BAD_USER_INPUT. */
