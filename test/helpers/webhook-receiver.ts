@@ -1,5 +1,26 @@
 import { type IncomingHttpHeaders, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WEBHOOK_LIMITS, type WebhookLimits } from '../../src/limits';
+import type { WebhookTargetRules } from '../../src/webhooks/webhook-target.policy';
+
+/** A dispatcher's limits for tests: claims every 50 ms, 2 s leases, an attempt given up after 0.5 s. */
+export const FAST_WEBHOOK_LIMITS: WebhookLimits = Object.freeze({ ...WEBHOOK_LIMITS, claimEveryMs: 50, leaseSeconds: 2, attemptTimeoutMs: 500 });
+
+/** Target rules that let a test deliver to its own receiver on 127.0.0.1 over http. */
+export const OPEN_TARGETS: WebhookTargetRules = Object.freeze({ allowHttp: true, allowPrivateTargets: true });
+
+/** Retries 50 ms apart: five of them. */
+export const FAST_RETRIES: readonly number[] = Object.freeze([0, 0.05, 0.05, 0.05, 0.05, 0.05]);
+
+/** Resolves once `check` holds, polling every 20 ms; rejects after `ms`. */
+export async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const giveUpAt = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > giveUpAt) throw new Error('timed out');
+    await sleep(20);
+  }
+}
 
 /** One request a receiver got. */
 export interface ReceivedDelivery {

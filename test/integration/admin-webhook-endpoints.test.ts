@@ -8,7 +8,7 @@ import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.serv
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
 import { type TestApp, createPet, request, startTestApp } from '../helpers/test-app';
 import { createTestDatabase, testOnMysql } from '../helpers/test-database';
-import { startReceiver } from '../helpers/webhook-receiver';
+import { FAST_WEBHOOK_LIMITS, OPEN_TARGETS, startReceiver, until } from '../helpers/webhook-receiver';
 
 /**
  * `/v1/admin/webhook-endpoints` (docs/admin.md "Webhook endpoints"), over real HTTP on the test database. The app allows
@@ -18,18 +18,9 @@ import { startReceiver } from '../helpers/webhook-receiver';
 
 /** A public address as an IP literal: passes the target rules without DNS; nothing is sent to it (no dispatcher delivers here). */
 const PUBLIC_URL = 'https://1.1.1.1/hooks/pets';
-const OPEN = { allowHttp: true, allowPrivateTargets: true };
-const LIMITS = { ...WEBHOOK_LIMITS, claimEveryMs: 50, leaseSeconds: 2, attemptTimeoutMs: 500 };
+const OPEN = OPEN_TARGETS;
+const LIMITS = FAST_WEBHOOK_LIMITS;
 const BASE = '/v1/admin/webhook-endpoints';
-
-/** Resolves once `check` holds, polling every 20 ms; rejects after `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const giveUpAt = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > giveUpAt) throw new Error('timed out');
-    await sleep(20);
-  }
-}
 
 describe('webhook endpoints over the administration API', () => {
   let t: TestApp;

@@ -2,7 +2,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { AuditTrail, CLI_ACTOR } from '../../src/audit/audit-trail';
 import { withinDeadline } from '../../src/database/database-deadline';
-import { WEBHOOK_LIMITS } from '../../src/limits';
 import { encodeEventCursor } from '../../src/pets/pet-cursor';
 import { encodeIdCursor } from '../../src/validation/opaque-cursor';
 import { WebhookAttemptRepository } from '../../src/webhooks/webhook-attempt.repository';
@@ -11,20 +10,11 @@ import { type RecoveryState, WebhookRecovery } from '../../src/webhooks/webhook-
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
 import { countStatements } from '../helpers/statement-counter';
 import { type TestApp, createPet, request, settleFeed, startTestApp } from '../helpers/test-app';
-import { type Answer, type ReceivedDelivery, startReceiver } from '../helpers/webhook-receiver';
+import { type Answer, FAST_RETRIES, FAST_WEBHOOK_LIMITS, OPEN_TARGETS, type ReceivedDelivery, startReceiver, until } from '../helpers/webhook-receiver';
 
-/** Resolves once `check` holds, polling every 20 ms; rejects after `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const giveUpAt = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > giveUpAt) throw new Error('timed out');
-    await sleep(20);
-  }
-}
-
-const LIMITS = { ...WEBHOOK_LIMITS, claimEveryMs: 50, leaseSeconds: 2, attemptTimeoutMs: 500 };
-const OPEN = { allowHttp: true, allowPrivateTargets: true };
-const SCHEDULE = [0, 0.05, 0.05, 0.05, 0.05, 0.05];
+const LIMITS = FAST_WEBHOOK_LIMITS;
+const OPEN = OPEN_TARGETS;
+const SCHEDULE = [...FAST_RETRIES];
 /** A retry an hour away: the feed's stream stays on its failed event for the whole test. */
 const STUCK = [0, 3600];
 const silent = { warn: () => undefined, info: () => undefined };

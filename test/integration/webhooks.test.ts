@@ -8,7 +8,6 @@ import { Registry } from 'prom-client';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request as undiciRequest } from 'undici';
 import { AuditTrail, CLI_ACTOR } from '../../src/audit/audit-trail';
-import { WEBHOOK_LIMITS } from '../../src/limits';
 import { RequestStatementsSampler, samplerOf } from '../../src/observability/tracing-sdk';
 import { WebhookEndpointRepository } from '../../src/webhooks/webhook-endpoint.repository';
 import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.service';
@@ -21,20 +20,11 @@ import { PetFeedRepository } from '../../src/events/pet-feed.repository';
 import { countStatements } from '../helpers/statement-counter';
 import { createTestDatabase } from '../helpers/test-database';
 import { type TestApp, createPet, request, startTestApp } from '../helpers/test-app';
-import { type ReceivedDelivery, startReceiver } from '../helpers/webhook-receiver';
+import { FAST_RETRIES, FAST_WEBHOOK_LIMITS, OPEN_TARGETS, type ReceivedDelivery, startReceiver, until } from '../helpers/webhook-receiver';
 
-/** Resolves once `check` holds, polling every 20 ms; rejects after `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const giveUpAt = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > giveUpAt) throw new Error('timed out');
-    await sleep(20);
-  }
-}
-
-const LIMITS = { ...WEBHOOK_LIMITS, claimEveryMs: 50, leaseSeconds: 2, attemptTimeoutMs: 500 };
-const OPEN = { allowHttp: true, allowPrivateTargets: true };
-const SCHEDULE = [0, 0.05, 0.05, 0.05, 0.05, 0.05];
+const LIMITS = FAST_WEBHOOK_LIMITS;
+const OPEN = OPEN_TARGETS;
+const SCHEDULE = [...FAST_RETRIES];
 
 /** Verifies `delivery` with `secret` by the standardwebhooks library; returns the parsed event. */
 function verified(secret: string, delivery: ReceivedDelivery): unknown {
