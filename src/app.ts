@@ -40,6 +40,7 @@ import { ServiceState } from './observability/service-state';
 import { tracingWanted } from './observability/tracing';
 import { PetRepository } from './pets/pet.repository';
 import { PetService } from './pets/pet.service';
+import { auditedGuard } from './rest/admin-routes';
 import { auditEventController } from './rest/audit-event.controller';
 import { apiKeyController } from './rest/api-key.controller';
 import { ApiKeyAdministration } from './auth/api-key-admin.service';
@@ -245,13 +246,14 @@ export async function buildApp({
   await app.register(credentialsController, { prefix: SURFACE_PATHS.rest, apiKeys, chargeAddress: requests.addressHook });
   // The administration API (docs/admin.md): the same guard, each operation its `…:admin` scope; never granted by CORS.
   const audit = new AuditTrail(database, app.log);
-  await app.register(auditEventController, { prefix: SURFACE_PATHS.admin, audit, guard: requests.operationHook });
-  await app.register(apiKeyController, { prefix: SURFACE_PATHS.admin, keys: new ApiKeyAdministration(apiKeys, audit), guard: requests.operationHook });
+  const adminGuard = auditedGuard(requests.operationHook, audit);
+  await app.register(auditEventController, { prefix: SURFACE_PATHS.admin, audit, guard: adminGuard });
+  await app.register(apiKeyController, { prefix: SURFACE_PATHS.admin, keys: new ApiKeyAdministration(apiKeys, audit), guard: adminGuard });
   const deliveries = new WebhookDeliveryService(database, audit);
-  await app.register(webhookDeliveryController, { prefix: SURFACE_PATHS.admin, deliveries, guard: requests.operationHook });
+  await app.register(webhookDeliveryController, { prefix: SURFACE_PATHS.admin, deliveries, guard: adminGuard });
   purgeWebhookAttempts(app, new WebhookAttemptRepository(database));
   const webhookEndpoints = new WebhookEndpointService(database, config.webhooks, audit);
-  await app.register(webhookEndpointController, { prefix: SURFACE_PATHS.admin, webhookEndpoints, guard: requests.operationHook });
+  await app.register(webhookEndpointController, { prefix: SURFACE_PATHS.admin, webhookEndpoints, guard: adminGuard });
   await app.register(graphqlPlugin, {
     petService,
     guard: requests,

@@ -78,16 +78,18 @@ export class AuditTrail {
   }
 
   /**
-   * Records that `action` by `actor` on `targetId` was refused with `error`: its catalogue code (NOT_FOUND…), and
+   * Records that `action` by `actor` on `target` was refused with `error`: its catalogue code (NOT_FOUND…), and
    * BAD_USER_INPUT for a RangeError (a rule's one-line refusal, as the CLIs print it). A failure to record is logged at
    * warn, never thrown over the refusal.
+   * @param target - the id of what was acted on, as sent: recorded when it is a positive integer, else null.
    */
-  async refused(actor: AuditActor, action: AuditAction, targetId: string | number | null, error: unknown): Promise<void> {
+  async refused(actor: AuditActor, action: AuditAction, target: unknown, error: unknown): Promise<void> {
     const outcome = error instanceof RangeError ? 'BAD_USER_INPUT' : toAppError(error).appError.code;
+    const id = typeof target === 'number' ? target : typeof target === 'string' ? parsePositiveInteger(target) : undefined;
     try {
-      await withinDeadline(this.database, (manager) => manager.getRepository(AuditEvent).insert(this.row(actor, action, targetId, outcome)));
+      await withinDeadline(this.database, (manager) => manager.getRepository(AuditEvent).insert(this.row(actor, action, id ?? null, outcome)));
     } catch (failure) {
-      this.log.warn({ err: failure, action, targetId, outcome }, 'audit: a refused administration action could not be recorded');
+      this.log.warn({ err: failure, action, targetId: id, outcome }, 'audit: a refused administration action could not be recorded');
     }
   }
 
@@ -103,10 +105,7 @@ export class AuditTrail {
       return await work();
     } catch (error) {
       const refusal = error instanceof RangeError ? new AppError('BAD_USER_INPUT', error.message) : error;
-      if (refusal instanceof AppError && refusal.status < 500) {
-        const id = typeof target === 'number' ? target : typeof target === 'string' ? parsePositiveInteger(target) : undefined;
-        await this.refused(actor, action, id ?? null, refusal);
-      }
+      if (refusal instanceof AppError && refusal.status < 500) await this.refused(actor, action, target, refusal);
       throw refusal;
     }
   }

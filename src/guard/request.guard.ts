@@ -105,7 +105,12 @@ export function callerOf(request: FastifyRequest): Caller {
   return caller;
 }
 
-/** Who asks, for the audit trail (docs/admin.md "Audit trail"): the guarded request's key, its id and its address. */
+/**
+ * Who asks, for the audit trail (docs/admin.md "Audit trail"): the key the guard found (admitted, or refused a scope),
+ * the request's id and its address. Throws on a request whose key the guard has not found (a wiring mistake).
+ */
 export function auditActorOf(request: FastifyRequest): AuditActor {
-  return { channel: 'api', keyId: callerOf(request).apiKeyId, requestId: request.id, address: request.ip };
+  const keyId = contextOf(request)?.guard?.apiKeyId;
+  if (keyId === undefined) throw new Error(`${request.method} ${request.routeOptions.url} has no key found by the guard`);
+  return { channel: 'api', keyId, requestId: request.id, address: request.ip };
 }

@@ -1,5 +1,8 @@
-import type { FastifyReply } from 'fastify';
-import type { ErrorCode } from '../errors/error-catalogue';
+import type { FastifyReply, onRequestAsyncHookHandler } from 'fastify';
+import type { AuditAction, AuditTrail } from '../audit/audit-trail';
+import { AppError, type ErrorCode } from '../errors/error-catalogue';
+import { auditActorOf } from '../guard/request.guard';
+import { contextOf } from '../http/request-context';
 import type { AdminPage } from '../validation/admin-page.inputs';
 import { HEADERS, errorResponses } from './openapi.schemas';
 
@@ -35,4 +38,38 @@ export function sendAdminPage<T>(reply: FastifyReply, path: string, page: AdminP
     reply.header('Link', `<${path}?${query.toString()}>; rel="next"`);
   }
   return page.items;
+}
+
+/** The administration operations that change something, and the audit action each is recorded as (docs/admin.md "Audit trail"). */
+export const AUDITED_OPERATIONS: Readonly<Record<string, AuditAction>> = Object.freeze({
+  createApiKey: 'api_key.create',
+  rollApiKey: 'api_key.roll',
+  revokeApiKey: 'api_key.revoke',
+  createWebhookEndpoint: 'webhook_endpoint.create',
+  updateWebhookEndpoint: 'webhook_endpoint.update',
+  rotateWebhookEndpointSecret: 'webhook_endpoint.rotate_secret',
+  deleteWebhookEndpoint: 'webhook_endpoint.delete',
+  createWebhookRedelivery: 'webhook_endpoint.redeliver',
+  createWebhookRecovery: 'webhook_endpoint.recover',
+});
+
+/**
+ * The administration API's onRequest guard: `guard` (key, rate limit, the operation's scope), and, when it refuses a
+ * key it found (403: the scope is missing, or the origin), that refusal in the audit trail for the operations that
+ * change something ({@link AUDITED_OPERATIONS}), as the operations record their own refusals. A request without a
+ * valid key (401) is nobody's: it is not recorded.
+ */
+export function auditedGuard(guard: onRequestAsyncHookHandler, audit: AuditTrail): onRequestAsyncHookHandler {
+  return async function guardAdministration(request, reply) {
+    try {
+      await guard.call(this, request, reply);
+    } catch (error) {
+      const action = AUDITED_OPERATIONS[request.routeOptions.schema?.operationId ?? ''];
+      const found = contextOf(request)?.guard?.apiKeyId !== undefined;
+      if (action !== undefined && found && error instanceof AppError && error.code === 'FORBIDDEN') {
+        await audit.refused(auditActorOf(request), action, (request.params as { id?: string }).id, error);
+      }
+      throw error;
+    }
+  };
 }

@@ -27,6 +27,27 @@ describe('the administration API', () => {
     expect((await request(t, 'GET', '/v1/admin/audit-events', { apiKey: null })).status).toBe(401);
   });
 
+  test('when a key lacks the scope of a change, then its 403 is in the audit trail with the key and the target; a read refused, or a request without a key, is not', async () => {
+    const { key, apiKey } = await t.apiKeys.create({ name: 'hooks only', scopes: ['webhooks:admin'] });
+    const newest = async () => (await request(t, 'GET', '/v1/admin/audit-events?limit=1', { apiKey: admin })).body[0];
+    const before = await newest();
+    expect((await request(t, 'POST', '/v1/admin/api-keys/12/roll', { apiKey: key, body: {} })).status).toBe(403);
+    const recorded = await newest();
+    expect(recorded).toMatchObject({
+      channel: 'api',
+      actorKeyId: apiKey.id,
+      action: 'api_key.roll',
+      targetType: 'api_key',
+      targetId: '12',
+      address: '127.0.0.1',
+      outcome: 'FORBIDDEN',
+    });
+    expect(recorded.id).toBeGreaterThan(before?.id ?? 0);
+    expect((await request(t, 'GET', '/v1/admin/api-keys', { apiKey: key })).status).toBe(403);
+    expect((await request(t, 'POST', '/v1/admin/api-keys', { apiKey: null, body: { name: 'x' } })).status).toBe(401);
+    expect((await newest()).id).toBe(recorded.id);
+  });
+
   test('when a publishable key asks for an administration scope, then it is refused: only secret keys hold them, and none by default', async () => {
     await expect(t.apiKeys.create({ name: 'web', kind: 'publishable', scopes: ['keys:admin'] })).rejects.toThrow(
       'a publishable key cannot hold keys:admin: it may hold pets:read',

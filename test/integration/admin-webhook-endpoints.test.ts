@@ -64,14 +64,15 @@ describe('webhook endpoints over the administration API', () => {
     closing.push(() => worker.close());
   }
 
-  test('when a key without webhooks:admin calls any operation, then 403 insufficient_scope names webhooks:admin, and nothing is stored', async () => {
+  test('when a key without webhooks:admin calls any operation, then 403 insufficient_scope names webhooks:admin, nothing is stored, and each refused change is audited', async () => {
+    // An id no endpoint of this file gets, so its refusals stay apart from the endpoints' own events.
     const operations: [string, string, unknown?][] = [
       ['POST', BASE, { url: PUBLIC_URL }],
       ['GET', BASE],
-      ['GET', `${BASE}/1`],
-      ['PATCH', `${BASE}/1`, { enabled: false }],
-      ['POST', `${BASE}/1/rotate-secret`, {}],
-      ['DELETE', `${BASE}/1`],
+      ['GET', `${BASE}/9999`],
+      ['PATCH', `${BASE}/9999`, { enabled: false }],
+      ['POST', `${BASE}/9999/rotate-secret`, {}],
+      ['DELETE', `${BASE}/9999`],
     ];
     for (const key of [t.apiKey, auditor]) {
       for (const [method, path, body] of operations) {
@@ -82,6 +83,10 @@ describe('webhook endpoints over the administration API', () => {
     }
     expect((await request(t, 'GET', BASE, { apiKey: null })).status).toBe(401);
     expect(await stored()).toEqual([]);
+    const refusedChanges = (await auditedFor('9999')).map(({ action, outcome }) => `${action} ${outcome}`);
+    expect(refusedChanges).toEqual(
+      [t.apiKey, auditor].flatMap(() => ['webhook_endpoint.update FORBIDDEN', 'webhook_endpoint.rotate_secret FORBIDDEN', 'webhook_endpoint.delete FORBIDDEN']),
+    );
   });
 
   test('when an endpoint is created, then 201 with Location, its view and its secret, which no later answer and no audit event holds', async () => {

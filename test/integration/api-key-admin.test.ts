@@ -56,9 +56,10 @@ describe('the administration of API keys', () => {
       expect(refused.body).toMatchObject({ code: 'FORBIDDEN', status: 403 });
       expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="pet-store", error="insufficient_scope", scope="keys:admin"');
       expect((await request(t, method, path, { apiKey: null, body })).status).toBe(401);
-      // The guard refused it before the operation: nothing done, nothing to record.
+      // The guard refused it before the operation: nothing done; a refused change is in the audit trail, a refused read is not.
       expect(await keyCount()).toBe(before);
-      expect(await eventsOf(refused.requestId)).toEqual([]);
+      const recorded = (await eventsOf(refused.requestId)).map(({ action, outcome }) => ({ action, outcome }));
+      expect(recorded).toEqual(method === 'GET' ? [] : [{ action: expect.stringMatching(/^api_key\./), outcome: 'FORBIDDEN' }]);
     });
   });
 
