@@ -9,6 +9,7 @@ import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.serv
 import { type RecoveryState, WebhookRecovery } from '../../src/webhooks/webhook-recovery.entity';
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
 import { countStatements } from '../helpers/statement-counter';
+import { createTestDatabase, testOnMysql } from '../helpers/test-database';
 import { type TestApp, createPet, request, settleFeed, startTestApp } from '../helpers/test-app';
 import { type Answer, FAST_RETRIES, FAST_WEBHOOK_LIMITS, OPEN_TARGETS, type ReceivedDelivery, startReceiver, until } from '../helpers/webhook-receiver';
 
@@ -396,5 +397,39 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
       expect((await attempts.purge({ now: new Date(now), maxAgeMs: 60_000, maxPerEndpoint: 3 })).recoveries).toBe(2);
       expect((await rows.find({ where: { endpointId: id } })).map((row) => row.state).sort()).toEqual(['done', 'running']);
     });
+  });
+});
+
+describe('webhook deliveries seen by two instances on one database', () => {
+  // MySQL only: two apps need a shared database.
+  testOnMysql('when one instance delivers and another is asked, then both read the same attempts, recovery and audit trail', async () => {
+    const { database, drop } = await createTestDatabase();
+    const first = await startTestApp({ database });
+    const second = await startTestApp({ database });
+    const hook = await startReceiver(() => ({ status: 500, body: 'down' }));
+    const worker = new WebhookDispatcher({ database: first.database, rules: OPEN, retrySchedule: STUCK, log: silent, limits: LIMITS });
+    try {
+      const admin = (await first.apiKeys.create({ name: 'ops', scopes: ['webhooks:admin', 'keys:admin'] })).key;
+      const endpoints = new WebhookEndpointService(first.database, OPEN, new AuditTrail(first.database, first.app.log));
+      const { id } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
+      worker.start();
+      await createPet(first, { name: 'Shared' });
+      const read = async (app: TestApp, path: string) => (await request(app, 'GET', path, { apiKey: admin })).body;
+      const attempts = `/v1/admin/webhook-endpoints/${id}/attempts`;
+      await until(async () => (await read(second, attempts)).length === 1);
+      expect(await read(first, attempts)).toEqual(await read(second, attempts));
+      const [event] = (await request(first, 'GET', '/v1/events')).body as { id: string }[];
+      const asked = await request(second, 'POST', `/v1/admin/webhook-endpoints/${id}/recoveries`, { apiKey: admin, body: { after: event.id } });
+      expect(asked.status).toBe(202);
+      const location = asked.headers.get('location')!;
+      expect(await read(first, location)).toEqual(await read(second, location));
+      expect(await read(first, '/v1/admin/audit-events')).toEqual(await read(second, '/v1/admin/audit-events'));
+    } finally {
+      await worker.close();
+      await hook.close();
+      await first.close();
+      await second.close();
+      await drop();
+    }
   });
 });
