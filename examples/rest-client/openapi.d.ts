@@ -199,7 +199,7 @@ export interface paths {
         };
         /**
          * An endpoint's delivery attempts, newest first
-         * @description Every POST of an event to the endpoint: by the feed's own stream, a redelivery or a recovery; when, how long, the status or why there was none, and the first KiB of the answer. `eventId` keeps one event's. Kept 30 days, 1,000 per endpoint. Needs `webhooks:admin`.
+         * @description Every POST of an event to the endpoint: by the feed's own stream, a redelivery or a recovery; when, how long, the status or why there was none, and the first 1024 bytes of the answer. `eventId` keeps one event's. Kept 30 days, 1,000 per endpoint. Needs `webhooks:admin`.
          */
         get: operations["listWebhookAttempts"];
         put?: never;

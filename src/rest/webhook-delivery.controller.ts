@@ -12,6 +12,7 @@ import {
   operationSecurity,
 } from './openapi.schemas';
 import { queryInput } from './query-input';
+import { WEBHOOK_LIMITS } from '../limits';
 
 export interface WebhookDeliveryControllerOptions {
   deliveries: WebhookDeliveryService;
@@ -42,7 +43,8 @@ export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryContro
           summary: "An endpoint's delivery attempts, newest first",
           description:
             "Every POST of an event to the endpoint: by the feed's own stream, a redelivery or a recovery; when, how long, the status or " +
-            "why there was none, and the first KiB of the answer. `eventId` keeps one event's. Kept 30 days, 1,000 per endpoint. Needs `webhooks:admin`.",
+            `why there was none, and the first ${WEBHOOK_LIMITS.attemptBodyBytes} bytes of the answer. \`eventId\` keeps one event's. ` +
+            `Kept ${WEBHOOK_LIMITS.attemptRetentionMs / 86_400_000} days, ${WEBHOOK_LIMITS.attemptsPerEndpoint.toLocaleString('en-US')} per endpoint. Needs \`webhooks:admin\`.`,
           tags: [ADMIN_TAG],
           params: WEBHOOK_ENDPOINT_PATH,
           querystring: LIST_WEBHOOK_ATTEMPTS_QUERY,

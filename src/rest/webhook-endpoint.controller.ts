@@ -11,6 +11,7 @@ import {
   operationSecurity,
 } from './openapi.schemas';
 import { queryInput } from './query-input';
+import { WEBHOOK_LIMITS } from '../limits';
 
 export interface WebhookEndpointControllerOptions {
   webhookEndpoints: WebhookEndpointService;
@@ -133,7 +134,7 @@ export const webhookEndpointController: FastifyPluginAsync<WebhookEndpointContro
           summary: 'Give a webhook endpoint a new signing secret; the old ones keep signing during the overlap',
           description:
             'The new secret signs every delivery from now on and is shown this once; the secrets the endpoint had sign too until `previousSecretsUntil` ' +
-            '(the overlap, 24 h by default, `{}`), so receivers switch without a gap.',
+            `(the overlap, ${WEBHOOK_LIMITS.defaultRotateOverlapMs / 3_600_000} h by default, \`{}\`), so receivers switch without a gap.`,
           tags: [ADMIN_TAG],
           params: WEBHOOK_ENDPOINT_ID_PARAMS,
           body: { $ref: 'WebhookSecretRotation#' },
