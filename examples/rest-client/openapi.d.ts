@@ -3184,7 +3184,8 @@ export interface operations {
             };
             header?: never;
             path: {
-                id: string;
+                /** @description Identifier of the webhook endpoint. */
+                id: number;
             };
             cookie?: never;
         };
@@ -3366,7 +3367,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                id: string;
+                /** @description Identifier of the webhook endpoint. */
+                id: number;
             };
             cookie?: never;
         };
@@ -3555,7 +3557,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                id: string;
+                /** @description Identifier of the webhook endpoint. */
+                id: number;
             };
             cookie?: never;
         };
@@ -3755,8 +3758,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                id: string;
-                recoveryId: string;
+                id: number;
+                recoveryId: number;
             };
             cookie?: never;
         };

@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import type { Database } from '../database/database';
 import { withinDeadline } from '../database/database-deadline';
 import { AppError, toAppError } from '../errors/error-catalogue';
-import { type AdminPage } from '../validation/admin-page.inputs';
-import { decodeIdCursor, encodeIdCursor } from '../validation/opaque-cursor';
+import { type AdminPage, adminPage } from '../validation/admin-page.inputs';
+import { decodeIdCursor } from '../validation/opaque-cursor';
 import { parsePositiveInteger } from '../validation/positive-integer';
 import { validateInput } from '../validation/validate-input';
 import { AUDIT_EVENTS_LIST, ListAuditEventsArgs } from './audit-event.inputs';
@@ -127,8 +127,7 @@ export class AuditTrail {
       if (before !== undefined) select.where('event.id < :before', { before });
       return select.getMany();
     });
-    const items = rows.slice(0, limit).map(viewOf);
-    return { items, limit, ...(rows.length > limit && { nextCursor: encodeIdCursor(AUDIT_EVENTS_LIST, items[limit - 1].id) }) };
+    return adminPage(AUDIT_EVENTS_LIST, rows.map(viewOf), limit);
   }
 
   private row(actor: AuditActor, action: AuditAction, targetId: string | number | null, outcome: string) {

@@ -1,17 +1,15 @@
-import { ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsString, Length, Max, Min, ValidateBy, ValidateIf } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsString, Length, Max, Min, ValidateIf } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { KEY_KINDS, type KeyKind, SCOPES } from './api-key-policy';
 import { AdminPageCursor, AdminPageSize } from '../validation/admin-page.inputs';
-import { parsePositiveInteger } from '../validation/positive-integer';
-import { ADMIN_LIMITS, API_KEY_LIMITS, PET_LIMITS } from '../limits';
+import { IsIdentifier, REQUIRED } from '../validation/property-rules';
+import { ADMIN_LIMITS, API_KEY_LIMITS } from '../limits';
 
 /** The list of API keys (opaque-cursor.ts encodeIdCursor). */
 export const API_KEYS_LIST = 'api-keys';
 
 /** The longest lifetime or overlap, in seconds: the CLI's longest duration (999999d), so every Date it makes is valid. */
 export const MAX_DURATION_SECONDS = 999_999 * 86_400;
-
-const REQUIRED = { message: '$property is required' };
 
 /** Absent is allowed; null is not (it would reach the service as a value): `IsOptional` would let null through. */
 const unlessAbsent = () => ValidateIf((_object, value) => value !== undefined);
@@ -90,13 +88,6 @@ export class ListApiKeysArgs {
 /** Path of `/v1/admin/api-keys/{id}…`: a key's id, as the URL holds it. */
 export class ApiKeyIdArgs {
   @IsDefined(REQUIRED)
-  @ValidateBy({
-    name: 'isKeyId',
-    validator: {
-      validate: (value: unknown) => typeof value === 'string' && parsePositiveInteger(value) !== undefined,
-      defaultMessage: () => `$property must be a positive integer no larger than ${PET_LIMITS.maxInt64}`,
-    },
-  })
-  @JSONSchema({ type: 'integer', format: 'int64', minimum: 1, maximum: PET_LIMITS.maxInt64, description: 'The key id.' })
+  @IsIdentifier()
   id!: string;
 }

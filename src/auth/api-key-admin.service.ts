@@ -1,8 +1,8 @@
 import type { AuditAction, AuditActor, AuditTrail } from '../audit/audit-trail';
 import { CLI_ACTOR } from '../audit/audit-trail';
 import { AppError } from '../errors/error-catalogue';
-import type { AdminPage } from '../validation/admin-page.inputs';
-import { decodeIdCursor, encodeIdCursor } from '../validation/opaque-cursor';
+import { type AdminPage, adminPage } from '../validation/admin-page.inputs';
+import { decodeIdCursor } from '../validation/opaque-cursor';
 import { parsePositiveInteger } from '../validation/positive-integer';
 import { validateInput } from '../validation/validate-input';
 import { API_KEYS_LIST, ApiKeyIdArgs, ListApiKeysArgs, NewApiKeyInput, RollApiKeyInput } from './api-key-admin.inputs';
@@ -109,8 +109,7 @@ export class ApiKeyAdministration {
     const { limit, after } = await validateInput(ListApiKeysArgs, query);
     const afterId = after === undefined ? 0 : decodeIdCursor(API_KEYS_LIST, after)!;
     const rows = await this.apiKeys.page(afterId, limit + 1);
-    const items = rows.slice(0, limit).map(apiKeyView);
-    return { items, limit, ...(rows.length > limit && { nextCursor: encodeIdCursor(API_KEYS_LIST, items[limit - 1].id) }) };
+    return adminPage(API_KEYS_LIST, rows.map(apiKeyView), limit);
   }
 
   /**

@@ -1,55 +1,14 @@
-import { IsDefined, IsEnum, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy, type ValidationArguments, buildMessage } from 'class-validator';
+import { IsDefined, IsEnum, IsInt, IsOptional, IsString, Matches, Max, Min, ValidateBy, type ValidationArguments } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
 import { PetStatus } from './pet-status.enum';
-import { parsePositiveInteger } from '../validation/positive-integer';
 import { cursorKind, decodePetCursor } from './pet-cursor';
 import { isUnsafeInteger } from '../validation/json-number';
 import { SafeInt } from './safe-int.type';
+import { IsIdentifier, MaxCodePoints, REQUIRED, stacked } from '../validation/property-rules';
 import { PET_LIMITS } from '../limits';
 
-const REQUIRED = { message: '$property is required' };
 const STATUS_MESSAGE = { message: `$property must be one of: ${Object.values(PetStatus).join(', ')}` };
-
-/** An identifier in OpenAPI (spec "Pet.id"): int64 kept within the safe range. */
-export const IDENTIFIER_SCHEMA = Object.freeze({ type: 'integer', format: 'int64', minimum: 1, maximum: PET_LIMITS.maxInt64 });
-
-/** A decimal string naming a positive identifier up to 2^53-1 (no sign, no leading zero). */
-export function IsIdentifier(): PropertyDecorator {
-  const rule = ValidateBy({
-    name: 'isIdentifier',
-    validator: {
-      validate: (value: unknown) => typeof value === 'string' && parsePositiveInteger(value) !== undefined,
-      defaultMessage: buildMessage((each) => `${each}$property must be a positive integer no larger than ${PET_LIMITS.maxInt64}`),
-    },
-  });
-  const schema = JSONSchema({ ...IDENTIFIER_SCHEMA });
-  return (target, property) => {
-    rule(target, property);
-    schema(target, property as string);
-  };
-}
-
-/**
- * At most `max` code points, the unit of utf8mb4 `VARCHAR(max)` and of JSON Schema's `maxLength`; class-validator's
- * `@MaxLength` skips variation selectors, so names it passes can overflow the column (docs/decisions.md). `schema`: more
- * of the property's JSON Schema (class-validator-jsonschema keeps one JSONSchema decorator per property).
- */
-export function MaxCodePoints(max: number, schema: Record<string, unknown> = {}): PropertyDecorator {
-  const rule = ValidateBy({
-    name: 'maxCodePoints',
-    constraints: [max],
-    validator: {
-      validate: (value: unknown) => typeof value === 'string' && [...value].length <= max,
-      defaultMessage: buildMessage((each) => `${each}$property must be at most $constraint1 characters (Unicode code points)`),
-    },
-  });
-  const described = JSONSchema({ ...schema, maxLength: max });
-  return (target, property) => {
-    rule(target, property);
-    described(target, property as string);
-  };
-}
 
 /** A cursor this service wrote (docs/pagination.md), for the same `status` as the input it is in. */
 function IsPetCursor(): PropertyDecorator {
@@ -115,11 +74,6 @@ export class NewPetInput {
   @Field(() => PetStatus, { description: 'Availability; `available` when omitted.' })
   @IsEnum(PetStatus, STATUS_MESSAGE)
   status: PetStatus = PetStatus.available;
-}
-
-/** Applies decorators as a stack written in this order would be (TypeScript applies the bottom one first). */
-function stacked(...decorators: PropertyDecorator[]): PropertyDecorator {
-  return (target, property) => [...decorators].reverse().forEach((decorate) => decorate(target, property));
 }
 
 /** The page size of listPets, `limit` or `first` (spec "Limits"). */

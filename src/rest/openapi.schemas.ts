@@ -10,9 +10,10 @@ import { PET_CREATED_EVENT } from '../events/pet-event.service';
 import { formatEventFrame, formatRetryFrame } from '../following/sse.transport';
 import { encodeEventCursor } from '../pets/pet-cursor';
 import { PetStatus } from '../pets/pet-status.enum';
-import { IDENTIFIER_SCHEMA, ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
+import { ListPetsArgs, NewPetInput, PetIdArgs } from '../pets/pet.inputs';
+import { IDENTIFIER_SCHEMA } from '../validation/property-rules';
 import { PET_FEED_LIMITS, PET_LIMITS, WEBHOOK_LIMITS } from '../limits';
-import { ListWebhookAttemptsArgs, RecoveryInput, RedeliveryInput, WebhookEndpointPathArgs, WebhookRecoveryPathArgs } from '../webhooks/webhook-delivery.inputs';
+import { ListWebhookAttemptsArgs, RecoveryInput, RedeliveryInput, WebhookRecoveryPathArgs } from '../webhooks/webhook-delivery.inputs';
 import { ListWebhookEndpointsArgs, NewWebhookEndpointInput, RotateWebhookSecretInput, WebhookEndpointUpdateInput } from '../webhooks/webhook-endpoint.inputs';
 import { OPERATOR_DISABLED } from '../webhooks/webhook-endpoint.entity';
 
@@ -549,8 +550,7 @@ export const LIST_EVENTS_QUERY = inputSchema(ListEventsArgs);
 export const LIST_AUDIT_EVENTS_QUERY = inputSchema(ListAuditEventsArgs);
 /** Query of listWebhookAttempts. */
 export const LIST_WEBHOOK_ATTEMPTS_QUERY = inputSchema(ListWebhookAttemptsArgs);
-/** Path of the operations on one endpoint's deliveries, and of getWebhookRecovery. */
-export const WEBHOOK_ENDPOINT_PATH = inputSchema(WebhookEndpointPathArgs);
+/** Path of getWebhookRecovery. */
 export const WEBHOOK_RECOVERY_PATH = inputSchema(WebhookRecoveryPathArgs);
 
 export const LIST_API_KEYS_QUERY = inputSchema(ListApiKeysArgs);

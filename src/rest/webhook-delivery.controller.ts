@@ -6,7 +6,7 @@ import { ADMIN_HEADERS, ADMIN_PAGE_HEADERS, ADMIN_TAG, adminErrorResponses, send
 import {
   LIST_WEBHOOK_ATTEMPTS_QUERY,
   WEBHOOK_DELIVERY_EXAMPLES,
-  WEBHOOK_ENDPOINT_PATH,
+  WEBHOOK_ENDPOINT_ID_PARAMS,
   WEBHOOK_RECOVERY_PATH,
   jsonResponse,
   operationSecurity,
@@ -46,7 +46,7 @@ export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryContro
             `why there was none, and the first ${WEBHOOK_LIMITS.attemptBodyBytes} bytes of the answer. \`eventId\` keeps one event's. ` +
             `Kept ${WEBHOOK_LIMITS.attemptRetentionMs / 86_400_000} days, ${WEBHOOK_LIMITS.attemptsPerEndpoint.toLocaleString('en-US')} per endpoint. Needs \`webhooks:admin\`.`,
           tags: [ADMIN_TAG],
-          params: WEBHOOK_ENDPOINT_PATH,
+          params: WEBHOOK_ENDPOINT_ID_PARAMS,
           querystring: LIST_WEBHOOK_ATTEMPTS_QUERY,
           response: {
             200: jsonResponse(
@@ -77,7 +77,7 @@ export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryContro
             "delivering to the endpoint (after a restart too). Its outcome is an attempt with trigger `redelivery`; the endpoint's cursor does not move. " +
             'Needs `webhooks:admin`.',
           tags: [ADMIN_TAG],
-          params: WEBHOOK_ENDPOINT_PATH,
+          params: WEBHOOK_ENDPOINT_ID_PARAMS,
           body: { $ref: 'NewWebhookRedelivery#' },
           response: {
             202: jsonResponse('Queued.', 'WebhookRedelivery#', { example: WEBHOOK_DELIVERY_EXAMPLES.redelivery }, ADMIN_HEADERS),
@@ -99,7 +99,7 @@ export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryContro
             'resent once each, in feed order, by the instance delivering to the endpoint; it resumes after a restart. `Location` is its progress. ' +
             'Needs `webhooks:admin`.',
           tags: [ADMIN_TAG],
-          params: WEBHOOK_ENDPOINT_PATH,
+          params: WEBHOOK_ENDPOINT_ID_PARAMS,
           body: { $ref: 'NewWebhookRecovery#' },
           response: {
             202: jsonResponse(

@@ -1,18 +1,7 @@
 import { IsInt, IsOptional, IsString, Max, Min, ValidateBy } from 'class-validator';
-import { JSONSchema } from 'class-validator-jsonschema';
-import { decodeIdCursor } from './opaque-cursor';
+import { decodeIdCursor, encodeIdCursor } from './opaque-cursor';
+import { jsonSchema, stacked } from './property-rules';
 import { ADMIN_LIMITS, PET_LIMITS } from '../limits';
-
-/** class-validator-jsonschema's decorator, typed as a property decorator. */
-const schema =
-  (keywords: Parameters<typeof JSONSchema>[0]): PropertyDecorator =>
-  (target, property) =>
-    JSONSchema(keywords)(target, property as string);
-
-/** Applies decorators as a stack written in this order would be (TypeScript applies the bottom one first). */
-function stacked(...decorators: PropertyDecorator[]): PropertyDecorator {
-  return (target, property) => [...decorators].reverse().forEach((decorate) => decorate(target, property));
-}
 
 /** `limit` of an administration list (docs/admin.md "Paging"): ADMIN_LIMITS' bounds; the class gives the default. */
 export const AdminPageSize = () =>
@@ -20,7 +9,7 @@ export const AdminPageSize = () =>
     IsInt(),
     Min(ADMIN_LIMITS.listMin),
     Max(ADMIN_LIMITS.listMax),
-    schema({ description: `Items per page (${ADMIN_LIMITS.listMin} to ${ADMIN_LIMITS.listMax}).` }),
+    jsonSchema({ description: `Items per page (${ADMIN_LIMITS.listMin} to ${ADMIN_LIMITS.listMax}).` }),
   );
 
 /** `after` of the administration list `list`: a cursor of that list (opaque-cursor.ts encodeIdCursor), as a previous page's `Link` gave it. */
@@ -35,7 +24,7 @@ export const AdminPageCursor = (list: string) =>
         defaultMessage: () => `$property must be a cursor from a previous page of ${list}, unchanged`,
       },
     }),
-    schema({
+    jsonSchema({
       type: 'string',
       pattern: '^[A-Za-z0-9_-]+$',
       maxLength: PET_LIMITS.cursorMaxLength,
@@ -49,4 +38,13 @@ export interface AdminPage<T> {
   limit: number;
   /** Absent on the last page. */
   nextCursor?: string;
+}
+
+/**
+ * The page of administration list `list` from `rows`, read with one row more than `limit` (keyset paging: the extra row
+ * says a next page exists): the first `limit`, and the cursor after the last of them when more follow.
+ */
+export function adminPage<T extends { id: number }>(list: string, rows: readonly T[], limit: number): AdminPage<T> {
+  const items = rows.slice(0, limit);
+  return { items, limit, ...(rows.length > limit && { nextCursor: encodeIdCursor(list, items[limit - 1].id) }) };
 }

@@ -2,32 +2,11 @@ import { IsDefined, IsOptional, IsRFC3339, IsString, ValidateBy, ValidateIf } fr
 import { JSONSchema } from 'class-validator-jsonschema';
 import { decodeEventCursor } from '../pets/pet-cursor';
 import { AdminPageCursor, AdminPageSize } from '../validation/admin-page.inputs';
-import { parsePositiveInteger } from '../validation/positive-integer';
+import { IsIdentifier, REQUIRED } from '../validation/property-rules';
 import { ADMIN_LIMITS } from '../limits';
 
 /** The list of an endpoint's delivery attempts (opaque-cursor.ts encodeIdCursor). */
 export const WEBHOOK_ATTEMPTS_LIST = 'webhook-attempts';
-
-/** The largest endpoint or recovery id: the `INT` of `webhook_endpoint.id`. */
-const MAX_ID = 2 ** 31 - 1;
-
-const REQUIRED = { message: '$property is required' };
-
-/** An id in a path (`/webhook-endpoints/{id}`): a positive decimal integer up to {@link MAX_ID}. */
-function IsPathId(): PropertyDecorator {
-  const rule = ValidateBy({
-    name: 'isPathId',
-    validator: {
-      validate: (value: unknown) => typeof value === 'string' && (parsePositiveInteger(value) ?? MAX_ID + 1) <= MAX_ID,
-      defaultMessage: () => `$property must be a positive integer no larger than ${MAX_ID}`,
-    },
-  });
-  const schema = JSONSchema({ type: 'string', pattern: '^[1-9][0-9]*$', maxLength: String(MAX_ID).length });
-  return (target, property) => {
-    rule(target, property);
-    schema(target, property as string);
-  };
-}
 
 /** A feed event's id (its cursor, the `webhook-id` of its deliveries; docs/events.md "Cursors"). */
 function IsEventId(): PropertyDecorator {
@@ -49,21 +28,14 @@ function IsEventId(): PropertyDecorator {
   };
 }
 
-/** Path of the operations on one endpoint's deliveries: `/webhook-endpoints/{id}/…`. */
-export class WebhookEndpointPathArgs {
-  @IsDefined(REQUIRED)
-  @IsPathId()
-  id!: string;
-}
-
 /** Path of getWebhookRecovery: `/webhook-endpoints/{id}/recoveries/{recoveryId}`. */
 export class WebhookRecoveryPathArgs {
   @IsDefined(REQUIRED)
-  @IsPathId()
+  @IsIdentifier()
   id!: string;
 
   @IsDefined(REQUIRED)
-  @IsPathId()
+  @IsIdentifier()
   recoveryId!: string;
 }
 

@@ -4,19 +4,13 @@ import { withinDeadline } from '../database/database-deadline';
 import { AppError } from '../errors/error-catalogue';
 import { PetFeedRepository } from '../events/pet-feed.repository';
 import { decodeEventCursor, encodeEventCursor } from '../pets/pet-cursor';
-import type { AdminPage } from '../validation/admin-page.inputs';
-import { decodeIdCursor, encodeIdCursor } from '../validation/opaque-cursor';
+import { type AdminPage, adminPage } from '../validation/admin-page.inputs';
+import { decodeIdCursor } from '../validation/opaque-cursor';
 import { validateInput } from '../validation/validate-input';
 import type { AttemptTrigger, WebhookAttempt } from './webhook-attempt.entity';
 import { WebhookAttemptRepository } from './webhook-attempt.repository';
-import {
-  ListWebhookAttemptsArgs,
-  RecoveryInput,
-  RedeliveryInput,
-  WEBHOOK_ATTEMPTS_LIST,
-  WebhookEndpointPathArgs,
-  WebhookRecoveryPathArgs,
-} from './webhook-delivery.inputs';
+import { ListWebhookAttemptsArgs, RecoveryInput, RedeliveryInput, WEBHOOK_ATTEMPTS_LIST, WebhookRecoveryPathArgs } from './webhook-delivery.inputs';
+import { WebhookEndpointIdArgs } from './webhook-endpoint.inputs';
 import { WebhookEndpointRepository } from './webhook-endpoint.repository';
 import type { RecoveryState, WebhookRecovery } from './webhook-recovery.entity';
 import { WebhookResendRepository } from './webhook-resend.repository';
@@ -127,8 +121,7 @@ export class WebhookDeliveryService {
     const before = after === undefined ? undefined : decodeIdCursor(WEBHOOK_ATTEMPTS_LIST, after);
     const eventSeq = eventId === undefined ? undefined : decodeEventCursor(eventId);
     const rows = await this.attempts.list(endpointId, { limit: limit + 1, before, eventSeq });
-    const items = rows.slice(0, limit).map(attemptView);
-    return { items, limit, ...(rows.length > limit && { nextCursor: encodeIdCursor(WEBHOOK_ATTEMPTS_LIST, items[limit - 1].id) }) };
+    return adminPage(WEBHOOK_ATTEMPTS_LIST, rows.map(attemptView), limit);
   }
 
   /**
@@ -193,7 +186,7 @@ export class WebhookDeliveryService {
 
   /** The id of the endpoint `path.id` names. @throws AppError BAD_USER_INPUT, NOT_FOUND. */
   private async existingEndpoint(path: unknown): Promise<number> {
-    const { id } = await validateInput(WebhookEndpointPathArgs, path);
+    const { id } = await validateInput(WebhookEndpointIdArgs, path);
     if (!(await this.endpoints.get(Number(id)))) throw new AppError('NOT_FOUND', `No webhook endpoint has id ${id}.`);
     return Number(id);
   }

@@ -1,6 +1,6 @@
 import { IsBoolean, IsDefined, IsEnum, IsInt, IsOptional, IsString, Max, Min, ValidateIf } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-import { IsIdentifier, MaxCodePoints } from '../pets/pet.inputs';
+import { IsIdentifier, MaxCodePoints, REQUIRED } from '../validation/property-rules';
 import { PetStatus } from '../pets/pet-status.enum';
 import { AdminPageCursor, AdminPageSize } from '../validation/admin-page.inputs';
 import { ADMIN_LIMITS, WEBHOOK_LIMITS } from '../limits';
@@ -8,7 +8,6 @@ import { ADMIN_LIMITS, WEBHOOK_LIMITS } from '../limits';
 /** The list of webhook endpoints (opaque-cursor.ts encodeIdCursor). */
 export const WEBHOOK_ENDPOINTS_LIST = 'webhook-endpoints';
 
-const REQUIRED = { message: '$property is required' };
 const STATUSES = Object.values(PetStatus);
 const STATUS_MESSAGE = { message: `$property must be one of: ${STATUSES.join(', ')}` };
 const URL_DESCRIPTION =

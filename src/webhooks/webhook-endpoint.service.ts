@@ -1,8 +1,8 @@
 import type { AuditActor, AuditTrail } from '../audit/audit-trail';
 import type { Database } from '../database/database';
 import { AppError } from '../errors/error-catalogue';
-import { type AdminPage } from '../validation/admin-page.inputs';
-import { decodeIdCursor, encodeIdCursor } from '../validation/opaque-cursor';
+import { type AdminPage, adminPage } from '../validation/admin-page.inputs';
+import { decodeIdCursor } from '../validation/opaque-cursor';
 import { validateInput } from '../validation/validate-input';
 import type { WebhookSecret } from './webhook-endpoint.entity';
 import {
@@ -75,8 +75,11 @@ export class WebhookEndpointService {
     const { limit, after } = await validateInput(ListWebhookEndpointsArgs, query);
     const afterId = after === undefined ? undefined : decodeIdCursor(WEBHOOK_ENDPOINTS_LIST, after);
     const { endpoints, head } = await this.endpoints.page(afterId, limit + 1);
-    const items = endpoints.slice(0, limit).map((endpoint) => webhookEndpointView(endpoint, head));
-    return { items, limit, ...(endpoints.length > limit && { nextCursor: encodeIdCursor(WEBHOOK_ENDPOINTS_LIST, items[limit - 1].id) }) };
+    return adminPage(
+      WEBHOOK_ENDPOINTS_LIST,
+      endpoints.map((endpoint) => webhookEndpointView(endpoint, head)),
+      limit,
+    );
   }
 
   /**
