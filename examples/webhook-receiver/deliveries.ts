@@ -18,7 +18,7 @@ const { apiUrl, apiKey } = settings();
 const endpointId = process.env.ENDPOINT_ID ?? '';
 if (!/^[1-9][0-9]*$/.test(endpointId)) throw new Error('set ENDPOINT_ID to the id `npm run webhook -- list` shows');
 const client = createClient<paths>({ baseUrl: `${apiUrl}/v1`, headers: { authorization: `Bearer ${apiKey}` } });
-const path = { id: endpointId };
+const path = { id: Number(endpointId) };
 
 function describe(attempt: WebhookAttempt): string {
   const outcome = attempt.statusCode === null ? attempt.error : `HTTP ${attempt.statusCode}`;
