@@ -78,7 +78,8 @@ testOnMysql(
       const headers = { authorization: `Bearer ${((await made.json()) as { key: string }).key}`, 'content-type': 'application/json' };
       const created = await fetch(`${base}/v1/pets`, { method: 'POST', headers, body: JSON.stringify({ name: 'Kube', categoryId: 1 }) });
       expect(created.status).toBe(201);
-      expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
+      const scrape = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+      expect([scrape.status, await scrape.text()]).toEqual([200, expect.stringContaining('http_server_request_duration_seconds')]);
 
       const sigterm = Date.now();
       server.child.kill('SIGTERM');

@@ -23,13 +23,13 @@ interface Outcome {
 
 /** The built server on `database`, answering on a free port. */
 async function startServer(cwd: string, database: DatabaseConfig, drainSeconds: number, graceSeconds = GRACE_SECONDS) {
-  const port = await freePort();
+  const [port, metricsPort] = [await freePort(), await freePort()];
   const server = startNode(built('src/main.js'), {
     cwd,
     env: {
       NODE_ENV: database.type === 'mysql' ? 'production' : 'development',
       PORT: String(port),
-      METRICS_PORT: String(await freePort()),
+      METRICS_PORT: String(metricsPort),
       SHUTDOWN_DRAIN_SECONDS: String(drainSeconds),
       SHUTDOWN_GRACE_SECONDS: String(graceSeconds),
       RATE_LIMIT_MAX: '1000000',
@@ -43,7 +43,7 @@ async function startServer(cwd: string, database: DatabaseConfig, drainSeconds: 
     server.child.kill('SIGKILL');
     throw new Error(`server did not start: ${String(error)}\n${server.output.stderr}`, { cause: error });
   }
-  return { server, port, base };
+  return { server, port, metricsPort, base };
 }
 
 /**
@@ -290,6 +290,31 @@ describe('graceful shutdown', () => {
       expect(await server.exited).toBe(1);
       expect(await cut).toBe('ECONNRESET');
     } finally {
+      server.child.kill('SIGKILL');
+      await setup.drop();
+    }
+  });
+
+  test('when a scrape is still arriving on the metrics port at SIGTERM, then it is cut with the metrics listener and the process exits 0 within the grace period', async () => {
+    const setup = await createProcessDatabase('shutdown-');
+    const graceSeconds = 1;
+    const { server, metricsPort } = await startServer(setup.cwd, setup.database, 0, graceSeconds);
+    const scrape = connect(metricsPort, '127.0.0.1');
+    try {
+      await new Promise((resolve) => scrape.once('connect', resolve));
+      // Its headers never end: Node would keep the connection open until its headersTimeout (60 s).
+      scrape.write('GET /metrics HTTP/1.1\r\nHost: prometheus\r\n');
+      const scrapeEnd = endOf(scrape);
+      await sleep(200);
+      const signalledAt = Date.now();
+      server.child.kill('SIGTERM');
+      // The grace period plus the spans' flush (at most 2 s) bound the whole stop (docs/operations.md "Signals").
+      const bound = (graceSeconds + 2) * 1000;
+      expect(await Promise.race([server.exited, sleep(bound).then(() => `still running ${bound} ms after SIGTERM`)])).toBe(0);
+      expect(Date.now() - signalledAt).toBeLessThan(bound);
+      expect(await scrapeEnd).toMatch(/^(end|ECONNRESET)$/);
+    } finally {
+      scrape.destroy();
       server.child.kill('SIGKILL');
       await setup.drop();
     }
