@@ -319,6 +319,26 @@ export class WebhookEndpointRepository {
   }
 
   /**
+   * Runs `work` (the writes recording a resend: its attempt, and its redelivery's removal or its recovery's step) in one
+   * transaction with a check that `holder` still holds the lease on `id`, which keeps the endpoint's row locked until it
+   * commits, so that no instance claims it in between (docs/admin.md "Redelivery").
+   * @returns false when the lease was lost, and nothing was written: another instance resends now, and this one must stop.
+   * @throws DatabaseDeadlineError.
+   */
+  async whileLeased(id: number, holder: string, work: (manager: EntityManager) => Promise<void>): Promise<boolean> {
+    const { now } = this.database.dialect;
+    return withinDeadline(
+      this.database,
+      async (manager) => {
+        if (!(await leased(manager, id, holder, now, { leaseHolder: holder }))) return false;
+        await work(manager);
+        return true;
+      },
+      { transaction: true },
+    );
+  }
+
+  /**
    * Runs `update` of an endpoint's row and the writes `also` (an attempt's record) together: in one transaction on the
    * embedded database, whose file is saved once per transaction rather than once per write; side by side on a server,
    * where a transaction's START and COMMIT would cost two more round trips per delivered event (measured on MariaDB:

@@ -230,7 +230,8 @@ export class WebhookDispatcher {
     let advancing: Promise<boolean> = Promise.resolve(true);
     try {
       if (resend) {
-        const moved = await this.resend(claimed);
+        const { moved, lost } = await this.resend(claimed);
+        if (lost) return;
         if (moved !== undefined) {
           // A recovery delivered the event the feed's stream was retrying: the stream goes on after it, now.
           cursor = moved;
@@ -337,44 +338,49 @@ export class WebhookDispatcher {
   /**
    * Makes the resends queued for `endpoint` (docs/admin.md "Redelivery", "Recovery"): every redelivery, one attempt each,
    * then up to WebhookLimits.resendsPerPass events of its recoveries, oldest recovery first; what remains waits for the
-   * next pass (the claim finds it), so the endpoint's feed is not held back for long.
-   * @returns the event the feed's stream was retrying when a recovery just delivered it (the cursor moved past it), else undefined.
+   * next pass (the claim finds it), so the endpoint's feed is not held back for long. Each resend is recorded with its
+   * queue's change while this instance still holds the endpoint's lease; once it is lost, the resend in flight is
+   * recorded as made (a redelivery leaves the queue; a recovery's cursor stays, for the holder to move) and the pass stops.
+   * @returns `moved`: the event the feed's stream was retrying when a recovery just delivered it (the cursor moved past
+   *   it); `lost`: the lease was lost, and the endpoint is another instance's now.
    * @throws DatabaseDeadlineError.
    */
-  private async resend(endpoint: WebhookEndpoint): Promise<number | undefined> {
+  private async resend(endpoint: WebhookEndpoint): Promise<{ moved?: number; lost: boolean }> {
     for (const redelivery of await this.resends.redeliveries(endpoint.id, this.limits.resendsPerPass)) {
-      if (this.stopping.signal.aborted) return undefined;
+      if (this.stopping.signal.aborted) return { lost: false };
       const [event] = await this.feed.read({ after: redelivery.eventSeq - 1, limit: 1, upTo: redelivery.eventSeq });
       const attempted = event && (await this.send(endpoint, event, 'redelivery', 1));
-      if (this.stopping.signal.aborted) return undefined;
-      await withinDeadline(
-        this.options.database,
-        async (manager) => {
-          if (attempted) await this.attempts.insert(manager, attempted.record);
-          await this.resends.redelivered(manager, redelivery.id);
-        },
-        { transaction: true },
-      );
+      if (this.stopping.signal.aborted) return { lost: false };
+      const record = async (manager: EntityManager) => {
+        if (attempted) await this.attempts.insert(manager, attempted.record);
+        await this.resends.redelivered(manager, redelivery.id);
+      };
+      if (!(await this.endpoints.whileLeased(endpoint.id, this.holder, record))) {
+        await withinDeadline(this.options.database, record, { transaction: true });
+        return { lost: true };
+      }
     }
     let budget = this.limits.resendsPerPass;
     let moved: number | undefined;
     for (const recovery of await this.resends.activeRecoveries(endpoint.id)) {
       const result = await this.recover(endpoint, recovery, budget);
+      if (result.lost) return result;
       budget -= result.handled;
       moved = result.moved ?? moved;
       if (budget <= 0 || this.stopping.signal.aborted) break;
     }
-    return moved;
+    return { moved, lost: false };
   }
 
   /**
    * Works `recovery` of `endpoint` for up to `budget` events, after its cursor: each event whose last attempt failed is
    * resent once, its attempt recorded with the recovery's cursor and counts in one transaction; the recovery is `done`
    * when none remains. When the event the feed's stream is retrying is delivered so, the endpoint's cursor moves past it.
-   * @returns how many events it handled (resent or passed over), and that event's position when it moved the cursor.
+   * @returns how many events it handled (resent or passed over), that event's position when it moved the cursor, and
+   *   `lost` when the lease was lost (see {@link resend}).
    * @throws DatabaseDeadlineError.
    */
-  private async recover(endpoint: WebhookEndpoint, recovery: WebhookRecovery, budget: number): Promise<{ handled: number; moved?: number }> {
+  private async recover(endpoint: WebhookEndpoint, recovery: WebhookRecovery, budget: number): Promise<{ handled: number; moved?: number; lost: boolean }> {
     const query = { endpointId: endpoint.id, after: recovery.cursor, upTo: recovery.upToSeq, since: recovery.since };
     const remaining = await this.attempts.countFailedEvents(query);
     await this.resends.startRecovery(recovery.id, recovery.sent + recovery.failed + remaining);
@@ -385,29 +391,29 @@ export class WebhookDispatcher {
     let moved: number | undefined;
     const seqs = await this.attempts.failedEvents(query, budget);
     for (const seq of seqs) {
-      if (this.stopping.signal.aborted) return { handled, moved };
+      if (this.stopping.signal.aborted) return { handled, moved, lost: false };
       const [event] = await this.feed.read({ after: seq - 1, limit: 1, upTo: seq, status: filter });
       const attempted = event && (await this.send(endpoint, event, 'recovery', 1));
-      if (this.stopping.signal.aborted) return { handled, moved };
+      if (this.stopping.signal.aborted) return { handled, moved, lost: false };
       if (event && !attempted) {
         await this.resends.finishRecovery(recovery.id, { state: 'failed', reason: 'the endpoint has no valid signing secret' });
-        return { handled, moved };
+        return { handled, moved, lost: false };
       }
       const ok = attempted?.result.outcome === 'success';
-      await withinDeadline(
-        this.options.database,
-        async (manager) => {
-          if (attempted) await this.attempts.insert(manager, attempted.record);
-          // An event that no longer matches the endpoint's filter is passed over, and not counted.
-          await this.resends.stepRecovery(manager, recovery.id, seq, attempted ? (ok ? 'sent' : 'failed') : 'skipped');
-        },
-        { transaction: true },
-      );
+      const recorded = await this.endpoints.whileLeased(endpoint.id, this.holder, async (manager) => {
+        if (attempted) await this.attempts.insert(manager, attempted.record);
+        // An event that no longer matches the endpoint's filter is passed over, and not counted.
+        await this.resends.stepRecovery(manager, recovery.id, seq, attempted ? (ok ? 'sent' : 'failed') : 'skipped');
+      });
+      if (!recorded) {
+        if (attempted) await this.recordAlone(attempted.record);
+        return { handled, moved, lost: true };
+      }
       handled++;
       if (ok && seq === retrying && seq > endpoint.cursor && (await this.endpoints.advance(endpoint.id, this.holder, seq, true))) moved = seq;
     }
     if (seqs.length < budget) await this.resends.finishRecovery(recovery.id, { state: 'done' });
-    return { handled, moved };
+    return { handled, moved, lost: false };
   }
 
   /** One POST of an event's `body`, `signed`, to `endpoint`, in a span of its own (OpenTelemetry HTTP client conventions). */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { AuditTrail, CLI_ACTOR } from '../../src/audit/audit-trail';
@@ -5,7 +6,9 @@ import { withinDeadline } from '../../src/database/database-deadline';
 import { encodeEventCursor } from '../../src/pets/pet-cursor';
 import { encodeIdCursor } from '../../src/validation/opaque-cursor';
 import { WebhookAttemptRepository } from '../../src/webhooks/webhook-attempt.repository';
+import { WebhookEndpoint } from '../../src/webhooks/webhook-endpoint.entity';
 import { WebhookEndpointService } from '../../src/webhooks/webhook-endpoint.service';
+import { WebhookRedelivery } from '../../src/webhooks/webhook-redelivery.entity';
 import { type RecoveryState, WebhookRecovery } from '../../src/webhooks/webhook-recovery.entity';
 import { WebhookDispatcher } from '../../src/webhooks/webhook.dispatcher';
 import { countStatements } from '../helpers/statement-counter';
@@ -54,6 +57,13 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
   const admin$ = (method: string, path: string, body?: unknown) => request(t, method, `/v1/admin/webhook-endpoints${path}`, { apiKey: admin, body });
   const attemptsOf = async (id: number, query = '') => (await admin$('GET', `/${id}/attempts?limit=100${query}`)).body as any[];
   const cursorOf = async (id: number) => (await endpoints.get(id)).cursor;
+  /** Another instance claims endpoint `id` for an hour (its lease looked expired to it), or, with null, lets it go. */
+  const leaseTo = (id: number, holder: string | null) =>
+    withinDeadline(t.database, (manager) =>
+      manager
+        .getRepository(WebhookEndpoint)
+        .update({ id }, holder === null ? { leaseHolder: null } : { leaseHolder: holder, leaseExpiresAt: () => t.database.dialect.later(3600) }),
+    );
 
   /** Creates `n` pets and waits until `hook` has `total` requests; returns the new events' ids, in feed order. */
   async function delivered(hook: { received: ReceivedDelivery[] }, n: number, total = n): Promise<string[]> {
@@ -173,6 +183,33 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
       expect(trail.body[0]).toMatchObject({ action: 'webhook_endpoint.redeliver', targetId: String(id), outcome: 'success', actorKeyId: expect.any(Number) });
     });
 
+    test('when another instance takes the endpoint during a redelivery, then this one records that redelivery and stops there, and the holder makes the rest, each once', async () => {
+      const queued = () => withinDeadline(t.database, (manager) => manager.getRepository(WebhookRedelivery).countBy({ endpointId: id }));
+      const control = { takeAt: -1 };
+      const hook = await receiver(async (n) => {
+        if (n === control.takeAt) await leaseTo(id, randomUUID());
+        return { status: 204 };
+      });
+      const { id } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
+      dispatcher();
+      const events = await delivered(hook, 3);
+      await until(async () => (await attemptsOf(id)).length === 3);
+      const sent = hook.received.length;
+      control.takeAt = sent;
+
+      for (const eventId of events) expect((await admin$('POST', `/${id}/redeliveries`, { eventId })).status).toBe(202);
+      await until(async () => (await attemptsOf(id)).length === 4);
+      await sleep(300);
+      expect(hook.received.slice(sent).map(idOf)).toEqual([events[0]]);
+      expect((await attemptsOf(id))[0]).toMatchObject({ eventId: events[0], trigger: 'redelivery', statusCode: 204 });
+      expect(await queued()).toBe(2);
+
+      // The other instance lets the endpoint go: this dispatcher claims it again and makes the other two.
+      await leaseTo(id, null);
+      await until(async () => (await queued()) === 0);
+      expect(hook.received.slice(sent).map(idOf)).toEqual(events);
+    });
+
     test('when the event id is malformed, past the head, or the endpoint unknown, then 400 or 404, nothing is queued, and each refusal is audited', async () => {
       await createPet(t);
       await settleFeed(t);
@@ -232,6 +269,17 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
       await until(async () => (await attemptsOf(id)).length === before + events.length);
     }
 
+    /** Delivers three events to `id` through `hook`, then fails each once by a redelivery while `control.failing`; returns them, and a time before those failures. */
+    async function threeFailed(id: number, hook: { received: ReceivedDelivery[] }, control: { failing: boolean }) {
+      const events = await delivered(hook, 3);
+      await until(async () => (await attemptsOf(id)).length === 3);
+      const since = new Date().toISOString();
+      control.failing = true;
+      await redeliver(id, events);
+      control.failing = false;
+      return { events, since };
+    }
+
     async function recovered(id: number, body: object): Promise<any> {
       const asked = await admin$('POST', `/${id}/recoveries`, body);
       expect(asked.status).toBe(202);
@@ -273,6 +321,32 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
       expect(trail.body.find((event: any) => event.action === 'webhook_endpoint.recover')).toMatchObject({ targetId: String(id), outcome: 'success' });
     });
 
+    test('when another instance takes the endpoint during a recovery, then this one records that attempt and stops there, and the holder resumes after it', async () => {
+      const control = { failing: false, takeAt: -1 };
+      const hook = await receiver(async (n) => {
+        if (n === control.takeAt) await leaseTo(id, randomUUID());
+        return { status: control.failing ? 500 : 204 };
+      });
+      const { id } = await endpoints.create({ url: hook.url }, CLI_ACTOR);
+      dispatcher(STUCK);
+      const { events, since } = await threeFailed(id, hook, control);
+      const sent = hook.received.length;
+      control.takeAt = sent;
+
+      const location = (await admin$('POST', `/${id}/recoveries`, { since })).headers.get('location')!;
+      await until(async () => (await attemptsOf(id)).length === 7);
+      await sleep(300);
+      expect(hook.received.slice(sent).map(idOf)).toEqual([events[0]]);
+      expect((await attemptsOf(id))[0]).toMatchObject({ eventId: events[0], trigger: 'recovery', statusCode: 204 });
+      expect((await request(t, 'GET', location, { apiKey: admin })).body).toMatchObject({ state: 'running', sent: 0, failed: 0 });
+
+      // Its last attempt delivered it: the holder resends the other two.
+      await leaseTo(id, null);
+      await until(async () => (await request(t, 'GET', location, { apiKey: admin })).body.state === 'done');
+      expect(hook.received.slice(sent).map(idOf)).toEqual(events);
+      expect((await request(t, 'GET', location, { apiKey: admin })).body).toMatchObject({ events: 2, sent: 2, failed: 0 });
+    });
+
     test('when a recovery names an event, then it resends the failed events after it only; failures are counted', async () => {
       const { state, hook, id } = await switchable();
       const events = await delivered(hook, 4);
@@ -305,12 +379,7 @@ describe('webhook delivery attempts, redeliveries and recoveries (docs/admin.md)
       // Attempts long enough to be cut by the close, not by their timeout.
       const patient = { ...LIMITS, attemptTimeoutMs: 10_000 };
       const first = dispatcher(STUCK, patient);
-      const events = await delivered(hook, 3);
-      await until(async () => (await attemptsOf(id)).length === 3);
-      const since = new Date().toISOString();
-      control.failing = true;
-      await redeliver(id, events);
-      control.failing = false;
+      const { events, since } = await threeFailed(id, hook, control);
       const sent = hook.received.length;
       // The recovery's second request is never answered.
       control.hangAt = sent + 1;
