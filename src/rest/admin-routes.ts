@@ -4,6 +4,7 @@ import { AppError, type ErrorCode } from '../errors/error-catalogue';
 import { auditActorOf } from '../guard/request.guard';
 import { contextOf } from '../http/request-context';
 import type { AdminPage } from '../validation/admin-page.inputs';
+import { nextPageLink } from './next-page-link';
 import { HEADERS, errorResponses } from './openapi.schemas';
 
 /** The OpenAPI tag of every administration operation (docs/admin.md). */
@@ -32,11 +33,7 @@ export function adminErrorResponses(more: ErrorCode[] = []) {
  * @param filters - the query's other parameters the next page must keep, as sent.
  */
 export function sendAdminPage<T>(reply: FastifyReply, path: string, page: AdminPage<T>, filters: Record<string, string | undefined> = {}): T[] {
-  if (page.nextCursor !== undefined) {
-    const kept = Object.fromEntries(Object.entries(filters).filter((entry): entry is [string, string] => entry[1] !== undefined));
-    const query = new URLSearchParams({ limit: String(page.limit), ...kept, after: page.nextCursor });
-    reply.header('Link', `<${path}?${query.toString()}>; rel="next"`);
-  }
+  if (page.nextCursor !== undefined) reply.header('Link', nextPageLink(path, { limit: page.limit, ...filters, after: page.nextCursor }));
   return page.items;
 }
 

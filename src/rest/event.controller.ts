@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
 import Negotiator from 'negotiator';
-import type { PetEventPage, PetEventService } from '../events/pet-event.service';
+import type { PetEventService } from '../events/pet-event.service';
 import type { FeedFollowers } from '../following/feed-followers';
 import { EventStreams } from '../following/sse.transport';
 import { callerOf, guardStateOf } from '../guard/request.guard';
@@ -17,6 +17,7 @@ import {
 } from './openapi.schemas';
 import { queryInput } from './query-input';
 import { FOLLOWER_LIMITS } from '../limits';
+import { nextPageLink } from './next-page-link';
 
 export interface EventControllerOptions {
   petEvents: PetEventService;
@@ -28,16 +29,6 @@ export interface EventControllerOptions {
 
 /** The media types listEvents answers in, JSON first: what `*\/*` or no Accept gets. */
 const MEDIA_TYPES = ['application/json', 'text/event-stream'];
-
-/** e.g. `</v1/events?limit=20&after=ZTEuNDI…>; rel="next"`: always sent, since the feed has no last page (docs/events.md "Polling"). */
-function nextPageLink(path: string, page: PetEventPage): string {
-  const query = new URLSearchParams({
-    limit: String(page.limit),
-    ...(page.status && { status: page.status }),
-    ...(page.nextCursor && { after: page.nextCursor }),
-  });
-  return `<${path}?${query.toString()}>; rel="next"`;
-}
 
 /** The fields of a JSON page's 200 and of its 304. */
 const EVENTS_PAGE_HEADERS = { ...HEADERS.FEED_NEXT_LINK, ...HEADERS.CONDITIONAL, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES };
@@ -85,7 +76,7 @@ export const eventController: FastifyPluginAsync<EventControllerOptions> = async
         const wantsStream = request.method === 'GET' && new Negotiator({ headers: { accept } }).mediaType(MEDIA_TYPES) === 'text/event-stream';
         if (!wantsStream) {
           const page = await petEvents.listEvents(query, callerOf(request));
-          reply.header('Link', nextPageLink(`${app.prefix}/events`, page));
+          reply.header('Link', nextPageLink(`${app.prefix}/events`, { limit: page.limit, status: page.status, after: page.nextCursor }));
           return page.events;
         }
         const lastEventId = request.headers['last-event-id'];

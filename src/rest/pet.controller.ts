@@ -3,7 +3,7 @@ import { AppError } from '../errors/error-catalogue';
 import { callerOf } from '../guard/request.guard';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import { GET_PET_DEPRECATION } from '../pets/get-pet.deprecation';
-import type { PetPage, PetService } from '../pets/pet.service';
+import type { PetService } from '../pets/pet.service';
 import {
   CONDITIONAL_REQUEST_HEADERS,
   HEADERS,
@@ -17,6 +17,7 @@ import {
 } from './openapi.schemas';
 import { queryInput } from './query-input';
 import { IDEMPOTENCY_LIMITS } from '../limits';
+import { nextPageLink } from './next-page-link';
 
 export interface PetControllerOptions {
   petService: PetService;
@@ -41,12 +42,6 @@ const DEPRECATION_HEADER_SCHEMAS = Object.fromEntries(
 /** A page's fields, on its 200 and its 304 alike. */
 const LIST_PETS_HEADERS = { ...HEADERS.NEXT_PAGE_LINK, ...HEADERS.CONDITIONAL, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES };
 const GET_PET_HEADERS = { ...DEPRECATION_HEADER_SCHEMAS, ...HEADERS.CONDITIONAL, ...HEADERS.RATE_LIMIT, ...HEADERS.API_KEY_EXPIRES };
-
-/** e.g. `</v1/pets?limit=20&status=sold&after=MS5zb2xk…>; rel="next"` (docs/pagination.md). */
-function nextPageLink(path: string, page: PetPage): string {
-  const query = new URLSearchParams({ limit: String(page.limit), ...(page.status && { status: page.status }), after: page.nextCursor ?? '' });
-  return `<${path}?${query.toString()}>; rel="next"`;
-}
 
 /**
  * The REST facade at `/v1` (spec "Endpoints"): handlers only translate; PetService validates.
@@ -88,7 +83,8 @@ const petOperations: FastifyPluginAsync<PetControllerOptions> = async (app, { pe
     async (request, reply) => {
       const query = queryInput(request.query);
       const page = await petService.listPets(query, callerOf(request));
-      if (page.nextCursor !== null) reply.header('Link', nextPageLink(`${app.prefix}/pets`, page));
+      if (page.nextCursor !== null)
+        reply.header('Link', nextPageLink(`${app.prefix}/pets`, { limit: page.limit, status: page.status, after: page.nextCursor }));
       return page.pets;
     },
   );
