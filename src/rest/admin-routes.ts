@@ -1,4 +1,4 @@
-import type { FastifyReply, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, onRequestAsyncHookHandler } from 'fastify';
 import type { AuditAction, AuditTrail } from '../audit/audit-trail';
 import { AppError, type ErrorCode } from '../errors/error-catalogue';
 import { auditActorOf } from '../guard/request.guard';
@@ -21,6 +21,25 @@ export const ADMIN_PAGE_HEADERS = {
   },
   ...ADMIN_HEADERS,
 };
+
+/** What an operation reading a JSON body can be refused with besides its own rules: unparsable, invalid, too large, not JSON. */
+export const ADMIN_BODY_ERRORS: readonly ErrorCode[] = ['BAD_REQUEST', 'BAD_USER_INPUT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'];
+
+/** The route types of an operation on one resource, `…/{id}`: the id as the URL holds it (the service validates it). */
+export type ById = { Params: { id: string } };
+
+/**
+ * Registers the administration operations `define` declares in a scope of their own, where `guard` (key, rate limit, the
+ * operation's scope) runs on every request and input is validated once, by the service the handler calls (as the CLIs
+ * call it): route schemas only document and serialise.
+ */
+export async function adminOperations(app: FastifyInstance, guard: onRequestAsyncHookHandler, define: (operations: FastifyInstance) => void): Promise<void> {
+  await app.register(async (operations) => {
+    operations.addHook('onRequest', guard);
+    operations.setValidatorCompiler(() => () => true);
+    define(operations);
+  });
+}
 
 /** The error answers every administration operation can give, and `more` of its own (NOT_FOUND, BAD_USER_INPUT…). */
 export function adminErrorResponses(more: ErrorCode[] = []) {

@@ -2,7 +2,16 @@ import type { FastifyPluginAsync, FastifyRequest, onRequestAsyncHookHandler } fr
 import type { ApiKeyAdministration, KeyAdministrator } from '../auth/api-key-admin.service';
 import { auditActorOf, guardStateOf } from '../guard/request.guard';
 import { rejectOtherMethods } from '../http/method-not-allowed';
-import { ADMIN_HEADERS, ADMIN_PAGE_HEADERS, ADMIN_TAG, adminErrorResponses, sendAdminPage } from './admin-routes';
+import {
+  ADMIN_BODY_ERRORS,
+  ADMIN_HEADERS,
+  ADMIN_PAGE_HEADERS,
+  ADMIN_TAG,
+  adminErrorResponses,
+  adminOperations,
+  sendAdminPage,
+  type ById,
+} from './admin-routes';
 import { API_KEY_EXAMPLES, API_KEY_ID_PARAMS, LIST_API_KEYS_QUERY, jsonResponse, operationSecurity } from './openapi.schemas';
 import { queryInput } from './query-input';
 
@@ -11,8 +20,6 @@ export interface ApiKeyControllerOptions {
   /** The onRequest hook guarding every operation (guard/request.guard.ts): key, rate limit, the operation's scope. */
   guard: onRequestAsyncHookHandler;
 }
-
-type WithId = FastifyRequest<{ Params: { id: string } }>;
 
 /** The caller of a guarded request as a key administrator: its key for the audit trail, and the scopes it may grant. */
 function administratorOf(request: FastifyRequest): KeyAdministrator {
@@ -28,10 +35,7 @@ const LOCATION = { Location: { type: 'string', description: 'Path of the new key
  */
 export const apiKeyController: FastifyPluginAsync<ApiKeyControllerOptions> = async (app, { keys, guard }) => {
   const location = (id: number) => `${app.prefix}/api-keys/${id}`;
-  await app.register(async (operations) => {
-    operations.addHook('onRequest', guard);
-    // Input is validated once, by ApiKeyAdministration's rules; route schemas only document and serialise.
-    operations.setValidatorCompiler(() => () => true);
+  await adminOperations(app, guard, (operations) => {
     operations.post(
       '/api-keys',
       {
@@ -46,7 +50,7 @@ export const apiKeyController: FastifyPluginAsync<ApiKeyControllerOptions> = asy
           body: { $ref: 'NewApiKey#' },
           response: {
             201: jsonResponse('The new key, with its text.', 'CreatedApiKey#', { example: API_KEY_EXAMPLES.createdApiKey }, { ...LOCATION, ...ADMIN_HEADERS }),
-            ...adminErrorResponses(['BAD_REQUEST', 'BAD_USER_INPUT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE']),
+            ...adminErrorResponses([...ADMIN_BODY_ERRORS]),
           },
         },
       },
@@ -73,7 +77,7 @@ export const apiKeyController: FastifyPluginAsync<ApiKeyControllerOptions> = asy
       },
       async (request, reply) => sendAdminPage(reply, `${app.prefix}/api-keys`, await keys.list(queryInput(request.query))),
     );
-    operations.get(
+    operations.get<ById>(
       '/api-keys/:id',
       {
         schema: {
@@ -89,9 +93,9 @@ export const apiKeyController: FastifyPluginAsync<ApiKeyControllerOptions> = asy
           },
         },
       },
-      async (request: WithId) => keys.get(request.params.id),
+      async (request) => keys.get(request.params.id),
     );
-    operations.post(
+    operations.post<ById>(
       '/api-keys/:id/roll',
       {
         schema: {
@@ -107,16 +111,16 @@ export const apiKeyController: FastifyPluginAsync<ApiKeyControllerOptions> = asy
           body: { $ref: 'RollApiKey#' },
           response: {
             201: jsonResponse('The new key, with its text.', 'CreatedApiKey#', { example: API_KEY_EXAMPLES.createdApiKey }, { ...LOCATION, ...ADMIN_HEADERS }),
-            ...adminErrorResponses(['BAD_REQUEST', 'BAD_USER_INPUT', 'NOT_FOUND', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE']),
+            ...adminErrorResponses([...ADMIN_BODY_ERRORS, 'NOT_FOUND']),
           },
         },
       },
-      async (request: WithId, reply) => {
+      async (request, reply) => {
         const { created } = await keys.roll(administratorOf(request), request.params.id, request.body);
         return reply.code(201).header('Location', location(created.id)).send(created);
       },
     );
-    operations.post(
+    operations.post<ById>(
       '/api-keys/:id/revoke',
       {
         schema: {
@@ -131,11 +135,11 @@ export const apiKeyController: FastifyPluginAsync<ApiKeyControllerOptions> = asy
           response: {
             200: jsonResponse('The revoked key.', 'ApiKey#', { example: { ...API_KEY_EXAMPLES.apiKey, revokedAt: '2026-11-28T10:00:00.000Z' } }, ADMIN_HEADERS),
             // A body is not read, but parsed when sent, as on every route.
-            ...adminErrorResponses(['BAD_REQUEST', 'BAD_USER_INPUT', 'NOT_FOUND', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE']),
+            ...adminErrorResponses([...ADMIN_BODY_ERRORS, 'NOT_FOUND']),
           },
         },
       },
-      async (request: WithId) => keys.revoke(administratorOf(request), request.params.id),
+      async (request) => keys.revoke(administratorOf(request), request.params.id),
     );
   });
   rejectOtherMethods(app, '/api-keys', ['GET', 'HEAD', 'POST']);

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
 import type { AuditTrail } from '../audit/audit-trail';
 import { rejectOtherMethods } from '../http/method-not-allowed';
-import { ADMIN_PAGE_HEADERS, ADMIN_TAG, adminErrorResponses, sendAdminPage } from './admin-routes';
+import { ADMIN_PAGE_HEADERS, ADMIN_TAG, adminErrorResponses, adminOperations, sendAdminPage } from './admin-routes';
 import { LIST_AUDIT_EVENTS_QUERY, OPENAPI_EXAMPLES, jsonResponse, operationSecurity } from './openapi.schemas';
 import { queryInput } from './query-input';
 
@@ -13,10 +13,7 @@ export interface AuditEventControllerOptions {
 
 /** `GET /v1/admin/audit-events` (docs/admin.md "Audit trail"): every administration action, newest first. */
 export const auditEventController: FastifyPluginAsync<AuditEventControllerOptions> = async (app, { audit, guard }) => {
-  await app.register(async (operations) => {
-    operations.addHook('onRequest', guard);
-    // Input is validated once, by AuditTrail's rules; route schemas only document and serialise.
-    operations.setValidatorCompiler(() => () => true);
+  await adminOperations(app, guard, (operations) => {
     operations.get(
       '/audit-events',
       {

@@ -2,7 +2,16 @@ import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
 import { auditActorOf } from '../guard/request.guard';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import type { WebhookDeliveryService } from '../webhooks/webhook-delivery.service';
-import { ADMIN_HEADERS, ADMIN_PAGE_HEADERS, ADMIN_TAG, adminErrorResponses, sendAdminPage } from './admin-routes';
+import {
+  ADMIN_BODY_ERRORS,
+  ADMIN_HEADERS,
+  ADMIN_PAGE_HEADERS,
+  ADMIN_TAG,
+  adminErrorResponses,
+  adminOperations,
+  sendAdminPage,
+  type ById,
+} from './admin-routes';
 import {
   LIST_WEBHOOK_ATTEMPTS_QUERY,
   WEBHOOK_DELIVERY_EXAMPLES,
@@ -30,11 +39,8 @@ const RECOVERY = '/webhook-endpoints/:id/recoveries/:recoveryId';
  * `webhooks:admin`: its attempts newest first, and redeliveries and recoveries queued for the dispatcher (202).
  */
 export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryControllerOptions> = async (app, { deliveries, guard }) => {
-  await app.register(async (operations) => {
-    operations.addHook('onRequest', guard);
-    // Input is validated once, by WebhookDeliveryService's rules; route schemas only document and serialise.
-    operations.setValidatorCompiler(() => () => true);
-    operations.get<{ Params: { id: string } }>(
+  await adminOperations(app, guard, (operations) => {
+    operations.get<ById>(
       ATTEMPTS,
       {
         schema: {
@@ -65,7 +71,7 @@ export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryContro
         return sendAdminPage(reply, `${app.prefix}/webhook-endpoints/${request.params.id}/attempts`, page, { eventId: query.eventId as string | undefined });
       },
     );
-    operations.post<{ Params: { id: string } }>(
+    operations.post<ById>(
       REDELIVERIES,
       {
         schema: {
@@ -81,13 +87,13 @@ export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryContro
           body: { $ref: 'NewWebhookRedelivery#' },
           response: {
             202: jsonResponse('Queued.', 'WebhookRedelivery#', { example: WEBHOOK_DELIVERY_EXAMPLES.redelivery }, ADMIN_HEADERS),
-            ...adminErrorResponses(['BAD_REQUEST', 'BAD_USER_INPUT', 'NOT_FOUND', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE']),
+            ...adminErrorResponses([...ADMIN_BODY_ERRORS, 'NOT_FOUND']),
           },
         },
       },
       async (request, reply) => reply.code(202).send(await deliveries.redeliver(auditActorOf(request), request.params, request.body)),
     );
-    operations.post<{ Params: { id: string } }>(
+    operations.post<ById>(
       RECOVERIES,
       {
         schema: {
@@ -108,7 +114,7 @@ export const webhookDeliveryController: FastifyPluginAsync<WebhookDeliveryContro
               { example: { ...WEBHOOK_DELIVERY_EXAMPLES.recovery, state: 'queued', events: 0, sent: 0, failed: 0, startedAt: null } },
               { Location: { type: 'string', description: 'Its progress: /v1/admin/webhook-endpoints/{id}/recoveries/{recoveryId}.' }, ...ADMIN_HEADERS },
             ),
-            ...adminErrorResponses(['BAD_REQUEST', 'BAD_USER_INPUT', 'NOT_FOUND', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE']),
+            ...adminErrorResponses([...ADMIN_BODY_ERRORS, 'NOT_FOUND']),
           },
         },
       },

@@ -2,7 +2,16 @@ import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
 import { auditActorOf } from '../guard/request.guard';
 import { rejectOtherMethods } from '../http/method-not-allowed';
 import type { WebhookEndpointService } from '../webhooks/webhook-endpoint.service';
-import { ADMIN_HEADERS, ADMIN_PAGE_HEADERS, ADMIN_TAG, adminErrorResponses, sendAdminPage } from './admin-routes';
+import {
+  ADMIN_BODY_ERRORS,
+  ADMIN_HEADERS,
+  ADMIN_PAGE_HEADERS,
+  ADMIN_TAG,
+  adminErrorResponses,
+  adminOperations,
+  sendAdminPage,
+  type ById,
+} from './admin-routes';
 import {
   LIST_WEBHOOK_ENDPOINTS_QUERY,
   WEBHOOK_ENDPOINT_ID_PARAMS,
@@ -19,11 +28,6 @@ export interface WebhookEndpointControllerOptions {
   guard: onRequestAsyncHookHandler;
 }
 
-type ById = { Params: { id: string } };
-
-/** What every operation with a JSON body can be refused with besides its rules. */
-const BODY_ERRORS = ['BAD_REQUEST', 'BAD_USER_INPUT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'] as const;
-
 const LOCATION = { Location: { type: 'string', description: 'Path of the created endpoint, /v1/admin/webhook-endpoints/{id}.' } };
 
 /**
@@ -31,11 +35,7 @@ const LOCATION = { Location: { type: 'string', description: 'Path of the created
  * WebhookEndpointService validates, changes, audits, and is what the `webhook` CLI calls too.
  */
 export const webhookEndpointController: FastifyPluginAsync<WebhookEndpointControllerOptions> = async (app, { webhookEndpoints, guard }) => {
-  await app.register(async (operations) => {
-    operations.addHook('onRequest', guard);
-    // Input is validated once, by WebhookEndpointService's rules; route schemas only document and serialise.
-    operations.setValidatorCompiler(() => () => true);
-
+  await adminOperations(app, guard, (operations) => {
     operations.post(
       '/webhook-endpoints',
       {
@@ -55,7 +55,7 @@ export const webhookEndpointController: FastifyPluginAsync<WebhookEndpointContro
               { example: EXAMPLES.createdWebhookEndpoint },
               { ...LOCATION, ...ADMIN_HEADERS },
             ),
-            ...adminErrorResponses([...BODY_ERRORS]),
+            ...adminErrorResponses([...ADMIN_BODY_ERRORS]),
           },
         },
       },
@@ -118,7 +118,7 @@ export const webhookEndpointController: FastifyPluginAsync<WebhookEndpointContro
           body: { $ref: 'WebhookEndpointUpdate#' },
           response: {
             200: jsonResponse('The WebhookEndpoint after the change.', 'WebhookEndpoint#', { example: EXAMPLES.webhookEndpoint }, ADMIN_HEADERS),
-            ...adminErrorResponses([...BODY_ERRORS, 'NOT_FOUND']),
+            ...adminErrorResponses([...ADMIN_BODY_ERRORS, 'NOT_FOUND']),
           },
         },
       },
@@ -140,7 +140,7 @@ export const webhookEndpointController: FastifyPluginAsync<WebhookEndpointContro
           body: { $ref: 'WebhookSecretRotation#' },
           response: {
             200: jsonResponse('The new secret.', 'RotatedWebhookSecret#', { example: EXAMPLES.rotatedWebhookSecret }, ADMIN_HEADERS),
-            ...adminErrorResponses([...BODY_ERRORS, 'NOT_FOUND']),
+            ...adminErrorResponses([...ADMIN_BODY_ERRORS, 'NOT_FOUND']),
           },
         },
       },
