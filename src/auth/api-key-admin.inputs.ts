@@ -2,7 +2,7 @@ import { ArrayMaxSize, IsArray, IsDefined, IsIn, IsInt, IsString, Length, Max, M
 import { JSONSchema } from 'class-validator-jsonschema';
 import { KEY_KINDS, type KeyKind, SCOPES } from './api-key-policy';
 import { AdminPageCursor, AdminPageSize } from '../validation/admin-page.inputs';
-import { IsIdentifier, REQUIRED } from '../validation/property-rules';
+import { REQUIRED } from '../validation/property-rules';
 import { ADMIN_LIMITS, API_KEY_LIMITS } from '../limits';
 
 /** The list of API keys (opaque-cursor.ts encodeIdCursor). */
@@ -83,11 +83,4 @@ export class ListApiKeysArgs {
 
   @AdminPageCursor(API_KEYS_LIST)
   after?: string;
-}
-
-/** Path of `/v1/admin/api-keys/{id}…`: a key's id, as the URL holds it. */
-export class ApiKeyIdArgs {
-  @IsDefined(REQUIRED)
-  @IsIdentifier()
-  id!: string;
 }

@@ -3,9 +3,9 @@ import { CLI_ACTOR } from '../audit/audit-trail';
 import { AppError } from '../errors/error-catalogue';
 import { type AdminPage, adminPage } from '../validation/admin-page.inputs';
 import { decodeIdCursor } from '../validation/opaque-cursor';
-import { parsePositiveInteger } from '../validation/positive-integer';
+import { identifierOf } from '../validation/identifier-path.inputs';
 import { validateInput } from '../validation/validate-input';
-import { API_KEYS_LIST, ApiKeyIdArgs, ListApiKeysArgs, NewApiKeyInput, RollApiKeyInput } from './api-key-admin.inputs';
+import { API_KEYS_LIST, ListApiKeysArgs, NewApiKeyInput, RollApiKeyInput } from './api-key-admin.inputs';
 import type { ApiKey } from './api-key.entity';
 import { type Scope, parseStoredScopes, scopesFor } from './api-key-policy';
 import type { ApiKeyService, KeyChangeRecorder } from './api-key.service';
@@ -117,7 +117,7 @@ export class ApiKeyAdministration {
    * @throws AppError BAD_USER_INPUT for an id that is not a positive integer; NOT_FOUND when no key has it; DatabaseDeadlineError (503).
    */
   async get(id: string): Promise<ApiKeyView> {
-    const key = await this.apiKeys.find(await this.keyId(id));
+    const key = await this.apiKeys.find(await identifierOf(id));
     if (!key) throw new AppError('NOT_FOUND', `No key has id ${id}.`);
     return apiKeyView(key);
   }
@@ -131,7 +131,7 @@ export class ApiKeyAdministration {
    */
   roll(by: KeyAdministrator, id: string, body: unknown): Promise<RolledApiKey> {
     return this.audit.refusing(by.actor, 'api_key.roll', id, async () => {
-      const keyId = await this.keyId(id);
+      const keyId = await identifierOf(id);
       const { overlap } = await validateInput(RollApiKeyInput, body ?? {});
       const current = await this.apiKeys.find(keyId);
       if (!current || current.revokedAt) throw noActiveKey(keyId);
@@ -150,7 +150,7 @@ export class ApiKeyAdministration {
    */
   revoke(by: KeyAdministrator, id: string): Promise<ApiKeyView> {
     return this.audit.refusing(by.actor, 'api_key.revoke', id, async () => {
-      const keyId = await this.keyId(id);
+      const keyId = await identifierOf(id);
       if (!(await this.apiKeys.revoke(keyId, this.recorder(by, 'api_key.revoke')))) throw noActiveKey(keyId);
       const key = await this.apiKeys.find(keyId);
       return apiKeyView(key!);
@@ -167,10 +167,6 @@ export class ApiKeyAdministration {
         `A key grants only scopes it holds: this key does not hold ${missing.join(', ')}, so it cannot give them to another key.`,
       );
     }
-  }
-
-  private async keyId(id: string): Promise<number> {
-    return parsePositiveInteger((await validateInput(ApiKeyIdArgs, { id })).id)!;
   }
 
   private recorder(by: KeyAdministrator, action: AuditAction): KeyChangeRecorder {

@@ -10,7 +10,7 @@ import { validateInput } from '../validation/validate-input';
 import type { AttemptTrigger, WebhookAttempt } from './webhook-attempt.entity';
 import { WebhookAttemptRepository } from './webhook-attempt.repository';
 import { ListWebhookAttemptsArgs, RecoveryInput, RedeliveryInput, WEBHOOK_ATTEMPTS_LIST, WebhookRecoveryPathArgs } from './webhook-delivery.inputs';
-import { WebhookEndpointIdArgs } from './webhook-endpoint.inputs';
+import { identifierOf } from '../validation/identifier-path.inputs';
 import { WebhookEndpointRepository } from './webhook-endpoint.repository';
 import type { RecoveryState, WebhookRecovery } from './webhook-recovery.entity';
 import { WebhookResendRepository } from './webhook-resend.repository';
@@ -186,9 +186,9 @@ export class WebhookDeliveryService {
 
   /** The id of the endpoint `path.id` names. @throws AppError BAD_USER_INPUT, NOT_FOUND. */
   private async existingEndpoint(path: unknown): Promise<number> {
-    const { id } = await validateInput(WebhookEndpointIdArgs, path);
-    if (!(await this.endpoints.get(Number(id)))) throw new AppError('NOT_FOUND', `No webhook endpoint has id ${id}.`);
-    return Number(id);
+    const id = await identifierOf((path as { id?: unknown } | undefined)?.id);
+    if (!(await this.endpoints.get(id))) throw new AppError('NOT_FOUND', `No webhook endpoint has id ${id}.`);
+    return id;
   }
 
   /** The feed position of `eventId`, validated as an event id. @throws AppError NOT_FOUND when it is past the feed's head. */

@@ -1,6 +1,6 @@
 import { IsBoolean, IsDefined, IsEnum, IsInt, IsOptional, IsString, Max, Min, ValidateIf } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-import { IsIdentifier, MaxCodePoints, REQUIRED } from '../validation/property-rules';
+import { MaxCodePoints, REQUIRED } from '../validation/property-rules';
 import { PetStatus } from '../pets/pet-status.enum';
 import { AdminPageCursor, AdminPageSize } from '../validation/admin-page.inputs';
 import { ADMIN_LIMITS, WEBHOOK_LIMITS } from '../limits';
@@ -77,13 +77,6 @@ export class RotateWebhookSecretInput {
   @Max(WEBHOOK_LIMITS.maxRotateOverlapMs / 1000)
   @JSONSchema({ description: 'Seconds the secrets the endpoint had keep signing beside the new one (not past their own end).' })
   overlap: number = WEBHOOK_LIMITS.defaultRotateOverlapMs / 1000;
-}
-
-/** Path of the operations on one endpoint: `{id}`, as sent (a decimal string) or as the CLI parsed it. */
-export class WebhookEndpointIdArgs {
-  @IsDefined(REQUIRED)
-  @IsIdentifier()
-  id!: string;
 }
 
 /** Query of listWebhookEndpoints (docs/admin.md "Paging"): ascending id. */

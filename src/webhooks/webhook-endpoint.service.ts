@@ -3,6 +3,7 @@ import type { Database } from '../database/database';
 import { AppError } from '../errors/error-catalogue';
 import { type AdminPage, adminPage } from '../validation/admin-page.inputs';
 import { decodeIdCursor } from '../validation/opaque-cursor';
+import { identifierOf } from '../validation/identifier-path.inputs';
 import { validateInput } from '../validation/validate-input';
 import type { WebhookSecret } from './webhook-endpoint.entity';
 import {
@@ -10,7 +11,6 @@ import {
   NewWebhookEndpointInput,
   RotateWebhookSecretInput,
   WEBHOOK_ENDPOINTS_LIST,
-  WebhookEndpointIdArgs,
   WebhookEndpointUpdateInput,
 } from './webhook-endpoint.inputs';
 import { type WebhookEndpointChange, WebhookEndpointRepository } from './webhook-endpoint.repository';
@@ -88,7 +88,7 @@ export class WebhookEndpointService {
    * @throws AppError BAD_USER_INPUT for an id that is not a positive integer; NOT_FOUND when there is none with it.
    */
   async get(id: unknown): Promise<WebhookEndpointView> {
-    const known = await this.idOf(id);
+    const known = await identifierOf(id);
     const found = await this.endpoints.find(known);
     if (!found) throw notFound(known);
     return webhookEndpointView(found.endpoint, found.head);
@@ -104,7 +104,7 @@ export class WebhookEndpointService {
    */
   async update(id: unknown, patch: unknown, actor: AuditActor): Promise<WebhookEndpointView> {
     return this.audit.refusing(actor, 'webhook_endpoint.update', id, async () => {
-      const known = await this.idOf(id);
+      const known = await identifierOf(id);
       const { url, status, description, enabled } = await validateInput(WebhookEndpointUpdateInput, patch);
       const change: WebhookEndpointChange = { status, description, enabled, ...(url !== undefined && { url: await this.checkedUrl(url) }) };
       const updated = await this.endpoints.update(known, change, (manager) => this.audit.record(manager, actor, 'webhook_endpoint.update', known));
@@ -121,7 +121,7 @@ export class WebhookEndpointService {
    */
   async rotateSecret(id: unknown, input: unknown, actor: AuditActor, now = new Date()): Promise<RotatedWebhookSecret> {
     return this.audit.refusing(actor, 'webhook_endpoint.rotate_secret', id, async () => {
-      const known = await this.idOf(id);
+      const known = await identifierOf(id);
       const { overlap } = await validateInput(RotateWebhookSecretInput, input ?? {});
       const until = new Date(now.getTime() + overlap * 1000);
       const secret = newWebhookSecret();
@@ -148,15 +148,9 @@ export class WebhookEndpointService {
    */
   async delete(id: unknown, actor: AuditActor): Promise<void> {
     await this.audit.refusing(actor, 'webhook_endpoint.delete', id, async () => {
-      const known = await this.idOf(id);
+      const known = await identifierOf(id);
       if (!(await this.endpoints.remove(known, (manager) => this.audit.record(manager, actor, 'webhook_endpoint.delete', known)))) throw notFound(known);
     });
-  }
-
-  /** `id` as a number, by WebhookEndpointIdArgs' rule. @throws AppError BAD_USER_INPUT. */
-  private async idOf(id: unknown): Promise<number> {
-    const args = await validateInput(WebhookEndpointIdArgs, { id: typeof id === 'number' ? String(id) : id });
-    return Number(args.id);
   }
 
   /**
