@@ -555,12 +555,13 @@ export const WEBHOOK_RECOVERY_PATH = inputSchema(WebhookRecoveryPathArgs);
 
 export const LIST_API_KEYS_QUERY = inputSchema(ListApiKeysArgs);
 
+/** Path parameters of an administration operation on one resource, `…/{id}` (IdentifierPath's rule); `description` says whose id. */
+function idPathParams(description: string): Schema {
+  return { type: 'object', properties: { id: { ...IDENTIFIER_SCHEMA, description } }, required: ['id'] };
+}
+
 /** Path parameters of `/admin/api-keys/{id}…`. */
-export const API_KEY_ID_PARAMS: Schema = {
-  type: 'object',
-  properties: { id: { ...IDENTIFIER_SCHEMA, description: 'The key id.' } },
-  required: ['id'],
-};
+export const API_KEY_ID_PARAMS = idPathParams('The key id.');
 
 /** What the examples of the administration of keys hold (checked against their schemas in tests). */
 export const API_KEY_EXAMPLES = Object.freeze({ apiKey: API_KEY_EXAMPLE, createdApiKey: CREATED_API_KEY_EXAMPLE });
@@ -568,11 +569,7 @@ export const API_KEY_EXAMPLES = Object.freeze({ apiKey: API_KEY_EXAMPLE, created
 export const LIST_WEBHOOK_ENDPOINTS_QUERY = inputSchema(ListWebhookEndpointsArgs);
 
 /** Path parameters of the operations on one webhook endpoint. */
-export const WEBHOOK_ENDPOINT_ID_PARAMS: Schema = {
-  type: 'object',
-  properties: { id: { ...IDENTIFIER_SCHEMA, description: 'Identifier of the webhook endpoint.' } },
-  required: ['id'],
-};
+export const WEBHOOK_ENDPOINT_ID_PARAMS = idPathParams('Identifier of the webhook endpoint.');
 
 /** listEvents' request header: where a reconnecting EventSource resumes. */
 export const LAST_EVENT_ID_HEADER: Schema = {
