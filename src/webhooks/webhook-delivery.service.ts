@@ -12,6 +12,7 @@ import { WebhookAttemptRepository } from './webhook-attempt.repository';
 import { ListWebhookAttemptsArgs, RecoveryInput, RedeliveryInput, WEBHOOK_ATTEMPTS_LIST, WebhookRecoveryPathArgs } from './webhook-delivery.inputs';
 import { identifierOf } from '../validation/identifier-path.inputs';
 import { WebhookEndpointRepository } from './webhook-endpoint.repository';
+import { webhookEndpointNotFound } from './webhook-endpoint.service';
 import type { RecoveryState, WebhookRecovery } from './webhook-recovery.entity';
 import { WebhookResendRepository } from './webhook-resend.repository';
 
@@ -187,7 +188,7 @@ export class WebhookDeliveryService {
   /** The id of the endpoint `path.id` names. @throws AppError BAD_USER_INPUT, NOT_FOUND. */
   private async existingEndpoint(path: unknown): Promise<number> {
     const id = await identifierOf((path as { id?: unknown } | undefined)?.id);
-    if (!(await this.endpoints.get(id))) throw new AppError('NOT_FOUND', `No webhook endpoint has id ${id}.`);
+    if (!(await this.endpoints.get(id))) throw webhookEndpointNotFound(id);
     return id;
   }
 

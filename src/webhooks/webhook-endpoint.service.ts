@@ -90,7 +90,7 @@ export class WebhookEndpointService {
   async get(id: unknown): Promise<WebhookEndpointView> {
     const known = await identifierOf(id);
     const found = await this.endpoints.find(known);
-    if (!found) throw notFound(known);
+    if (!found) throw webhookEndpointNotFound(known);
     return webhookEndpointView(found.endpoint, found.head);
   }
 
@@ -108,7 +108,7 @@ export class WebhookEndpointService {
       const { url, status, description, enabled } = await validateInput(WebhookEndpointUpdateInput, patch);
       const change: WebhookEndpointChange = { status, description, enabled, ...(url !== undefined && { url: await this.checkedUrl(url) }) };
       const updated = await this.endpoints.update(known, change, (manager) => this.audit.record(manager, actor, 'webhook_endpoint.update', known));
-      if (!updated) throw notFound(known);
+      if (!updated) throw webhookEndpointNotFound(known);
       return webhookEndpointView(updated.endpoint, updated.head);
     });
   }
@@ -137,7 +137,7 @@ export class WebhookEndpointService {
       const rotated = await this.endpoints.rotateSecrets(known, rotate, (manager) =>
         this.audit.record(manager, actor, 'webhook_endpoint.rotate_secret', known),
       );
-      if (!rotated) throw notFound(known);
+      if (!rotated) throw webhookEndpointNotFound(known);
       return { id: known, secret, previousSecretsUntil: until.toISOString() };
     });
   }
@@ -149,7 +149,8 @@ export class WebhookEndpointService {
   async delete(id: unknown, actor: AuditActor): Promise<void> {
     await this.audit.refusing(actor, 'webhook_endpoint.delete', id, async () => {
       const known = await identifierOf(id);
-      if (!(await this.endpoints.remove(known, (manager) => this.audit.record(manager, actor, 'webhook_endpoint.delete', known)))) throw notFound(known);
+      if (!(await this.endpoints.remove(known, (manager) => this.audit.record(manager, actor, 'webhook_endpoint.delete', known))))
+        throw webhookEndpointNotFound(known);
     });
   }
 
@@ -169,6 +170,7 @@ export class WebhookEndpointService {
   }
 }
 
-function notFound(id: number): AppError {
+/** The NOT_FOUND of every operation naming an endpoint that does not exist, its deliveries' included. */
+export function webhookEndpointNotFound(id: number): AppError {
   return new AppError('NOT_FOUND', `No webhook endpoint has id ${id}.`);
 }
