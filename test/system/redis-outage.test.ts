@@ -23,15 +23,22 @@ const REDIS_COMMAND_TIMEOUT_MS = REDIS_TIMEOUTS.commandMs;
 /** An app whose log lines at info and above are kept, with metrics of its own. */
 interface ObservedApp {
   t: TestApp;
-  lines: { level: number; msg: string }[];
+  lines: LogLine[];
   metrics: Metrics;
 }
 
+/** One pino line as the sink parsed it: its level, message and the component it names, if any. */
+interface LogLine {
+  level: number;
+  msg: string;
+  component?: string;
+}
+
 async function startObserved(env: Record<string, string>): Promise<ObservedApp> {
-  const lines: { level: number; msg: string }[] = [];
+  const lines: LogLine[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as { level: number; msg: string });
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as LogLine);
       done();
     },
   });
@@ -165,7 +172,9 @@ describe('when the Redis of two instances stops and restarts under load (RATE_LI
       expect(await redisUp(app)).toBe(1);
       expect(redisLines(app, WARN, 'Redis unreachable')).toHaveLength(1);
       // Nothing else of the outage warns: no line per reconnection attempt, connection, poke or call.
-      expect(app.lines.filter((line) => line.level >= WARN).map((line) => line.msg)).toEqual([expect.stringMatching(/^Redis unreachable/)]);
+      // The database's own slow-statement warning is not the outage's: the shared MariaDB may be slow under load.
+      const warnings = app.lines.filter((line) => line.level >= WARN && line.component !== 'database');
+      expect(warnings.map((line) => line.msg)).toEqual([expect.stringMatching(/^Redis unreachable/)]);
       expect(redisLines(app, INFO, 'Redis answers again')).toHaveLength(1);
     }
     console.info(
