@@ -68,8 +68,9 @@ export class DatabaseDeadlineError extends Error {
   override readonly name = 'DatabaseDeadlineError';
   readonly code = DEADLINE_EXCEEDED;
 
+  /** `timeoutMs`: the call's deadline, in ms; what was left of a request's budget is a fraction, named in whole ms. */
   constructor(timeoutMs: number) {
-    super(`The database did not answer within ${timeoutMs} ms.`);
+    super(`The database did not answer within ${Math.round(timeoutMs)} ms.`);
   }
 }
 

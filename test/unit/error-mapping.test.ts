@@ -224,6 +224,10 @@ describe('REST: sendError (through inject, no socket)', () => {
     expect(logLines[0]).toMatchObject({ level: 50, msg: 'unexpected error', err: { message: 'ER_NO_SUCH_TABLE: SELECT password FROM api_key' } });
   });
 
+  test("when a call's deadline was what was left of its request's budget, then the logged message names it in whole milliseconds", () => {
+    expect(new DatabaseDeadlineError(1997.0048880000004).message).toBe('The database did not answer within 1997 ms.');
+  });
+
   test('when the database is unavailable, then 503 with Retry-After: 1, logged as unexpected', async () => {
     const response = await inject('/rest', new DatabaseDeadlineError(2000));
     expect({ status: response.status, retryAfter: response.headers['retry-after'], body: response.body }).toEqual({
