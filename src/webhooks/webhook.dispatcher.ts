@@ -345,12 +345,12 @@ export class WebhookDispatcher {
    *   it); `lost`: the lease was lost, and the endpoint is another instance's now.
    * @throws DatabaseDeadlineError.
    */
-  private async resend(endpoint: WebhookEndpoint): Promise<{ moved?: number; lost: boolean }> {
+  private async resend(endpoint: WebhookEndpoint): Promise<{ moved?: number; lost?: true }> {
     for (const redelivery of await this.resends.redeliveries(endpoint.id, this.limits.resendsPerPass)) {
-      if (this.stopping.signal.aborted) return { lost: false };
+      if (this.stopping.signal.aborted) return {};
       const [event] = await this.feed.read({ after: redelivery.eventSeq - 1, limit: 1, upTo: redelivery.eventSeq });
       const attempted = event && (await this.send(endpoint, event, 'redelivery', 1));
-      if (this.stopping.signal.aborted) return { lost: false };
+      if (this.stopping.signal.aborted) return {};
       const record = async (manager: EntityManager) => {
         if (attempted) await this.attempts.insert(manager, attempted.record);
         await this.resends.redelivered(manager, redelivery.id);
@@ -369,7 +369,7 @@ export class WebhookDispatcher {
       moved = result.moved ?? moved;
       if (budget <= 0 || this.stopping.signal.aborted) break;
     }
-    return { moved, lost: false };
+    return { moved };
   }
 
   /**
@@ -380,7 +380,7 @@ export class WebhookDispatcher {
    *   `lost` when the lease was lost (see {@link resend}).
    * @throws DatabaseDeadlineError.
    */
-  private async recover(endpoint: WebhookEndpoint, recovery: WebhookRecovery, budget: number): Promise<{ handled: number; moved?: number; lost: boolean }> {
+  private async recover(endpoint: WebhookEndpoint, recovery: WebhookRecovery, budget: number): Promise<{ handled: number; moved?: number; lost?: true }> {
     const query = { endpointId: endpoint.id, after: recovery.cursor, upTo: recovery.upToSeq, since: recovery.since };
     const remaining = await this.attempts.countFailedEvents(query);
     await this.resends.startRecovery(recovery.id, recovery.sent + recovery.failed + remaining);
@@ -391,13 +391,13 @@ export class WebhookDispatcher {
     let moved: number | undefined;
     const seqs = await this.attempts.failedEvents(query, budget);
     for (const seq of seqs) {
-      if (this.stopping.signal.aborted) return { handled, moved, lost: false };
+      if (this.stopping.signal.aborted) return { handled, moved };
       const [event] = await this.feed.read({ after: seq - 1, limit: 1, upTo: seq, status: filter });
       const attempted = event && (await this.send(endpoint, event, 'recovery', 1));
-      if (this.stopping.signal.aborted) return { handled, moved, lost: false };
+      if (this.stopping.signal.aborted) return { handled, moved };
       if (event && !attempted) {
         await this.resends.finishRecovery(recovery.id, { state: 'failed', reason: 'the endpoint has no valid signing secret' });
-        return { handled, moved, lost: false };
+        return { handled, moved };
       }
       const ok = attempted?.result.outcome === 'success';
       const recorded = await this.endpoints.whileLeased(endpoint.id, this.holder, async (manager) => {
@@ -413,7 +413,7 @@ export class WebhookDispatcher {
       if (ok && seq === retrying && seq > endpoint.cursor && (await this.endpoints.advance(endpoint.id, this.holder, seq, true))) moved = seq;
     }
     if (seqs.length < budget) await this.resends.finishRecovery(recovery.id, { state: 'done' });
-    return { handled, moved, lost: false };
+    return { handled, moved };
   }
 
   /** One POST of an event's `body`, `signed`, to `endpoint`, in a span of its own (OpenTelemetry HTTP client conventions). */
